@@ -1,0 +1,394 @@
+package io.strata.sdk;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * Builds a {@link Column} in off-heap memory of a caller-owned {@link Arena}.
+ *
+ * <p>Buffers grow by doubling inside the arena (the outgrown buffer is released with the arena);
+ * callers that know the final size call {@link #reserve(int, long)} first so that nothing is
+ * copied twice. Appending a range of another column ({@link #appendRange}) is a bulk copy for
+ * fixed-width values and for string bytes, with offsets rebased. Null rows hold zero bytes of
+ * data. A builder is not thread-safe.
+ */
+public final class ColumnBuilder {
+  private static final long ALIGN = 64;
+
+  private final FeatureType type;
+  private final Arena arena;
+  private final int width;
+  private final ColumnBuilder child;
+  private MemorySegment values = MemorySegment.NULL;
+  private MemorySegment offsets = MemorySegment.NULL;
+  private MemorySegment validity = MemorySegment.NULL;
+  private long dataBytes;
+  private int rows;
+  private int nulls;
+
+  /** A builder for {@code type} that expects about {@code expectedRows} rows. */
+  public ColumnBuilder(FeatureType type, Arena arena, int expectedRows) {
+    this.type = Objects.requireNonNull(type, "type");
+    this.arena = Objects.requireNonNull(arena, "arena");
+    this.width = type.kind().width();
+    this.child =
+        type.kind() == FeatureType.Kind.LIST
+            ? new ColumnBuilder(type.element(), arena, expectedRows)
+            : null;
+    if (!type.isFixedWidth()) {
+      offsets = allocate(4L * (Math.max(expectedRows, 16) + 1));
+      offsets.set(Column.INT, 0, 0);
+    }
+    reserve(Math.max(expectedRows, 0), type.isVariableWidth() ? 16L * expectedRows : 0);
+  }
+
+  public FeatureType type() {
+    return type;
+  }
+
+  /** Rows appended so far. */
+  public int rows() {
+    return rows;
+  }
+
+  /** The element builder of a list builder; elements of the current list go here. */
+  public ColumnBuilder child() {
+    if (child == null) {
+      throw new IllegalStateException("child() on a " + type + " builder");
+    }
+    return child;
+  }
+
+  private MemorySegment allocate(long bytes) {
+    return arena.allocate(Math.max(bytes, 8), ALIGN);
+  }
+
+  private static MemorySegment grow(
+      Arena arena, MemorySegment old, long usedBytes, long neededBytes) {
+    long cap = Math.max(Math.max(neededBytes, old.byteSize() * 2), 64);
+    MemorySegment next = arena.allocate(cap, ALIGN);
+    if (usedBytes > 0) {
+      MemorySegment.copy(old, 0, next, 0, usedBytes);
+    }
+    return next;
+  }
+
+  /** Makes room for {@code moreRows} rows and, for strings and binaries, {@code moreBytes} bytes. */
+  public void reserve(int moreRows, long moreBytes) {
+    long total = (long) rows + moreRows;
+    if (total > Integer.MAX_VALUE - 1) {
+      throw new IllegalArgumentException("a column holds at most 2^31-2 rows, asked for " + total);
+    }
+    if (type.isFixedWidth()) {
+      long need = width == 0 ? (total + 7) >>> 3 : total * width;
+      if (need > values.byteSize()) {
+        values = grow(arena, values, width == 0 ? (rows + 7L) >>> 3 : (long) rows * width, need);
+      }
+    } else {
+      long need = 4 * (total + 1);
+      if (need > offsets.byteSize()) {
+        offsets = grow(arena, offsets, 4L * (rows + 1), need);
+      }
+      if (type.isVariableWidth() && dataBytes + moreBytes > values.byteSize()) {
+        values = grow(arena, values, dataBytes, dataBytes + moreBytes);
+      }
+    }
+    if (validity != MemorySegment.NULL && (total + 7) >>> 3 > validity.byteSize()) {
+      validity = grow(arena, validity, (rows + 7L) >>> 3, (total + 7) >>> 3);
+    }
+  }
+
+  private void ensureRows(int more) {
+    long total = (long) rows + more;
+    long need =
+        type.isFixedWidth()
+            ? (width == 0 ? (total + 7) >>> 3 : total * width)
+            : 4 * (total + 1);
+    MemorySegment buf = type.isFixedWidth() ? values : offsets;
+    if (need > buf.byteSize()
+        || (validity != MemorySegment.NULL && (total + 7) >>> 3 > validity.byteSize())) {
+      reserve(Math.max(more, rows), 0);
+    }
+  }
+
+  private void ensureBytes(long more) {
+    if (dataBytes + more > values.byteSize()) {
+      values = grow(arena, values, dataBytes, Math.max(dataBytes + more, values.byteSize() * 2));
+    }
+  }
+
+  /** Creates the validity bitmap on the first null, with every earlier row valid. */
+  private void materializeValidity(int extraRows) {
+    if (validity == MemorySegment.NULL) {
+      long cap = Math.max((long) rows + extraRows, 64);
+      if (type.isFixedWidth()) {
+        cap = Math.max(cap, width == 0 ? values.byteSize() * 8 : values.byteSize() / width);
+      } else {
+        cap = Math.max(cap, offsets.byteSize() / 4);
+      }
+      validity = allocate((cap + 7) >>> 3);
+      validity.fill((byte) 0);
+      Bits.fill(validity, 0, rows);
+    }
+  }
+
+  private void markValid(boolean valid) {
+    if (!valid) {
+      materializeValidity(1);
+      Bits.set(validity, rows, false);
+      nulls++;
+    } else if (validity != MemorySegment.NULL) {
+      Bits.set(validity, rows, true);
+    }
+  }
+
+  private void finishVariableRow() {
+    long end = type.kind() == FeatureType.Kind.LIST ? child.rows : dataBytes;
+    if (end > Integer.MAX_VALUE) {
+      throw new IllegalStateException(
+          "a " + type + " column holds at most 2 GiB of data per column; split it into chunks");
+    }
+    offsets.set(Column.INT, 4L * (rows + 1), (int) end);
+  }
+
+  /** Appends a null row. */
+  public void appendNull() {
+    ensureRows(1);
+    markValid(false);
+    if (type.isFixedWidth()) {
+      if (width == 0) {
+        Bits.set(values, rows, false);
+      } else {
+        values.asSlice((long) rows * width, width).fill((byte) 0);
+      }
+    } else {
+      finishVariableRow();
+    }
+    rows++;
+  }
+
+  public void appendBoolean(boolean value) {
+    requireKind(FeatureType.Kind.BOOL);
+    ensureRows(1);
+    markValid(true);
+    Bits.set(values, rows, value);
+    rows++;
+  }
+
+  /** Appends an integer, date (days) or timestamp (nanoseconds) value, narrowed to the column width. */
+  public void appendLong(long value) {
+    ensureRows(1);
+    markValid(true);
+    putLong(rows, value);
+    rows++;
+  }
+
+  private void putLong(int row, long value) {
+    long at = (long) row * width;
+    switch (type.kind()) {
+      case INT8 -> values.set(ValueLayout.JAVA_BYTE, at, (byte) value);
+      case INT16 -> values.set(Column.SHORT, at, (short) value);
+      case INT32, DATE -> values.set(Column.INT, at, (int) value);
+      case INT64, TIMESTAMP -> values.set(Column.LONG, at, value);
+      case BOOL -> Bits.set(values, row, value != 0);
+      default -> throw new IllegalStateException("appendLong on a " + type + " builder");
+    }
+  }
+
+  public void appendDouble(double value) {
+    ensureRows(1);
+    markValid(true);
+    putDouble(rows, value);
+    rows++;
+  }
+
+  private void putDouble(int row, double value) {
+    switch (type.kind()) {
+      case FLOAT32 -> values.set(Column.FLOAT, row * 4L, (float) value);
+      case FLOAT64 -> values.set(Column.DOUBLE, row * 8L, value);
+      default -> throw new IllegalStateException("appendDouble on a " + type + " builder");
+    }
+  }
+
+  /** Appends a decimal by its unscaled 128-bit value, as low and high 64-bit words. */
+  public void appendDecimal(long low, long high) {
+    requireKind(FeatureType.Kind.DECIMAL);
+    ensureRows(1);
+    markValid(true);
+    values.set(Column.LONG, rows * 16L, low);
+    values.set(Column.LONG, rows * 16L + 8, high);
+    rows++;
+  }
+
+  /** Appends a string or binary value. */
+  public void appendBytes(byte[] src, int from, int length) {
+    appendBytes(MemorySegment.ofArray(src), from, length);
+  }
+
+  /** Appends a string or binary value copied from {@code src}. */
+  public void appendBytes(MemorySegment src, long from, long length) {
+    if (!type.isVariableWidth()) {
+      throw new IllegalStateException("appendBytes on a " + type + " builder");
+    }
+    ensureRows(1);
+    ensureBytes(length);
+    markValid(true);
+    MemorySegment.copy(src, from, values, dataBytes, length);
+    dataBytes += length;
+    finishVariableRow();
+    rows++;
+  }
+
+  /** Ends a list row whose elements were appended to {@link #child()} since the previous row. */
+  public void endList() {
+    requireKind(FeatureType.Kind.LIST);
+    ensureRows(1);
+    markValid(true);
+    finishVariableRow();
+    rows++;
+  }
+
+  /**
+   * Appends {@code count} integer values (narrowed to the column width) from {@code src[from..]};
+   * rows whose {@code isNull} entry is true become null ({@code isNull} may be null).
+   */
+  public void appendLongs(long[] src, boolean[] isNull, int from, int count) {
+    ensureRows(count);
+    appendNullMask(isNull, from, count);
+    if (width == 8) {
+      MemorySegment.copy(src, from, values, Column.LONG, (long) rows * 8, count);
+    } else {
+      for (int k = 0; k < count; k++) {
+        putLong(rows + k, src[from + k]);
+      }
+    }
+    rows += count;
+  }
+
+  /** Appends {@code count} floating-point values; see {@link #appendLongs}. */
+  public void appendDoubles(double[] src, boolean[] isNull, int from, int count) {
+    ensureRows(count);
+    appendNullMask(isNull, from, count);
+    if (type.kind() == FeatureType.Kind.FLOAT64) {
+      MemorySegment.copy(src, from, values, Column.DOUBLE, (long) rows * 8, count);
+    } else {
+      for (int k = 0; k < count; k++) {
+        putDouble(rows + k, src[from + k]);
+      }
+    }
+    rows += count;
+  }
+
+  private void appendNullMask(boolean[] isNull, int from, int count) {
+    if (isNull == null) {
+      if (validity != MemorySegment.NULL) {
+        Bits.fill(validity, rows, count);
+      }
+      return;
+    }
+    for (int k = 0; k < count; k++) {
+      if (isNull[from + k]) {
+        materializeValidity(count);
+        break;
+      }
+    }
+    if (validity == MemorySegment.NULL) {
+      return;
+    }
+    for (int k = 0; k < count; k++) {
+      boolean valid = !isNull[from + k];
+      Bits.set(validity, rows + k, valid);
+      if (!valid) {
+        nulls++;
+      }
+    }
+  }
+
+  /** Appends rows {@code [from, from + count)} of {@code src}, which must have this builder's type. */
+  public void appendRange(Column src, int from, int count) {
+    if (!src.type().equals(type)) {
+      throw new IllegalArgumentException("cannot append a " + src.type() + " column to a " + type + " builder");
+    }
+    if (from < 0 || count < 0 || from + count > src.length()) {
+      throw new IndexOutOfBoundsException(
+          "range [" + from + ", " + (from + count) + ") of a column of " + src.length() + " rows");
+    }
+    if (count == 0) {
+      return;
+    }
+    ensureRows(count);
+    long srcRow = (long) src.offset() + from;
+    if (src.validity() != MemorySegment.NULL) {
+      int srcNulls = Bits.countZeros(src.validity(), srcRow, count);
+      if (srcNulls > 0) {
+        materializeValidity(count);
+      }
+      if (validity != MemorySegment.NULL) {
+        Bits.copy(src.validity(), srcRow, validity, rows, count);
+      }
+      nulls += srcNulls;
+    } else if (validity != MemorySegment.NULL) {
+      Bits.fill(validity, rows, count);
+    }
+    if (type.isFixedWidth()) {
+      if (width == 0) {
+        Bits.copy(src.values(), srcRow, values, rows, count);
+      } else {
+        MemorySegment.copy(src.values(), srcRow * width, values, (long) rows * width, (long) count * width);
+      }
+    } else {
+      MemorySegment srcOffsets = src.offsets();
+      int first = srcOffsets.get(Column.INT, srcRow * 4);
+      int last = srcOffsets.get(Column.INT, (srcRow + count) * 4);
+      long base = type.kind() == FeatureType.Kind.LIST ? child.rows : dataBytes;
+      long delta = base - first;
+      if (base + (last - first) > Integer.MAX_VALUE) {
+        throw new IllegalStateException(
+            "a " + type + " column holds at most 2 GiB of data per column; split it into chunks");
+      }
+      rebaseOffsets(srcOffsets, srcRow + 1, offsets, rows + 1L, count, (int) delta);
+      if (type.kind() == FeatureType.Kind.LIST) {
+        child.appendRange(src.child(), first, last - first);
+      } else {
+        ensureBytes(last - first);
+        MemorySegment.copy(src.values(), first, values, dataBytes, last - first);
+        dataBytes += last - first;
+      }
+    }
+    rows += count;
+  }
+
+  private static void rebaseOffsets(
+      MemorySegment src, long srcIndex, MemorySegment dst, long dstIndex, int count, int delta) {
+    long s = srcIndex * 4;
+    long d = dstIndex * 4;
+    for (int k = 0; k < count; k++) {
+      dst.set(Column.INT, d + 4L * k, src.get(Column.INT, s + 4L * k) + delta);
+    }
+  }
+
+  private void requireKind(FeatureType.Kind kind) {
+    if (type.kind() != kind) {
+      throw new IllegalStateException("a " + kind + " append on a " + type + " builder");
+    }
+  }
+
+  /** The column built so far; its buffers stay valid while the arena is open. */
+  public Column build() {
+    Column builtChild = child == null ? null : child.build();
+    MemorySegment v;
+    if (type.isFixedWidth()) {
+      v = values.asSlice(0, width == 0 ? (rows + 7L) >>> 3 : (long) rows * width);
+    } else if (type.isVariableWidth()) {
+      v = values.asSlice(0, dataBytes);
+    } else {
+      v = MemorySegment.NULL;
+    }
+    MemorySegment o = type.isFixedWidth() ? MemorySegment.NULL : offsets.asSlice(0, 4L * (rows + 1));
+    MemorySegment val =
+        nulls == 0 ? MemorySegment.NULL : validity.asSlice(0, (rows + 7L) >>> 3);
+    return new Column(type, rows, 0, nulls, val, o, v, builtChild);
+  }
+}

@@ -1,0 +1,27 @@
+package io.strata.sdk;
+
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * A file that Strata cannot trust: truncated, damaged, of an unsupported version, or not of the
+ * expected kind. The message names the file and the problem.
+ */
+public class CorruptFileException extends IOException {
+  private final transient Path file;
+
+  public CorruptFileException(Path file, String problem) {
+    super(file + ": " + problem);
+    this.file = file;
+  }
+
+  public CorruptFileException(Path file, String problem, Throwable cause) {
+    super(file + ": " + problem, cause);
+    this.file = file;
+  }
+
+  /** The file at fault. */
+  public Path file() {
+    return file;
+  }
+}

@@ -1,0 +1,472 @@
+package io.strata.sdk.format;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureType;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SequencedMap;
+import java.util.concurrent.ConcurrentHashMap;
+import io.strata.sdk.internal.Json;
+
+/**
+ * A segment file mapped into memory, with zero-copy {@link Column} views of its feature columns.
+ *
+ * <p>{@link #open} maps the whole file with {@code FileChannel.map(..., Arena)}, finds the record
+ * batch from the Arrow footer and checks the structure: magic bytes, metadata version, Strata's
+ * format version, that every buffer lies inside the body. Buffer checksums are verified according
+ * to {@link Verify}. {@link #close()} unmaps the file; a column view used after that fails with
+ * {@link IllegalStateException}. The file must not be truncated while mapped (Strata never
+ * truncates segments; it unlinks them).
+ */
+public final class SegmentFile implements AutoCloseable {
+  /** When to verify buffer checksums at open. */
+  public enum Verify {
+    /** On every open. */
+    ALWAYS,
+    /** On the first open of a given file (path, inode, size, modification time) in this process. */
+    FIRST_OPEN,
+    /** Never; structure is still checked. */
+    NEVER
+  }
+
+  private static final Set<String> VERIFIED = ConcurrentHashMap.newKeySet();
+
+  private final Path path;
+  private final Arena arena;
+  private final long fileSize;
+  private final SegmentInfo info;
+  private final Map<String, String> metadata;
+  private final SequencedMap<String, Column> columns;
+
+  private SegmentFile(
+      Path path,
+      Arena arena,
+      long fileSize,
+      SegmentInfo info,
+      Map<String, String> metadata,
+      SequencedMap<String, Column> columns) {
+    this.path = path;
+    this.arena = arena;
+    this.fileSize = fileSize;
+    this.info = info;
+    this.metadata = metadata;
+    this.columns = columns;
+  }
+
+  /** Maps and checks {@code path}; see {@link Verify}. */
+  public static SegmentFile open(Path path, Verify verify) throws IOException {
+    Arena arena = Arena.ofShared();
+    boolean success = false;
+    try {
+      BasicFileAttributes attrs;
+      MemorySegment map;
+      try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+        attrs = Files.readAttributes(path, BasicFileAttributes.class);
+        long size = ch.size();
+        if (size < 8 + 8 + 4 + Arrow.MAGIC.length) {
+          throw new CorruptFileException(path, "truncated: " + size + " bytes is too short for a segment");
+        }
+        try {
+          map = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+        } catch (IOException | OutOfMemoryError e) {
+          throw new IOException(
+              "cannot map "
+                  + path
+                  + " ("
+                  + size
+                  + " bytes): "
+                  + e.getMessage()
+                  + "; check the address-space limit (ulimit -v) and the map count limit"
+                  + " (sysctl vm.max_map_count)",
+              e);
+        }
+      } catch (NoSuchFileException e) {
+        throw new NoSuchFileException(path.toString(), null, "segment file does not exist");
+      }
+      SegmentFile f = parse(path, arena, map);
+      String key = path.toAbsolutePath() + "|" + attrs.fileKey() + "|" + attrs.size() + "|" + attrs.lastModifiedTime().toMillis();
+      boolean check =
+          switch (verify) {
+            case ALWAYS -> true;
+            case NEVER -> false;
+            case FIRST_OPEN -> !VERIFIED.contains(key);
+          };
+      if (check) {
+        f.verifyChecksums(map);
+        VERIFIED.add(key);
+      }
+      success = true;
+      return f;
+    } finally {
+      if (!success) {
+        arena.close();
+      }
+    }
+  }
+
+  private static SegmentFile parse(Path path, Arena arena, MemorySegment map) throws IOException {
+    try {
+      return parseUnchecked(path, arena, map);
+    } catch (FbTable.FbException | IndexOutOfBoundsException | IllegalArgumentException e) {
+      throw new CorruptFileException(path, "damaged segment metadata: " + e.getMessage(), e);
+    }
+  }
+
+  private static SegmentFile parseUnchecked(Path path, Arena arena, MemorySegment map) throws IOException {
+    long size = map.byteSize();
+    byte[] head = map.asSlice(0, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+    byte[] tail = map.asSlice(size - 6, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+    if (!Arrays.equals(head, Arrow.MAGIC)) {
+      throw new CorruptFileException(path, "not an Arrow IPC file (bad leading magic)");
+    }
+    if (!Arrays.equals(tail, Arrow.MAGIC)) {
+      throw new CorruptFileException(path, "truncated or damaged: no Arrow magic at the end of the file");
+    }
+    long footerLen = Integer.toUnsignedLong(map.get(FbTable.INT, size - 10));
+    if (footerLen == 0 || footerLen > size - 8 - 10) {
+      throw new CorruptFileException(path, "damaged footer length " + footerLen + " in a " + size + "-byte file");
+    }
+    FbTable footer = FbTable.root(map.asSlice(size - 10 - footerLen, footerLen));
+    int version = footer.getShort(Arrow.FOOTER_VERSION, 0);
+    if (version != Arrow.METADATA_V5) {
+      throw new CorruptFileException(path, "Arrow metadata version " + version + " is not supported (expected V5)");
+    }
+    FbTable schema = footer.getTable(Arrow.FOOTER_SCHEMA);
+    if (schema == null) {
+      throw new CorruptFileException(path, "footer has no schema");
+    }
+    if (schema.getShort(Arrow.SCHEMA_ENDIANNESS, 0) != 0) {
+      throw new CorruptFileException(path, "big-endian segments are not supported");
+    }
+    Map<String, String> meta = new HashMap<>();
+    for (int i = 0, n = schema.vectorLength(Arrow.SCHEMA_METADATA); i < n; i++) {
+      FbTable kv = schema.tableAt(Arrow.SCHEMA_METADATA, i);
+      meta.put(kv.getString(Arrow.KV_KEY), kv.getString(Arrow.KV_VALUE));
+    }
+    if (!Arrow.FORMAT_NAME.equals(meta.get(Arrow.KEY_FORMAT))) {
+      throw new CorruptFileException(path, "not a Strata segment (no '" + Arrow.KEY_FORMAT + "' metadata)");
+    }
+    String formatVersion = meta.get(Arrow.KEY_VERSION);
+    if (!Arrow.FORMAT_VERSION.equals(formatVersion)) {
+      throw new CorruptFileException(
+          path,
+          "segment format version " + formatVersion + " is not supported (this build reads version "
+              + Arrow.FORMAT_VERSION + ")");
+    }
+    List<String> names = new ArrayList<>();
+    List<FeatureType> types = new ArrayList<>();
+    for (int i = 0, n = schema.vectorLength(Arrow.SCHEMA_FIELDS); i < n; i++) {
+      FbTable field = schema.tableAt(Arrow.SCHEMA_FIELDS, i);
+      names.add(field.getString(Arrow.FIELD_NAME));
+      types.add(fieldType(path, field));
+    }
+    SegmentInfo info;
+    try {
+      info =
+          new SegmentInfo(
+              require(path, meta, Arrow.KEY_DATASET),
+              require(path, meta, Arrow.KEY_DATASET_VERSION),
+              Integer.parseInt(require(path, meta, Arrow.KEY_CHUNK)),
+              Long.parseLong(require(path, meta, Arrow.KEY_ROW_START)),
+              Long.parseLong(require(path, meta, Arrow.KEY_ROW_END)),
+              Json.parseStringArray(require(path, meta, Arrow.KEY_COLUMNS)));
+    } catch (NumberFormatException | IOException e) {
+      throw new CorruptFileException(path, "damaged provenance metadata: " + e.getMessage());
+    }
+    if (!info.columns().equals(names)) {
+      throw new CorruptFileException(path, "provenance lists columns " + info.columns() + " but the schema has " + names);
+    }
+
+    MemorySegment blocks = footer.structs(Arrow.FOOTER_RECORD_BATCHES, Arrow.BLOCK_SIZE);
+    if (blocks.byteSize() != Arrow.BLOCK_SIZE) {
+      throw new CorruptFileException(
+          path, "has " + blocks.byteSize() / Arrow.BLOCK_SIZE + " record batches; a segment has exactly one");
+    }
+    long offset = blocks.get(FbTable.LONG, 0);
+    long metaLen = Integer.toUnsignedLong(blocks.get(FbTable.INT, 8));
+    long bodyLen = blocks.get(FbTable.LONG, 16);
+    if (offset < 8 || metaLen < 8 || bodyLen < 0 || offset + metaLen + bodyLen > size - 10 - footerLen) {
+      throw new CorruptFileException(path, "record batch block [" + offset + ", +" + metaLen + ", +" + bodyLen + "] lies outside the file");
+    }
+    if (map.get(FbTable.INT, offset) != Arrow.CONTINUATION
+        || Integer.toUnsignedLong(map.get(FbTable.INT, offset + 4)) != metaLen - 8) {
+      throw new CorruptFileException(path, "damaged record batch message header at offset " + offset);
+    }
+    FbTable message = FbTable.root(map.asSlice(offset + 8, metaLen - 8));
+    if (message.getByte(Arrow.MESSAGE_HEADER_TYPE, 0) != Arrow.HEADER_RECORD_BATCH) {
+      throw new CorruptFileException(path, "message at offset " + offset + " is not a record batch");
+    }
+    FbTable batch = message.getTable(Arrow.MESSAGE_HEADER);
+    if (batch == null) {
+      throw new CorruptFileException(path, "record batch message has no header");
+    }
+    if (batch.has(Arrow.BATCH_COMPRESSION)) {
+      throw new CorruptFileException(path, "compressed record batches are not supported");
+    }
+    long rows = batch.getLong(Arrow.BATCH_LENGTH, -1);
+    if (rows != info.rows()) {
+      throw new CorruptFileException(path, "record batch has " + rows + " rows, provenance says " + info.rows());
+    }
+    MemorySegment body = map.asSlice(offset + metaLen, bodyLen);
+    if ((offset + metaLen) % Arrow.BUFFER_ALIGNMENT != 0) {
+      throw new CorruptFileException(path, "record batch body is not 64-byte aligned");
+    }
+    MemorySegment nodes = batch.structs(Arrow.BATCH_NODES, Arrow.FIELD_NODE_SIZE);
+    MemorySegment buffers = batch.structs(Arrow.BATCH_BUFFERS, Arrow.BUFFER_SIZE);
+    Cursor cursor = new Cursor(path, nodes, buffers, body);
+    SequencedMap<String, Column> columns = new LinkedHashMap<>();
+    for (int i = 0; i < names.size(); i++) {
+      Column c = cursor.column(types.get(i));
+      if (c.length() != rows) {
+        throw new CorruptFileException(path, "column '" + names.get(i) + "' has " + c.length() + " rows, the batch " + rows);
+      }
+      if (columns.put(names.get(i), c) != null) {
+        throw new CorruptFileException(path, "column '" + names.get(i) + "' appears twice");
+      }
+    }
+    if (cursor.node != nodes.byteSize() / Arrow.FIELD_NODE_SIZE
+        || cursor.buffer != buffers.byteSize() / Arrow.BUFFER_SIZE) {
+      throw new CorruptFileException(path, "record batch has more nodes or buffers than its schema needs");
+    }
+    return new SegmentFile(path, arena, size, info, Collections.unmodifiableMap(meta), columns);
+  }
+
+  private static String require(Path path, Map<String, String> meta, String key) throws CorruptFileException {
+    String v = meta.get(key);
+    if (v == null) {
+      throw new CorruptFileException(path, "missing '" + key + "' in the segment metadata");
+    }
+    return v;
+  }
+
+  private static FeatureType fieldType(Path path, FbTable field) throws CorruptFileException {
+    int code = field.getByte(Arrow.FIELD_TYPE_TYPE, 0);
+    FbTable t = field.getTable(Arrow.FIELD_TYPE);
+    if (t == null) {
+      throw new CorruptFileException(path, "field '" + field.getString(Arrow.FIELD_NAME) + "' has no type");
+    }
+    FeatureType type =
+        switch (code) {
+          case Arrow.TYPE_BOOL -> FeatureType.BOOL;
+          case Arrow.TYPE_INT -> {
+            if (!t.getBool(1, false)) {
+              yield null;
+            }
+            yield switch (t.getInt(0, 0)) {
+              case 8 -> FeatureType.INT8;
+              case 16 -> FeatureType.INT16;
+              case 32 -> FeatureType.INT32;
+              case 64 -> FeatureType.INT64;
+              default -> null;
+            };
+          }
+          case Arrow.TYPE_FLOATING_POINT ->
+              switch (t.getShort(0, 0)) {
+                case Arrow.PRECISION_SINGLE -> FeatureType.FLOAT32;
+                case Arrow.PRECISION_DOUBLE -> FeatureType.FLOAT64;
+                default -> null;
+              };
+          case Arrow.TYPE_UTF8 -> FeatureType.STRING;
+          case Arrow.TYPE_BINARY -> FeatureType.BINARY;
+          case Arrow.TYPE_DATE -> t.getShort(0, 1) == Arrow.DATE_DAY ? FeatureType.DATE : null;
+          case Arrow.TYPE_TIMESTAMP ->
+              t.getShort(0, 0) == Arrow.TIME_NANOSECOND && !t.has(1) ? FeatureType.TIMESTAMP : null;
+          case Arrow.TYPE_DECIMAL ->
+              t.getInt(2, 128) == 128 ? FeatureType.decimal(t.getInt(0, 0), t.getInt(1, 0)) : null;
+          case Arrow.TYPE_LIST -> {
+            if (field.vectorLength(Arrow.FIELD_CHILDREN) != 1) {
+              yield null;
+            }
+            FeatureType element = fieldType(path, field.tableAt(Arrow.FIELD_CHILDREN, 0));
+            yield element.kind() == FeatureType.Kind.LIST ? null : FeatureType.list(element);
+          }
+          default -> null;
+        };
+    if (type == null) {
+      throw new CorruptFileException(
+          path, "field '" + field.getString(Arrow.FIELD_NAME) + "' has an Arrow type (code " + code + ") that Strata segments do not use");
+    }
+    return type;
+  }
+
+  /** Walks field nodes and buffers in schema pre-order. */
+  private static final class Cursor {
+    final Path path;
+    final MemorySegment nodes;
+    final MemorySegment buffers;
+    final MemorySegment body;
+    int node;
+    int buffer;
+
+    Cursor(Path path, MemorySegment nodes, MemorySegment buffers, MemorySegment body) {
+      this.path = path;
+      this.nodes = nodes;
+      this.buffers = buffers;
+      this.body = body;
+    }
+
+    MemorySegment nextBuffer(long minLength, String what) throws CorruptFileException {
+      if ((buffer + 1L) * Arrow.BUFFER_SIZE > buffers.byteSize()) {
+        throw new CorruptFileException(path, "record batch lists too few buffers");
+      }
+      long off = buffers.get(FbTable.LONG, (long) buffer * Arrow.BUFFER_SIZE);
+      long len = buffers.get(FbTable.LONG, (long) buffer * Arrow.BUFFER_SIZE + 8);
+      buffer++;
+      if (off < 0 || len < 0 || off + len > body.byteSize()) {
+        throw new CorruptFileException(path, "buffer " + (buffer - 1) + " [" + off + ", +" + len + "] lies outside the body");
+      }
+      if (len < minLength) {
+        throw new CorruptFileException(path, what + " buffer " + (buffer - 1) + " holds " + len + " bytes, needs " + minLength);
+      }
+      return len == 0 ? MemorySegment.NULL : body.asSlice(off, len);
+    }
+
+    Column column(FeatureType type) throws CorruptFileException {
+      if ((node + 1L) * Arrow.FIELD_NODE_SIZE > nodes.byteSize()) {
+        throw new CorruptFileException(path, "record batch lists too few field nodes");
+      }
+      long length = nodes.get(FbTable.LONG, (long) node * Arrow.FIELD_NODE_SIZE);
+      long nulls = nodes.get(FbTable.LONG, (long) node * Arrow.FIELD_NODE_SIZE + 8);
+      node++;
+      if (length < 0 || length > Integer.MAX_VALUE - 1 || nulls < 0 || nulls > length) {
+        throw new CorruptFileException(path, "field node with length " + length + " and " + nulls + " nulls");
+      }
+      int n = (int) length;
+      MemorySegment validity = nextBuffer(nulls > 0 ? (n + 7L) >>> 3 : 0, "validity");
+      int width = type.kind().width();
+      if (type.isFixedWidth()) {
+        MemorySegment values = nextBuffer(width == 0 ? (n + 7L) >>> 3 : (long) n * width, "values");
+        return new Column(type, n, 0, (int) nulls, validity, MemorySegment.NULL, values, null);
+      }
+      MemorySegment offsets = nextBuffer(4L * (n + 1), "offsets");
+      int first = offsets.get(FbTable.INT, 0);
+      int last = offsets.get(FbTable.INT, 4L * n);
+      if (first != 0 || last < 0) {
+        throw new CorruptFileException(path, "offsets of a " + type + " column run from " + first + " to " + last);
+      }
+      if (type.isVariableWidth()) {
+        MemorySegment data = nextBuffer(last, "data");
+        return new Column(type, n, 0, (int) nulls, validity, offsets, data, null);
+      }
+      Column child = column(type.element());
+      if (child.length() < last) {
+        throw new CorruptFileException(path, "list offsets reach " + last + " but the child has " + child.length() + " rows");
+      }
+      return new Column(type, n, 0, (int) nulls, validity, offsets, MemorySegment.NULL, child);
+    }
+  }
+
+  private void verifyChecksums(MemorySegment map) throws CorruptFileException {
+    String listed = metadata.get(Arrow.KEY_CRC);
+    if (listed == null) {
+      throw new CorruptFileException(path, "missing '" + Arrow.KEY_CRC + "' in the segment metadata");
+    }
+    String[] expected = listed.isEmpty() ? new String[0] : listed.split(",");
+    List<MemorySegment> buffers = new ArrayList<>();
+    for (Column c : columns.values()) {
+      addBuffers(c, buffers);
+    }
+    if (expected.length != buffers.size()) {
+      throw new CorruptFileException(path, "lists " + expected.length + " checksums for " + buffers.size() + " buffers");
+    }
+    HexFormat hex = HexFormat.of();
+    for (int i = 0; i < expected.length; i++) {
+      String actual = hex.toHexDigits((int) SegmentWriter.crc32c(buffers.get(i)));
+      if (!actual.equals(expected[i])) {
+        throw new CorruptFileException(
+            path, "checksum mismatch in buffer " + i + " (CRC32C " + actual + ", expected " + expected[i] + "): the data is damaged");
+      }
+    }
+  }
+
+  private static void addBuffers(Column c, List<MemorySegment> out) {
+    out.add(c.validity());
+    if (c.type().isFixedWidth()) {
+      out.add(c.values());
+    } else {
+      out.add(c.offsets());
+      if (c.type().isVariableWidth()) {
+        out.add(c.values());
+      } else {
+        addBuffers(c.child(), out);
+      }
+    }
+  }
+
+  public Path path() {
+    return path;
+  }
+
+  /** Size of the file in bytes. */
+  public long fileSize() {
+    return fileSize;
+  }
+
+  public SegmentInfo info() {
+    return info;
+  }
+
+  /** Rows in the segment. */
+  public int rows() {
+    return (int) info.rows();
+  }
+
+  /** The schema's custom metadata (Strata's keys and any others). */
+  public Map<String, String> metadata() {
+    return metadata;
+  }
+
+  /** Column names in file order. */
+  public List<String> columnNames() {
+    return List.copyOf(columns.keySet());
+  }
+
+  public boolean hasColumn(String name) {
+    return columns.containsKey(name);
+  }
+
+  /** A zero-copy view of column {@code name}; valid until {@link #close()}. */
+  public Column column(String name) {
+    Column c = columns.get(name);
+    if (c == null) {
+      throw new IllegalArgumentException("segment " + path + " has no column '" + name + "' (it has " + columns.keySet() + ")");
+    }
+    if (!arena.scope().isAlive()) {
+      throw new IllegalStateException("segment " + path + " is already closed");
+    }
+    return c;
+  }
+
+  /** Unmaps the file. Idempotent. */
+  @Override
+  public void close() {
+    if (arena.scope().isAlive()) {
+      try {
+        arena.close();
+      } catch (IllegalStateException alreadyClosing) {
+        // Another thread closed it concurrently.
+      }
+    }
+  }
+
+  public boolean isOpen() {
+    return arena.scope().isAlive();
+  }
+}
