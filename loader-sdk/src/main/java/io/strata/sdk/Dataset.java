@@ -1,0 +1,119 @@
+package io.strata.sdk;
+
+import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.dataset.FeatureInfo;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.OrcTable;
+import io.strata.sdk.dataset.SampleIndex;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.SequencedMap;
+
+/**
+ * A dataset on the HDD tier: a directory of ORC files plus its manifest, and the optional sample
+ * index. Opening reads the manifest only; ORC files are opened on first read. Thread-safe.
+ */
+public final class Dataset implements AutoCloseable {
+  private final Path dir;
+  private final Manifest manifest;
+  private final OrcTable orc;
+  private final SampleIndex samples;
+
+  private Dataset(Path dir, Manifest manifest, OrcTable orc, SampleIndex samples) {
+    this.dir = dir;
+    this.manifest = manifest;
+    this.orc = orc;
+    this.samples = samples;
+  }
+
+  /** Opens the dataset in {@code dir} (which holds {@code manifest.json}). */
+  public static Dataset open(Path dir) throws IOException {
+    Path abs = dir.toAbsolutePath().normalize();
+    Manifest m = Manifest.read(abs);
+    SampleIndex idx = m.sampleIndex() == null ? null : SampleIndex.open(abs.resolve(m.sampleIndex().path()));
+    return new Dataset(abs, m, new OrcTable(abs, m), idx);
+  }
+
+  public Path directory() {
+    return dir;
+  }
+
+  public String name() {
+    return manifest.name();
+  }
+
+  /** The content version; see {@link Manifest#version()}. */
+  public String version() {
+    return manifest.version();
+  }
+
+  public long rows() {
+    return manifest.rows();
+  }
+
+  public Manifest manifest() {
+    return manifest;
+  }
+
+  /** All top-level columns, served or not. */
+  public List<FeatureInfo> columns() {
+    return manifest.features();
+  }
+
+  /** Names of the columns Strata serves. */
+  public List<String> featureNames() {
+    return manifest.features().stream().filter(FeatureInfo::supported).map(FeatureInfo::name).toList();
+  }
+
+  /** The served feature {@code name}; an unknown or unsupported name is an {@link IllegalArgumentException}. */
+  public FeatureInfo feature(String name) {
+    for (FeatureInfo f : manifest.features()) {
+      if (f.name().equals(name)) {
+        if (!f.supported()) {
+          throw new IllegalArgumentException(
+              "column '" + name + "' of dataset " + name() + " is not served: " + f.unsupportedReason());
+        }
+        return f;
+      }
+    }
+    throw new IllegalArgumentException(
+        "dataset " + name() + " has no feature '" + name + "' (it has " + featureNames() + ")");
+  }
+
+  public List<ChunkInfo> chunks() {
+    return manifest.chunks();
+  }
+
+  /** Index of the chunk that holds global row {@code row}. */
+  public int chunkOf(long row) {
+    return orc.chunkOf(row);
+  }
+
+  public Optional<SampleIndex> sampleIndex() {
+    return Optional.ofNullable(samples);
+  }
+
+  /** The ORC reader of this dataset (HDD tier). */
+  public OrcTable orc() {
+    return orc;
+  }
+
+  /** Decodes chunk {@code chunk} of {@code features} from ORC into {@code arena}. */
+  public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena) throws IOException {
+    return orc.readChunk(chunk, features, arena);
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      orc.close();
+    } finally {
+      if (samples != null) {
+        samples.close();
+      }
+    }
+  }
+}

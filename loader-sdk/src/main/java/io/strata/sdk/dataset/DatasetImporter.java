@@ -1,0 +1,215 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.Progress;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.stream.Stream;
+import org.apache.orc.Reader;
+import org.apache.orc.StripeInformation;
+import org.apache.orc.TypeDescription;
+
+/**
+ * Registers ORC files written elsewhere as a dataset: checks that they share one schema, records
+ * the columns (supported or not, with the reason), the stripe map and a content version, builds
+ * the optional sample index and, by default, decodes every stripe once so that a damaged file is
+ * rejected at import rather than in the middle of a training job. The files stay where they are.
+ */
+public final class DatasetImporter {
+  private DatasetImporter() {}
+
+  /**
+   * What to import.
+   *
+   * @param name dataset name
+   * @param inputs ORC files, or directories whose {@code *.orc} files are taken in name order
+   * @param datasetDir where the manifest goes (created if missing)
+   * @param sampleColumn integer column identifying samples, for the sample index; null for none
+   * @param verify decode every stripe of every served column during import
+   * @param replace replace an existing manifest in {@code datasetDir}
+   */
+  public record Options(
+      String name, List<Path> inputs, Path datasetDir, String sampleColumn, boolean verify, boolean replace) {
+    public Options {
+      Manifest.checkName(name);
+      inputs = List.copyOf(inputs);
+      Objects.requireNonNull(datasetDir, "datasetDir");
+      if (inputs.isEmpty()) {
+        throw new IllegalArgumentException("no input ORC files given");
+      }
+    }
+  }
+
+  /** Imports and returns the manifest written. */
+  public static Manifest importFiles(Options o, Progress progress) throws IOException {
+    List<Path> files = expand(o.inputs());
+    if (Files.exists(o.datasetDir().resolve(Manifest.FILE_NAME)) && !o.replace()) {
+      throw new FileAlreadyExistsException(
+          o.datasetDir().resolve(Manifest.FILE_NAME).toString(), null, "a dataset already exists there (use --replace)");
+    }
+    Files.createDirectories(o.datasetDir());
+    TypeDescription schema = null;
+    Path schemaFile = null;
+    List<Manifest.OrcFileInfo> fileInfos = new ArrayList<>();
+    List<ChunkInfo> chunks = new ArrayList<>();
+    long row = 0;
+    long totalBytes = 0;
+    for (Path f : files) {
+      totalBytes += Files.size(f);
+    }
+    long doneBytes = 0;
+    for (int fi = 0; fi < files.size(); fi++) {
+      Path f = files.get(fi);
+      try (Reader reader = OrcIo.open(f)) {
+        TypeDescription s = reader.getSchema();
+        if (s.getCategory() != TypeDescription.Category.STRUCT) {
+          throw new CorruptFileException(f, "top-level ORC type is " + s + ", expected a struct of feature columns");
+        }
+        if (schema == null) {
+          schema = s;
+          schemaFile = f;
+        } else if (!schema.equals(s)) {
+          throw new IllegalArgumentException(
+              "schema mismatch: " + f + " has " + s + " but " + schemaFile + " has " + schema);
+        }
+        long fileRows = 0;
+        List<StripeInformation> stripes = reader.getStripes();
+        for (int si = 0; si < stripes.size(); si++) {
+          StripeInformation st = stripes.get(si);
+          chunks.add(new ChunkInfo(chunks.size(), fi, si, st.getOffset(), st.getLength(), row, st.getNumberOfRows()));
+          row += st.getNumberOfRows();
+          fileRows += st.getNumberOfRows();
+        }
+        if (fileRows != reader.getNumberOfRows()) {
+          throw new CorruptFileException(
+              f, "stripes hold " + fileRows + " rows but the footer says " + reader.getNumberOfRows());
+        }
+        fileInfos.add(
+            new Manifest.OrcFileInfo(
+                DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f)));
+      }
+      doneBytes += Files.size(f);
+      progress.update(doneBytes, totalBytes, "bytes");
+    }
+    List<FeatureInfo> features = features(schema);
+    Manifest draft =
+        new Manifest(o.name(), DatasetFiles.version(fileInfos), row, features, fileInfos, chunks, null);
+    Manifest.SampleIndexInfo sampleInfo = null;
+    if (o.verify() || o.sampleColumn() != null) {
+      sampleInfo = scan(o, draft, progress);
+    }
+    Manifest manifest =
+        new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo);
+    manifest.write(o.datasetDir());
+    return manifest;
+  }
+
+  static List<FeatureInfo> features(TypeDescription schema) {
+    List<FeatureInfo> features = new ArrayList<>();
+    List<String> names = schema.getFieldNames();
+    for (int i = 0; i < names.size(); i++) {
+      TypeDescription t = schema.getChildren().get(i);
+      FeatureType ft = OrcTypes.featureType(t);
+      features.add(
+          new FeatureInfo(names.get(i), t.toString(), t.getId(), ft, ft == null ? OrcTypes.whyUnsupported(t) : null));
+    }
+    return features;
+  }
+
+  private static List<Path> expand(List<Path> inputs) throws IOException {
+    List<Path> files = new ArrayList<>();
+    for (Path in : inputs) {
+      if (Files.isDirectory(in)) {
+        try (Stream<Path> s = Files.list(in)) {
+          List<Path> orc = s.filter(p -> p.getFileName().toString().endsWith(".orc")).sorted().toList();
+          if (orc.isEmpty()) {
+            throw new NoSuchFileException(in.toString(), null, "directory holds no .orc files");
+          }
+          files.addAll(orc);
+        }
+      } else if (Files.isRegularFile(in)) {
+        files.add(in);
+      } else {
+        throw new NoSuchFileException(in.toString(), null, "no such ORC file or directory");
+      }
+    }
+    return files;
+  }
+
+  /** Decodes every stripe (verification) and builds the sample index when asked. */
+  private static Manifest.SampleIndexInfo scan(Options o, Manifest m, Progress progress) throws IOException {
+    List<String> columns = new ArrayList<>();
+    if (o.verify()) {
+      m.features().stream().filter(FeatureInfo::supported).forEach(f -> columns.add(f.name()));
+    }
+    String sampleColumn = o.sampleColumn();
+    if (sampleColumn != null) {
+      FeatureInfo info =
+          m.features().stream().filter(f -> f.name().equals(sampleColumn)).findFirst()
+              .orElseThrow(() -> new IllegalArgumentException("no column '" + sampleColumn + "' for the sample index"));
+      if (!info.supported()
+          || !List.of(FeatureType.Kind.INT8, FeatureType.Kind.INT16, FeatureType.Kind.INT32, FeatureType.Kind.INT64)
+              .contains(info.type().kind())) {
+        throw new IllegalArgumentException("sample column '" + sampleColumn + "' must be an integer column, not " + info.orcType());
+      }
+      if (!columns.contains(sampleColumn)) {
+        columns.add(sampleColumn);
+      }
+    }
+    long[] ids = new long[1024];
+    long[] starts = new long[1024];
+    long[] ends = new long[1024];
+    int samples = 0;
+    try (OrcTable table = new OrcTable(o.datasetDir(), m)) {
+      for (ChunkInfo c : m.chunks()) {
+        try (Arena arena = Arena.ofConfined()) {
+          Column ids0 = table.readChunk(c.index(), columns, arena).get(sampleColumn);
+          if (sampleColumn != null) {
+            for (int r = 0; r < ids0.length(); r++) {
+              long row = c.firstRow() + r;
+              if (ids0.isNull(r)) {
+                throw new IllegalArgumentException("sample column '" + sampleColumn + "' is null at row " + row);
+              }
+              long id = ids0.getLong(r);
+              if (samples > 0 && id == ids[samples - 1]) {
+                ends[samples - 1] = row + 1;
+                continue;
+              }
+              if (samples > 0 && id < ids[samples - 1]) {
+                throw new IllegalArgumentException(
+                    "rows are not grouped and sorted by '" + sampleColumn + "': row " + row + " has " + id
+                        + " after " + ids[samples - 1]);
+              }
+              if (samples == ids.length) {
+                ids = Arrays.copyOf(ids, samples * 2);
+                starts = Arrays.copyOf(starts, samples * 2);
+                ends = Arrays.copyOf(ends, samples * 2);
+              }
+              ids[samples] = id;
+              starts[samples] = row;
+              ends[samples] = row + 1;
+              samples++;
+            }
+          }
+        }
+        progress.update(c.endRow(), m.rows(), "rows");
+      }
+    }
+    if (sampleColumn == null) {
+      return null;
+    }
+    String path = "samples.idx";
+    SampleIndex.write(o.datasetDir().resolve(path), ids, starts, ends, samples);
+    return new Manifest.SampleIndexInfo(sampleColumn, path, samples);
+  }
+}

@@ -1,0 +1,259 @@
+package io.strata.sdk.dataset;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The manifest of a dataset ({@code manifest.json} in the dataset directory): its name, content
+ * version, columns, ORC files and stripe map, and optional sample index. See docs/FORMAT.md.
+ */
+public final class Manifest {
+  public static final String FILE_NAME = "manifest.json";
+  public static final String FORMAT = "strata-dataset";
+  public static final int FORMAT_VERSION = 1;
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,127}");
+
+  /**
+   * An ORC file of the dataset.
+   *
+   * @param path as written in the manifest: relative to the dataset directory, or absolute
+   * @param bytes file size
+   * @param rows rows in the file
+   * @param crc32c CRC32C of the whole file, as 8 hex digits
+   */
+  public record OrcFileInfo(String path, long bytes, long rows, String crc32c) {}
+
+  /**
+   * The optional sample index.
+   *
+   * @param column the integer column that identifies a sample
+   * @param path index file, relative to the dataset directory
+   * @param samples number of samples
+   */
+  public record SampleIndexInfo(String column, String path, long samples) {}
+
+  private final String name;
+  private final String version;
+  private final long rows;
+  private final List<FeatureInfo> features;
+  private final List<OrcFileInfo> files;
+  private final List<ChunkInfo> chunks;
+  private final SampleIndexInfo sampleIndex;
+
+  public Manifest(
+      String name,
+      String version,
+      long rows,
+      List<FeatureInfo> features,
+      List<OrcFileInfo> files,
+      List<ChunkInfo> chunks,
+      SampleIndexInfo sampleIndex) {
+    this.name = checkName(name);
+    this.version = Objects.requireNonNull(version, "version");
+    this.rows = rows;
+    this.features = List.copyOf(features);
+    this.files = List.copyOf(files);
+    this.chunks = List.copyOf(chunks);
+    this.sampleIndex = sampleIndex;
+    validate();
+  }
+
+  /** Checks a dataset name: letters, digits, '_', '.', '-', at most 128 characters. */
+  public static String checkName(String name) {
+    if (name == null || !NAME.matcher(name).matches()) {
+      throw new IllegalArgumentException(
+          "bad dataset name '" + name + "': use 1 to 128 letters, digits, '_', '.' or '-', starting with a letter or digit");
+    }
+    return name;
+  }
+
+  private void validate() {
+    Set<String> names = new HashSet<>();
+    for (FeatureInfo f : features) {
+      if (!names.add(f.name())) {
+        throw new IllegalArgumentException("column '" + f.name() + "' appears twice");
+      }
+    }
+    long row = 0;
+    for (int i = 0; i < chunks.size(); i++) {
+      ChunkInfo c = chunks.get(i);
+      if (c.index() != i || c.firstRow() != row || c.rows() < 0 || c.file() < 0 || c.file() >= files.size()) {
+        throw new IllegalArgumentException("stripe map entry " + i + " is inconsistent: " + c);
+      }
+      row += c.rows();
+    }
+    if (row != rows) {
+      throw new IllegalArgumentException("stripe map covers " + row + " rows but the dataset has " + rows);
+    }
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** Content version: changes whenever any file's content changes. */
+  public String version() {
+    return version;
+  }
+
+  public long rows() {
+    return rows;
+  }
+
+  public List<FeatureInfo> features() {
+    return features;
+  }
+
+  public List<OrcFileInfo> files() {
+    return files;
+  }
+
+  public List<ChunkInfo> chunks() {
+    return chunks;
+  }
+
+  /** The sample index, or null. */
+  public SampleIndexInfo sampleIndex() {
+    return sampleIndex;
+  }
+
+  /** Writes {@code manifest.json} into {@code dir} atomically. */
+  public void write(Path dir) throws IOException {
+    ObjectNode root = Json.object();
+    root.put("format", FORMAT);
+    root.put("formatVersion", FORMAT_VERSION);
+    root.put("name", name);
+    root.put("version", version);
+    root.put("rows", rows);
+    ArrayNode fs = root.putArray("features");
+    for (FeatureInfo f : features) {
+      ObjectNode n = fs.addObject();
+      n.put("name", f.name());
+      n.put("orcType", f.orcType());
+      n.put("orcColumn", f.orcColumn());
+      if (f.supported()) {
+        n.put("type", f.type().toString());
+      } else {
+        n.put("unsupported", f.unsupportedReason());
+      }
+    }
+    ArrayNode fl = root.putArray("files");
+    for (OrcFileInfo f : files) {
+      ObjectNode n = fl.addObject();
+      n.put("path", f.path());
+      n.put("bytes", f.bytes());
+      n.put("rows", f.rows());
+      n.put("crc32c", f.crc32c());
+    }
+    ArrayNode cs = root.putArray("chunks");
+    for (ChunkInfo c : chunks) {
+      ArrayNode n = cs.addArray();
+      n.add(c.file()).add(c.stripe()).add(c.offset()).add(c.length()).add(c.firstRow()).add(c.rows());
+    }
+    if (sampleIndex != null) {
+      ObjectNode s = root.putObject("sampleIndex");
+      s.put("column", sampleIndex.column());
+      s.put("path", sampleIndex.path());
+      s.put("samples", sampleIndex.samples());
+    }
+    AtomicFiles.write(dir.resolve(FILE_NAME), Json.pretty(root).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Reads {@code manifest.json} from a dataset directory. */
+  public static Manifest read(Path dir) throws IOException {
+    Path file = dir.resolve(FILE_NAME);
+    if (!Files.isRegularFile(file)) {
+      throw new NoSuchFileException(
+          file.toString(), null, "no dataset manifest: create one with 'strata dataset generate' or 'strata dataset import'");
+    }
+    JsonNode root;
+    try {
+      root = Json.parse(Files.readAllBytes(file));
+    } catch (IOException e) {
+      throw new CorruptFileException(file, "manifest is not valid JSON: " + e.getMessage(), e);
+    }
+    try {
+      if (!FORMAT.equals(text(root, "format"))) {
+        throw new CorruptFileException(file, "not a Strata dataset manifest (format is not '" + FORMAT + "')");
+      }
+      int formatVersion = (int) number(root, "formatVersion");
+      if (formatVersion != FORMAT_VERSION) {
+        throw new CorruptFileException(
+            file, "manifest format version " + formatVersion + " is not supported (this build reads " + FORMAT_VERSION + ")");
+      }
+      List<FeatureInfo> features = new ArrayList<>();
+      for (JsonNode n : array(root, "features")) {
+        String type = n.hasNonNull("type") ? n.get("type").asText() : null;
+        features.add(
+            new FeatureInfo(
+                text(n, "name"),
+                text(n, "orcType"),
+                (int) number(n, "orcColumn"),
+                type == null ? null : FeatureType.parse(type),
+                type == null ? text(n, "unsupported") : null));
+      }
+      List<OrcFileInfo> files = new ArrayList<>();
+      for (JsonNode n : array(root, "files")) {
+        files.add(new OrcFileInfo(text(n, "path"), number(n, "bytes"), number(n, "rows"), text(n, "crc32c")));
+      }
+      List<ChunkInfo> chunks = new ArrayList<>();
+      for (JsonNode n : array(root, "chunks")) {
+        if (!n.isArray() || n.size() != 6) {
+          throw new IllegalArgumentException("a chunk entry must be [file, stripe, offset, length, firstRow, rows]");
+        }
+        chunks.add(
+            new ChunkInfo(
+                chunks.size(), n.get(0).asInt(), n.get(1).asInt(), n.get(2).asLong(), n.get(3).asLong(), n.get(4).asLong(), n.get(5).asLong()));
+      }
+      SampleIndexInfo sample = null;
+      if (root.hasNonNull("sampleIndex")) {
+        JsonNode s = root.get("sampleIndex");
+        sample = new SampleIndexInfo(text(s, "column"), text(s, "path"), number(s, "samples"));
+      }
+      return new Manifest(
+          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample);
+    } catch (IllegalArgumentException e) {
+      throw new CorruptFileException(file, "invalid manifest: " + e.getMessage(), e);
+    }
+  }
+
+  private static String text(JsonNode n, String field) {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isTextual()) {
+      throw new IllegalArgumentException("field '" + field + "' must be a string");
+    }
+    return v.asText();
+  }
+
+  private static long number(JsonNode n, String field) {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isIntegralNumber()) {
+      throw new IllegalArgumentException("field '" + field + "' must be an integer");
+    }
+    return v.asLong();
+  }
+
+  private static JsonNode array(JsonNode n, String field) {
+    JsonNode v = n.get(field);
+    if (v == null || !v.isArray()) {
+      throw new IllegalArgumentException("field '" + field + "' must be an array");
+    }
+    return v;
+  }
+}

@@ -1,0 +1,122 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.CorruptFileException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.orc.MemoryManager;
+import org.apache.orc.OrcFile;
+import org.apache.orc.Reader;
+import org.apache.orc.TypeDescription;
+import java.util.List;
+import org.apache.hadoop.hive.ql.io.sarg.PredicateLeaf;
+import org.apache.hadoop.hive.ql.io.sarg.SearchArgument;
+import org.apache.hadoop.hive.ql.io.sarg.SearchArgumentFactory;
+
+/**
+ * The ORC entry points Strata uses: a Hadoop {@code Configuration} without default resources and
+ * a raw local file system (no {@code .crc} side files, no login machinery).
+ */
+final class OrcIo {
+  static final Configuration CONF = new Configuration(false);
+  static final FileSystem FS = localFileSystem();
+
+  private OrcIo() {}
+
+  private static FileSystem localFileSystem() {
+    RawLocalFileSystem fs = new RawLocalFileSystem();
+    try {
+      fs.initialize(URI.create("file:///"), CONF);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return fs;
+  }
+
+  static Path hadoopPath(java.nio.file.Path p) {
+    return new Path(p.toAbsolutePath().toUri());
+  }
+
+  /** Opens an ORC file's reader, translating failures into errors that name the file. */
+  static Reader open(java.nio.file.Path file) throws IOException {
+    if (!Files.isRegularFile(file)) {
+      throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
+    }
+    try {
+      return OrcFile.createReader(
+          hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(FS).useUTCTimestamp(true));
+    } catch (IOException | RuntimeException e) {
+      throw new CorruptFileException(file, "not a readable ORC file: " + describe(e), e);
+    }
+  }
+
+  /**
+   * Makes {@code RecordReader.seekToRow} safe on files with bloom filters. orc-core 2.3 plans the
+   * row-index read of a seek with a null column mask when no search argument is set, and fails
+   * with a NullPointerException as soon as a stripe holds a bloom filter stream. A search argument
+   * that is true for every row group ({@code c IS NULL OR NOT c IS NULL} on one primitive column)
+   * gives it the mask and skips nothing.
+   */
+  static void enableSeeking(Reader.Options options, TypeDescription schema) {
+    List<String> names = schema.getFieldNames();
+    for (int i = 0; i < names.size(); i++) {
+      PredicateLeaf.Type type = leafType(schema.getChildren().get(i));
+      if (type != null) {
+        String column = names.get(i);
+        SearchArgument always =
+            SearchArgumentFactory.newBuilder()
+                .startOr()
+                .isNull(column, type)
+                .startNot()
+                .isNull(column, type)
+                .end()
+                .end()
+                .build();
+        options.searchArgument(always, new String[] {column});
+        return;
+      }
+    }
+  }
+
+  private static PredicateLeaf.Type leafType(TypeDescription t) {
+    return switch (t.getCategory()) {
+      case BOOLEAN -> PredicateLeaf.Type.BOOLEAN;
+      case BYTE, SHORT, INT, LONG -> PredicateLeaf.Type.LONG;
+      case FLOAT, DOUBLE -> PredicateLeaf.Type.FLOAT;
+      case STRING, VARCHAR, CHAR -> PredicateLeaf.Type.STRING;
+      case DATE -> PredicateLeaf.Type.DATE;
+      case TIMESTAMP -> PredicateLeaf.Type.TIMESTAMP;
+      case DECIMAL -> PredicateLeaf.Type.DECIMAL;
+      default -> null;
+    };
+  }
+
+  static String describe(Throwable e) {
+    String m = e.getMessage();
+    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+  }
+
+  /** A memory manager that never forces a stripe flush: stripes end only where the writer says. */
+  static final class ExplicitStripes implements MemoryManager {
+    @Override
+    public void addWriter(Path path, long requestedAllocation, Callback callback) {}
+
+    @Override
+    public void removeWriter(Path path) {}
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public void addedRow(int rows) {}
+
+    @Override
+    public long checkMemory(long previousAllocation, Callback writer) {
+      return previousAllocation;
+    }
+  }
+}

@@ -1,0 +1,297 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.CorruptFileException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SequencedMap;
+import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
+import org.apache.orc.Reader;
+import org.apache.orc.RecordReader;
+import org.apache.orc.TypeDescription;
+
+/**
+ * The HDD tier of one dataset: its ORC files, read with column projection and stripe or
+ * row-range access, decoded into Arrow-layout {@link Column}s.
+ *
+ * <p>Thread-safe: file readers are opened once and shared; every read uses its own record reader.
+ * A {@link Cursor} keeps record readers open for repeated row-range reads by one thread.
+ */
+public final class OrcTable implements AutoCloseable {
+  private static final int BATCH_ROWS = 4096;
+
+  private final Path dir;
+  private final Manifest manifest;
+  private final Reader[] readers;
+  private final long[] fileFirstRow;
+  private final Map<String, Integer> columnIndex = new HashMap<>();
+  private volatile boolean closed;
+
+  public OrcTable(Path dir, Manifest manifest) {
+    this.dir = dir;
+    this.manifest = manifest;
+    this.readers = new Reader[manifest.files().size()];
+    this.fileFirstRow = new long[manifest.files().size()];
+    long row = 0;
+    for (int i = 0; i < manifest.files().size(); i++) {
+      fileFirstRow[i] = row;
+      row += manifest.files().get(i).rows();
+    }
+    for (int i = 0; i < manifest.features().size(); i++) {
+      columnIndex.put(manifest.features().get(i).name(), i);
+    }
+  }
+
+  /** The absolute path of ORC file {@code index}. */
+  public Path filePath(int index) {
+    return dir.resolve(manifest.files().get(index).path());
+  }
+
+  private synchronized Reader reader(int file) throws IOException {
+    if (closed) {
+      throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
+    }
+    if (readers[file] == null) {
+      readers[file] = OrcIo.open(filePath(file));
+    }
+    return readers[file];
+  }
+
+  private List<Integer> resolve(List<String> features) {
+    List<Integer> idx = new ArrayList<>(features.size());
+    for (String f : features) {
+      Integer i = columnIndex.get(f);
+      if (i == null) {
+        throw new IllegalArgumentException("dataset " + manifest.name() + " has no column '" + f + "'");
+      }
+      FeatureInfo info = manifest.features().get(i);
+      if (!info.supported()) {
+        throw new IllegalArgumentException(
+            "column '" + f + "' of dataset " + manifest.name() + " is not served: " + info.unsupportedReason());
+      }
+      idx.add(i);
+    }
+    return idx;
+  }
+
+  private static boolean[] include(TypeDescription schema, List<Integer> columns) {
+    boolean[] include = new boolean[schema.getMaximumId() + 1];
+    include[0] = true;
+    for (int c : columns) {
+      TypeDescription t = schema.getChildren().get(c);
+      for (int id = t.getId(); id <= t.getMaximumId(); id++) {
+        include[id] = true;
+      }
+    }
+    return include;
+  }
+
+  /** Decodes the requested features of chunk {@code chunk} into memory of {@code arena}. */
+  public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena)
+      throws IOException {
+    ChunkInfo c = chunkInfo(chunk);
+    List<Integer> cols = resolve(features);
+    try (Cursor cursor = new Cursor(features, cols)) {
+      return cursor.read(c, c.firstRow(), (int) c.rows(), arena);
+    }
+  }
+
+  /** Decodes rows {@code [firstRow, firstRow + count)} of the requested features. */
+  public SequencedMap<String, Column> readRows(long firstRow, int count, List<String> features, Arena arena)
+      throws IOException {
+    try (Cursor cursor = cursor(features)) {
+      return cursor.readRows(firstRow, count, arena);
+    }
+  }
+
+  /** A single-threaded reader of row ranges that keeps stripe readers open between calls. */
+  public Cursor cursor(List<String> features) {
+    return new Cursor(features, resolve(features));
+  }
+
+  private ChunkInfo chunkInfo(int chunk) {
+    if (chunk < 0 || chunk >= manifest.chunks().size()) {
+      throw new IllegalArgumentException(
+          "chunk " + chunk + " is outside dataset " + manifest.name() + " (" + manifest.chunks().size() + " chunks)");
+    }
+    return manifest.chunks().get(chunk);
+  }
+
+  /** Index of the chunk holding global row {@code row}. */
+  public int chunkOf(long row) {
+    List<ChunkInfo> chunks = manifest.chunks();
+    int lo = 0;
+    int hi = chunks.size() - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (chunks.get(mid).firstRow() <= row) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  /** Reads row ranges of a fixed projection; not thread-safe. */
+  public final class Cursor implements AutoCloseable {
+    private final List<String> names;
+    private final List<Integer> columns;
+    private final Map<Integer, RecordReader> open = new HashMap<>();
+    private final Map<Integer, Long> position = new HashMap<>();
+    private VectorizedRowBatch batch;
+
+    private Cursor(List<String> names, List<Integer> columns) {
+      this.names = List.copyOf(names);
+      this.columns = columns;
+    }
+
+    /** Decodes rows {@code [firstRow, firstRow + count)}, which may span chunks. */
+    public SequencedMap<String, Column> readRows(long firstRow, int count, Arena arena) throws IOException {
+      if (firstRow < 0 || count < 0 || firstRow + count > manifest.rows()) {
+        throw new IllegalArgumentException(
+            "rows [" + firstRow + ", " + (firstRow + count) + ") are outside dataset " + manifest.name()
+                + " (" + manifest.rows() + " rows)");
+      }
+      List<ColumnBuilder> builders = builders(count, arena);
+      long row = firstRow;
+      long end = firstRow + count;
+      while (row < end) {
+        ChunkInfo c = manifest.chunks().get(chunkOf(row));
+        int n = (int) (Math.min(end, c.endRow()) - row);
+        decode(c, row, n, builders);
+        row += n;
+      }
+      return build(builders);
+    }
+
+    SequencedMap<String, Column> read(ChunkInfo c, long firstRow, int count, Arena arena) throws IOException {
+      List<ColumnBuilder> builders = builders(count, arena);
+      decode(c, firstRow, count, builders);
+      return build(builders);
+    }
+
+    private List<ColumnBuilder> builders(int rows, Arena arena) {
+      List<ColumnBuilder> builders = new ArrayList<>();
+      for (int c : columns) {
+        builders.add(new ColumnBuilder(manifest.features().get(c).type(), arena, rows));
+      }
+      return builders;
+    }
+
+    private SequencedMap<String, Column> build(List<ColumnBuilder> builders) {
+      SequencedMap<String, Column> out = new LinkedHashMap<>();
+      for (int i = 0; i < names.size(); i++) {
+        out.put(names.get(i), builders.get(i).build());
+      }
+      return out;
+    }
+
+    private void decode(ChunkInfo c, long firstRow, int count, List<ColumnBuilder> builders) throws IOException {
+      Path file = filePath(c.file());
+      try {
+        RecordReader rr = open.get(c.index());
+        if (rr == null) {
+          Reader reader = reader(c.file());
+          Reader.Options options =
+              reader.options().include(include(reader.getSchema(), columns)).range(c.offset(), c.length());
+          OrcIo.enableSeeking(options, reader.getSchema());
+          rr = reader.rows(options);
+          open.put(c.index(), rr);
+          position.put(c.index(), c.firstRow());
+          if (batch == null) {
+            batch = reader.getSchema().createRowBatch(TypeDescription.RowBatchVersion.USE_DECIMAL64, BATCH_ROWS);
+          }
+        }
+        long pos = position.get(c.index());
+        if (pos != firstRow) {
+          rr.seekToRow(firstRow - fileFirstRow[c.file()]);
+        }
+        int done = 0;
+        while (done < count) {
+          batch.reset();
+          int want = Math.min(BATCH_ROWS, count - done);
+          batch.ensureSize(want);
+          if (!rr.nextBatch(batch) || batch.size == 0) {
+            throw new CorruptFileException(
+                file, "stripe " + c.stripe() + " ended after " + (firstRow - c.firstRow() + done) + " of " + c.rows() + " rows");
+          }
+          int take = Math.min(batch.size, count - done);
+          for (int i = 0; i < columns.size(); i++) {
+            OrcColumns.append(builders.get(i), batch.cols[columns.get(i)], 0, take);
+          }
+          done += take;
+          if (take < batch.size) {
+            // Read past the range: the next call must seek.
+            position.put(c.index(), -1L);
+            return;
+          }
+        }
+        position.put(c.index(), firstRow + count);
+      } catch (NoSuchFileException | FileNotFoundException e) {
+        forget(c.index());
+        throw new NoSuchFileException(file.toString(), null, "ORC file of dataset " + manifest.name() + " vanished");
+      } catch (CorruptFileException e) {
+        forget(c.index());
+        throw e;
+      } catch (IOException | RuntimeException e) {
+        forget(c.index());
+        throw new CorruptFileException(
+            file,
+            "cannot decode stripe " + c.stripe() + " (columns " + names + "): " + OrcIo.describe(e),
+            e);
+      }
+    }
+
+    private void forget(int chunk) {
+      RecordReader rr = open.remove(chunk);
+      position.remove(chunk);
+      if (rr != null) {
+        try {
+          rr.close();
+        } catch (IOException | RuntimeException ignored) {
+          // Already failing; the original error is reported.
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      IOException first = null;
+      for (RecordReader rr : open.values()) {
+        try {
+          rr.close();
+        } catch (IOException e) {
+          if (first == null) {
+            first = e;
+          }
+        }
+      }
+      open.clear();
+      position.clear();
+      if (first != null) {
+        throw first;
+      }
+    }
+  }
+
+  @Override
+  public synchronized void close() throws IOException {
+    closed = true;
+    for (int i = 0; i < readers.length; i++) {
+      if (readers[i] != null) {
+        readers[i].close();
+        readers[i] = null;
+      }
+    }
+  }
+}
