@@ -1,0 +1,8 @@
+/** Strata's cache node: the tiers, reuse-driven promotion, the policy and the node API (Vert.x). */
+module io.strata.node {
+  requires transitive io.strata.sdk;
+  requires io.strata.store;
+  requires io.vertx.core;
+  requires io.vertx.web;
+  requires com.github.benmanes.caffeine;
+}

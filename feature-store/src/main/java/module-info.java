@@ -1,0 +1,5 @@
+/** Strata's feature store: derived features computed once and shared by every job (RocksDB). */
+module io.strata.store {
+  requires transitive io.strata.sdk;
+  requires rocksdbjni;
+}

@@ -1,0 +1,89 @@
+package io.strata.sdk;
+
+import java.lang.foreign.MemorySegment;
+
+/** Comparisons and measures of columns. */
+public final class Columns {
+  private Columns() {}
+
+  /**
+   * The first row at which two columns differ in nullness or value, or -1 if they hold the same
+   * values. Null rows compare equal whatever their buffer contents; floating-point values compare
+   * by bits.
+   */
+  public static int firstDifference(Column a, Column b) {
+    if (!a.type().equals(b.type())) {
+      return 0;
+    }
+    int n = Math.min(a.length(), b.length());
+    FeatureType t = a.type();
+    int width = t.kind().width();
+    boolean nulls = a.hasNulls() || b.hasNulls();
+    if (!nulls && width > 0) {
+      long m =
+          MemorySegment.mismatch(
+              a.values(), (long) a.offset() * width, (long) (a.offset() + n) * width,
+              b.values(), (long) b.offset() * width, (long) (b.offset() + n) * width);
+      if (m >= 0) {
+        return (int) (m / width);
+      }
+      return a.length() == b.length() ? -1 : n;
+    }
+    for (int i = 0; i < n; i++) {
+      boolean an = a.isNull(i);
+      if (an != b.isNull(i)) {
+        return i;
+      }
+      if (!an && !sameValue(a, b, i, t, width)) {
+        return i;
+      }
+    }
+    return a.length() == b.length() ? -1 : n;
+  }
+
+  private static boolean sameValue(Column a, Column b, int i, FeatureType t, int width) {
+    if (width == 0) {
+      return a.getBoolean(i) == b.getBoolean(i);
+    }
+    if (width > 0) {
+      long ao = (long) (a.offset() + i) * width;
+      long bo = (long) (b.offset() + i) * width;
+      return MemorySegment.mismatch(a.values(), ao, ao + width, b.values(), bo, bo + width) < 0;
+    }
+    if (t.isVariableWidth()) {
+      int as = a.start(i);
+      int ae = a.end(i);
+      int bs = b.start(i);
+      int be = b.end(i);
+      return ae - as == be - bs && MemorySegment.mismatch(a.values(), as, ae, b.values(), bs, be) < 0;
+    }
+    int as = a.start(i);
+    int ae = a.end(i);
+    int bs = b.start(i);
+    int be = b.end(i);
+    if (ae - as != be - bs) {
+      return false;
+    }
+    return firstDifference(a.child().slice(as, ae - as), b.child().slice(bs, be - bs)) < 0;
+  }
+
+  /** Bytes of buffer data that rows {@code [0, length)} of a column occupy (values, offsets, validity). */
+  public static long dataBytes(Column c) {
+    int n = c.length();
+    long bytes = c.hasNulls() ? (n + 7L) / 8 : 0;
+    FeatureType t = c.type();
+    if (t.isFixedWidth()) {
+      return bytes + (t.kind().width() == 0 ? (n + 7L) / 8 : (long) n * t.kind().width());
+    }
+    bytes += 4L * (n + 1);
+    if (n == 0) {
+      return bytes;
+    }
+    int s = c.start(0);
+    int e = c.end(n - 1);
+    if (t.isVariableWidth()) {
+      return bytes + (e - s);
+    }
+    return bytes + dataBytes(c.child().slice(s, e - s));
+  }
+}

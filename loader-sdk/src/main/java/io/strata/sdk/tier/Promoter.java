@@ -1,0 +1,79 @@
+package io.strata.sdk.tier;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.format.SegmentInfo;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SequencedMap;
+
+/**
+ * Moves feature streams from the HDD tier to the SSD tier: decodes chunks of ORC with projection
+ * and writes them as segments.
+ */
+public final class Promoter {
+  private Promoter() {}
+
+  /**
+   * What a promotion did.
+   *
+   * @param chunks chunks written
+   * @param rows rows written (per feature group)
+   * @param bytesWritten segment bytes written
+   * @param seconds wall time
+   */
+  public record Report(int chunks, long rows, long bytesWritten, double seconds) {}
+
+  /**
+   * Promotes {@code features} of {@code chunks} (all chunks when null) into one segment per chunk.
+   * Chunks whose segment already holds all the features are skipped.
+   */
+  public static Report promote(
+      Dataset ds, SegmentStore store, List<String> features, List<Integer> chunks, Progress progress)
+      throws IOException {
+    for (String f : features) {
+      ds.feature(f);
+    }
+    List<Integer> todo = new ArrayList<>();
+    if (chunks == null) {
+      for (ChunkInfo c : ds.chunks()) {
+        todo.add(c.index());
+      }
+    } else {
+      todo.addAll(chunks);
+    }
+    long start = System.nanoTime();
+    long rows = 0;
+    long bytes = 0;
+    int written = 0;
+    int done = 0;
+    for (int chunk : todo) {
+      if (!covered(ds, store, features, chunk)) {
+        ChunkInfo c = ds.chunks().get(chunk);
+        try (Arena arena = Arena.ofConfined()) {
+          SequencedMap<String, Column> cols = ds.readChunk(chunk, features, arena);
+          SegmentRef ref =
+              store.write(new SegmentInfo(ds.name(), ds.version(), chunk, c.firstRow(), c.endRow(), features), cols);
+          bytes += ref.bytes();
+          rows += c.rows();
+          written++;
+        }
+      }
+      progress.update(++done, todo.size(), "chunks");
+    }
+    return new Report(written, rows, bytes, (System.nanoTime() - start) / 1e9);
+  }
+
+  private static boolean covered(Dataset ds, SegmentStore store, List<String> features, int chunk) {
+    for (String f : features) {
+      if (store.find(ds.name(), ds.version(), f, chunk).isEmpty()) {
+        return false;
+      }
+    }
+    return true;
+  }
+}

@@ -1,0 +1,261 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.dataset.DatasetImporter;
+import io.strata.sdk.dataset.FeatureInfo;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata dataset ...}: generate, import, describe and verify datasets. */
+@Command(
+    name = "dataset",
+    mixinStandardHelpOptions = true,
+    description = "Dataset tools: generate, import, describe, verify.",
+    subcommands = {
+      DatasetCommand.Generate.class,
+      DatasetCommand.Import.class,
+      DatasetCommand.Describe.class,
+      DatasetCommand.Verify.class
+    })
+final class DatasetCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  @Command(name = "generate", mixinStandardHelpOptions = true,
+      description = "Generate a realistic event dataset (rows grouped and sorted by sample) as ORC files.")
+  static final class Generate implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = {"-o", "--out"}, required = true, description = "Dataset directory to create.")
+    Path out;
+
+    @Option(names = "--name", description = "Dataset name (default: the directory's name).")
+    String name;
+
+    @Option(names = "--rows", defaultValue = "1000000", description = "Rows (events); default ${DEFAULT-VALUE}.")
+    long rows;
+
+    @Option(names = "--features", defaultValue = "10", description = "Columns including sample_id and event_time; default ${DEFAULT-VALUE}.")
+    int features;
+
+    @Option(names = "--seed", defaultValue = "1", description = "Random seed; the same seed gives identical bytes.")
+    long seed;
+
+    @Option(names = "--mean-sample-length", defaultValue = "400", description = "Mean rows per sample (Zipf-distributed); default ${DEFAULT-VALUE}.")
+    int meanSampleLength;
+
+    @Option(names = "--rows-per-chunk", defaultValue = "1048576", description = "Rows per ORC stripe (chunk); default ${DEFAULT-VALUE}.")
+    int rowsPerChunk;
+
+    @Option(names = "--chunks-per-file", defaultValue = "4", description = "Stripes per ORC file; default ${DEFAULT-VALUE}.")
+    int chunksPerFile;
+
+    @Option(names = "--embedding-dim", defaultValue = "8", description = "Length of the embedding feature; default ${DEFAULT-VALUE}.")
+    int embeddingDim;
+
+    @Option(names = "--threads", description = "Files written in parallel (default: the number of cores).")
+    Integer threads;
+
+    @Option(names = "--replace", description = "Replace an existing dataset in the directory.")
+    boolean replace;
+
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
+      DatasetGenerator.Options o =
+          new DatasetGenerator.Options(n, rows, features, seed, meanSampleLength, rowsPerChunk, chunksPerFile, embeddingDim,
+              threads != null ? threads : Runtime.getRuntime().availableProcessors(), replace);
+      PrintWriter w = spec.commandLine().getOut();
+      Terminal.Bar bar = new Terminal.Bar("generate", spec.commandLine().getErr());
+      DatasetGenerator.Report r = DatasetGenerator.generate(out, o, bar);
+      bar.done();
+      if (json) {
+        ObjectNode j = Json.object();
+        j.put("dataset", n).put("directory", out.toAbsolutePath().toString()).put("version", r.manifest().version());
+        j.put("rows", r.manifest().rows()).put("features", features).put("chunks", r.manifest().chunks().size());
+        j.put("bytes", r.bytes()).put("seconds", r.seconds()).put("rowsPerSecond", r.rowsPerSecond()).put("megabytesPerSecond", r.megabytesPerSecond());
+        w.println(Json.pretty(j));
+      } else {
+        w.printf("generated %s (%s): %s rows, %d columns, %d chunks, %s of ORC in %s%n",
+            n, r.manifest().version(), Terminal.count(r.manifest().rows()), features, r.manifest().chunks().size(),
+            Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()));
+        w.printf("write rate: %s rows/s, %.1f MB/s%n", Terminal.count(r.rowsPerSecond()), r.megabytesPerSecond());
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "import", mixinStandardHelpOptions = true,
+      description = "Register ORC files written elsewhere as a dataset (files stay where they are).")
+  static final class Import implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = {"-o", "--out"}, required = true, description = "Dataset directory (holds the manifest).")
+    Path out;
+
+    @Option(names = "--name", description = "Dataset name (default: the directory's name).")
+    String name;
+
+    @Option(names = "--sample-column", description = "Integer column identifying samples; builds the sample index.")
+    String sampleColumn;
+
+    @Option(names = "--no-verify", description = "Skip decoding every stripe during import.")
+    boolean noVerify;
+
+    @Option(names = "--replace", description = "Replace an existing manifest.")
+    boolean replace;
+
+    @Parameters(arity = "1..*", paramLabel = "ORC", description = "ORC files or directories of them.")
+    List<Path> inputs;
+
+    @Override
+    public Integer call() throws Exception {
+      String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
+      Terminal.Bar bar = new Terminal.Bar("import", spec.commandLine().getErr());
+      Manifest m = DatasetImporter.importFiles(new DatasetImporter.Options(n, inputs, out, sampleColumn, !noVerify, replace), bar);
+      bar.done();
+      PrintWriter w = spec.commandLine().getOut();
+      w.printf("imported %s (%s): %s rows in %d files, %d chunks%n", m.name(), m.version(), Terminal.count(m.rows()),
+          m.files().size(), m.chunks().size());
+      for (FeatureInfo f : m.features()) {
+        if (!f.supported()) {
+          w.printf("  unsupported column %s (%s): %s%n", f.name(), f.orcType(), f.unsupportedReason());
+        }
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "describe", mixinStandardHelpOptions = true, description = "Show a dataset's columns, files and chunks.")
+  static final class Describe implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    Path dir;
+
+    @Option(names = "--json", description = "Print as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      Manifest m = Manifest.read(dir);
+      PrintWriter w = spec.commandLine().getOut();
+      long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      if (json) {
+        ObjectNode j = Json.object();
+        j.put("name", m.name()).put("version", m.version()).put("rows", m.rows()).put("bytes", bytes);
+        j.put("files", m.files().size()).put("chunks", m.chunks().size());
+        ArrayNode cols = j.putArray("columns");
+        for (FeatureInfo f : m.features()) {
+          ObjectNode c = cols.addObject();
+          c.put("name", f.name()).put("orcType", f.orcType());
+          if (f.supported()) {
+            c.put("type", f.type().toString());
+          } else {
+            c.put("unsupported", f.unsupportedReason());
+          }
+        }
+        if (m.sampleIndex() != null) {
+          j.putObject("sampleIndex").put("column", m.sampleIndex().column()).put("samples", m.sampleIndex().samples());
+        }
+        w.println(Json.pretty(j));
+        return 0;
+      }
+      w.printf("dataset %s  version %s%n", m.name(), m.version());
+      w.printf("%s rows, %d ORC files (%s), %d chunks%n", Terminal.count(m.rows()), m.files().size(), Terminal.bytes(bytes), m.chunks().size());
+      if (m.sampleIndex() != null) {
+        w.printf("sample index on %s: %s samples, mean %.1f rows%n", m.sampleIndex().column(),
+            Terminal.count(m.sampleIndex().samples()), (double) m.rows() / Math.max(1, m.sampleIndex().samples()));
+      }
+      Terminal.Table t = new Terminal.Table("column", "type", "status");
+      for (FeatureInfo f : m.features()) {
+        t.row(f.name(), f.supported() ? f.type() : f.orcType(), f.supported() ? "served" : "unsupported: " + f.unsupportedReason());
+      }
+      t.print(w);
+      return 0;
+    }
+  }
+
+  @Command(name = "verify", mixinStandardHelpOptions = true,
+      description = "Check every segment of a dataset on the SSD tier against its ORC source, value by value.")
+  static final class Verify implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    Path dir;
+
+    @Option(names = "--ssd", required = true, description = "SSD tier directory (segment store).")
+    Path ssd;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter w = spec.commandLine().getOut();
+      long rows = 0;
+      long bytes = 0;
+      int segments = 0;
+      long start = System.nanoTime();
+      try (Dataset ds = Dataset.open(dir); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.ALWAYS)) {
+        List<SegmentRef> refs = store.segments().stream()
+            .filter(r -> r.info().dataset().equals(ds.name()) && r.info().datasetVersion().equals(ds.version()))
+            .sorted((a, b) -> Integer.compare(a.info().chunk(), b.info().chunk()))
+            .toList();
+        if (refs.isEmpty()) {
+          throw new IllegalArgumentException("no segments of " + ds.name() + " " + ds.version() + " in " + ssd);
+        }
+        Terminal.Bar bar = new Terminal.Bar("verify", spec.commandLine().getErr());
+        for (SegmentRef ref : refs) {
+          try (SegmentStore.Lease lease = store.map(ref); Arena arena = Arena.ofConfined()) {
+            Map<String, Column> orc = ds.readChunk(ref.info().chunk(), ref.info().columns(), arena);
+            for (String f : ref.info().columns()) {
+              Column fromSegment = lease.column(f);
+              Column fromOrc = orc.get(f);
+              int diff = Columns.firstDifference(fromOrc, fromSegment);
+              if (diff >= 0) {
+                throw new IllegalStateException(
+                    "segment " + ref.path() + " differs from ORC in column " + f + " at chunk row " + diff
+                        + ": ORC " + (diff < fromOrc.length() ? fromOrc.getObject(diff) : "<end>")
+                        + ", segment " + (diff < fromSegment.length() ? fromSegment.getObject(diff) : "<end>"));
+              }
+              bytes += Columns.dataBytes(fromSegment);
+            }
+            rows += ref.info().rows();
+            segments++;
+          }
+          store.trim();
+          bar.update(segments, refs.size(), "segments");
+        }
+        bar.done();
+      }
+      w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
+          Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),
+          Terminal.bytes(Runtime.getRuntime().maxMemory()));
+      return 0;
+    }
+  }
+}

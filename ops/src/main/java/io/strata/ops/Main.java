@@ -1,0 +1,90 @@
+package io.strata.ops;
+
+import java.io.PrintWriter;
+import java.nio.file.NoSuchFileException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code strata} command. */
+@Command(
+    name = "strata",
+    mixinStandardHelpOptions = true,
+    versionProvider = Main.Version.class,
+    description = "Strata: a tiered feature cache for machine-learning training.",
+    subcommands = {
+      DatasetCommand.class,
+      PromoteCommand.class,
+      SegmentCommand.class,
+      DemoCommand.class,
+      CommandLine.HelpCommand.class
+    })
+public final class Main implements Runnable {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  /** Exit code of a failed command. */
+  public static final int FAILURE = 1;
+
+  /** Exit code of wrong usage. */
+  public static final int USAGE = 2;
+
+  @Override
+  public void run() {
+    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required (see 'strata --help')");
+  }
+
+  /** Runs the command line and returns its exit code. */
+  public static int run(String[] args, PrintWriter out, PrintWriter err) {
+    CommandLine cli = new CommandLine(new Main());
+    cli.setOut(out);
+    cli.setErr(err);
+    cli.setCaseInsensitiveEnumValuesAllowed(true);
+    cli.setParameterExceptionHandler(
+        (ex, a) -> {
+          CommandLine c = ex.getCommandLine();
+          c.getErr().println("strata: " + ex.getMessage());
+          c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help' for more information.");
+          c.getErr().flush();
+          return USAGE;
+        });
+    cli.setExecutionExceptionHandler(
+        (ex, c, parsed) -> {
+          c.getErr().println("strata: " + describe(ex));
+          if (System.getenv("STRATA_DEBUG") != null) {
+            ex.printStackTrace(c.getErr());
+          }
+          c.getErr().flush();
+          return ex instanceof IllegalArgumentException ? USAGE : FAILURE;
+        });
+    return cli.execute(args);
+  }
+
+  /** One line naming the problem, without a stack trace. */
+  static String describe(Throwable ex) {
+    if (ex instanceof NoSuchFileException n) {
+      return (n.getReason() == null ? "no such file" : n.getReason()) + ": " + n.getFile();
+    }
+    String m = ex.getMessage();
+    if (m == null || m.isBlank()) {
+      m = ex.getClass().getSimpleName();
+    }
+    return m;
+  }
+
+  public static void main(String[] args) {
+    PrintWriter out = new PrintWriter(System.out, true);
+    PrintWriter err = new PrintWriter(System.err, true);
+    int code = run(args, out, err);
+    out.flush();
+    err.flush();
+    System.exit(code);
+  }
+
+  /** The version, from the jar manifest when packaged. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      String v = Main.class.getPackage().getImplementationVersion();
+      return new String[] {"strata " + (v == null ? "0.1.0-SNAPSHOT" : v)};
+    }
+  }
+}

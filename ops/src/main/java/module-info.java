@@ -1,0 +1,11 @@
+/** The {@code strata} command: node control, tiering policy, dataset tools, feature jobs, demo. */
+module io.strata.ops {
+  requires io.strata.sdk;
+  requires io.strata.store;
+  requires io.strata.node;
+  requires info.picocli;
+  requires com.fasterxml.jackson.databind;
+
+  opens io.strata.ops to
+      info.picocli;
+}
