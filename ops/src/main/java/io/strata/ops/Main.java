@@ -73,7 +73,15 @@ public final class Main implements Runnable {
   public static void main(String[] args) {
     PrintWriter out = new PrintWriter(System.out, true);
     PrintWriter err = new PrintWriter(System.err, true);
-    int code = run(args, out, err);
+    int code;
+    try {
+      code = run(args, out, err);
+    } catch (OutOfMemoryError e) {
+      err.println(
+          "strata: out of Java heap (max " + Runtime.getRuntime().maxMemory() / (1 << 20)
+              + " MiB); ORC decoding holds one stripe on the heap: raise it with STRATA_JAVA_OPTS=-Xmx...");
+      code = FAILURE;
+    }
     out.flush();
     err.flush();
     System.exit(code);

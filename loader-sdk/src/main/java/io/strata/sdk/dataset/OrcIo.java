@@ -97,6 +97,20 @@ final class OrcIo {
     };
   }
 
+  /** The messages of an exception and its causes, without repeats or file URIs. */
+  static String describeChain(Throwable e) {
+    StringBuilder sb = new StringBuilder();
+    java.util.Set<Throwable> seen = new java.util.HashSet<>();
+    for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+      String m = t.getMessage();
+      String part = m == null ? t.getClass().getSimpleName() : m.replaceAll(" in file:\\S+", "").strip();
+      if (!sb.toString().contains(part)) {
+        sb.append(sb.isEmpty() ? "" : ": ").append(part);
+      }
+    }
+    return sb.toString();
+  }
+
   static String describe(Throwable e) {
     String m = e.getMessage();
     return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);

@@ -15,7 +15,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
+import org.apache.orc.ColumnStatistics;
 import org.apache.orc.Reader;
+import org.apache.orc.StripeStatistics;
 import org.apache.orc.RecordReader;
 import org.apache.orc.TypeDescription;
 
@@ -32,6 +34,7 @@ public final class OrcTable implements AutoCloseable {
   private final Path dir;
   private final Manifest manifest;
   private final Reader[] readers;
+  private final List<?>[] stripeStats;
   private final long[] fileFirstRow;
   private final Map<String, Integer> columnIndex = new HashMap<>();
   private volatile boolean closed;
@@ -40,6 +43,7 @@ public final class OrcTable implements AutoCloseable {
     this.dir = dir;
     this.manifest = manifest;
     this.readers = new Reader[manifest.files().size()];
+    this.stripeStats = new List<?>[manifest.files().size()];
     this.fileFirstRow = new long[manifest.files().size()];
     long row = 0;
     for (int i = 0; i < manifest.files().size(); i++) {
@@ -64,6 +68,14 @@ public final class OrcTable implements AutoCloseable {
       readers[file] = OrcIo.open(filePath(file));
     }
     return readers[file];
+  }
+
+  /** The writer's statistics of every stripe of a file (empty if it recorded none). */
+  private synchronized List<?> stripeStatistics(int file) throws IOException {
+    if (stripeStats[file] == null) {
+      stripeStats[file] = reader(file).getStripeStatistics();
+    }
+    return stripeStats[file];
   }
 
   private List<Integer> resolve(List<String> features) {
@@ -174,10 +186,22 @@ public final class OrcTable implements AutoCloseable {
       return build(builders);
     }
 
+    /** Decodes a whole chunk and checks it against the stripe's statistics. */
     SequencedMap<String, Column> read(ChunkInfo c, long firstRow, int count, Arena arena) throws IOException {
       List<ColumnBuilder> builders = builders(count, arena);
       decode(c, firstRow, count, builders);
-      return build(builders);
+      SequencedMap<String, Column> out = build(builders);
+      List<?> stats = stripeStatistics(c.file());
+      if (c.stripe() < stats.size()) {
+        ColumnStatistics[] perColumn = ((StripeStatistics) stats.get(c.stripe())).getColumnStatistics();
+        for (int i = 0; i < names.size(); i++) {
+          int orcColumn = manifest.features().get(columns.get(i)).orcColumn();
+          if (orcColumn < perColumn.length) {
+            StripeStatisticsCheck.check(filePath(c.file()), c.stripe(), names.get(i), perColumn[orcColumn], out.get(names.get(i)));
+          }
+        }
+      }
+      return out;
     }
 
     private List<ColumnBuilder> builders(int rows, Arena arena) {
@@ -246,9 +270,7 @@ public final class OrcTable implements AutoCloseable {
       } catch (IOException | RuntimeException e) {
         forget(c.index());
         throw new CorruptFileException(
-            file,
-            "cannot decode stripe " + c.stripe() + " (columns " + names + "): " + OrcIo.describe(e),
-            e);
+            file, "cannot decode stripe " + c.stripe() + " (columns " + names + "): " + OrcIo.describeChain(e), e);
       }
     }
 

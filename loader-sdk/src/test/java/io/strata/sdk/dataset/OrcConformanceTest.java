@@ -112,6 +112,21 @@ class OrcConformanceTest {
     return tests;
   }
 
+  @org.junit.jupiter.api.Test
+  void aMissingDictionaryBlobNeverDecodesToEmptyStrings() throws Exception {
+    // orc-core itself returns empty strings here; the stripe statistics check must refuse them.
+    Path orc = conformanceDir().resolve("corrupt/missing_blob_stream_in_string_dict.orc");
+    Path dsDir = tmp.resolve("blob");
+    DatasetImporter.importFiles(
+        new DatasetImporter.Options("blob", List.of(orc), dsDir, null, false, false), io.strata.sdk.Progress.NONE);
+    try (Dataset ds = Dataset.open(dsDir); Arena arena = Arena.ofConfined()) {
+      CorruptFileException e =
+          assertThrows(CorruptFileException.class, () -> ds.readChunk(0, List.of("string_col"), arena));
+      assertTrue(e.getMessage().contains("missing_blob_stream_in_string_dict.orc"), e.getMessage());
+      assertTrue(e.getMessage().contains("string_col is damaged"), e.getMessage());
+    }
+  }
+
   private void checkFile(Path orc) throws Exception {
     String base = orc.getFileName().toString().replaceFirst("\\.orc$", "");
     Path expectedFile = conformanceDir().resolve("expected").resolve(base + ".jsn.gz");

@@ -1,0 +1,58 @@
+package io.strata.ops;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Runs the CLI in-process or as a child JVM, capturing its output. */
+final class Cli {
+  record Result(int code, String out, String err) {}
+
+  private Cli() {}
+
+  static Result run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+    return new Result(code, out.toString(), err.toString());
+  }
+
+  /** Runs {@code strata args} in a new JVM with the given heap limit and this test's class path. */
+  static Result fork(String heap, String... args) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx" + heap);
+    cmd.add("--enable-native-access=ALL-UNNAMED");
+    cmd.add("--sun-misc-unsafe-memory-access=allow");
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(Main.class.getName());
+    cmd.addAll(List.of(args));
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
+    p.getOutputStream().close();
+    var out = new java.io.ByteArrayOutputStream();
+    var err = new java.io.ByteArrayOutputStream();
+    Thread a = Thread.ofVirtual().start(() -> drain(p.getInputStream(), out));
+    Thread b = Thread.ofVirtual().start(() -> drain(p.getErrorStream(), err));
+    if (!p.waitFor(20, TimeUnit.MINUTES)) {
+      p.destroyForcibly();
+      throw new IOException("strata " + String.join(" ", args) + " timed out");
+    }
+    a.join();
+    b.join();
+    return new Result(p.exitValue(), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+  }
+
+  private static void drain(java.io.InputStream in, java.io.OutputStream out) {
+    try (in) {
+      in.transferTo(out);
+    } catch (IOException ignored) {
+      // The process ended.
+    }
+  }
+}

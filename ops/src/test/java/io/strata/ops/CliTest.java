@@ -1,0 +1,83 @@
+package io.strata.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CliTest {
+  @TempDir Path tmp;
+
+  @Test
+  void generateDescribePromoteVerify() throws Exception {
+    Path ds = tmp.resolve("ev");
+    Path ssd = tmp.resolve("ssd");
+    Cli.Result g = Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "30000", "--rows-per-chunk", "10000",
+        "--features", "14", "--mean-sample-length", "50", "--json");
+    assertEquals(0, g.code(), g.err());
+    assertTrue(g.out().contains("\"rows\" : 30000"), g.out());
+    Cli.Result d = Cli.run("dataset", "describe", ds.toString());
+    assertEquals(0, d.code(), d.err());
+    assertTrue(d.out().contains("embedding") && d.out().contains("list<float32>"), d.out());
+    Cli.Result p = Cli.run("promote", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "amount,tokens,score", "--chunks", "0,2");
+    assertEquals(0, p.code(), p.err());
+    assertTrue(p.out().contains("2 chunks"), p.out());
+    Cli.Result v = Cli.run("dataset", "verify", ds.toString(), "--ssd", ssd.toString());
+    assertEquals(0, v.code(), v.err());
+    assertTrue(v.out().contains("verified 2 segments"), v.out());
+    try (Stream<Path> s = Files.walk(ssd)) {
+      Path seg = s.filter(x -> x.toString().endsWith(".arrow")).findFirst().orElseThrow();
+      Cli.Result sv = Cli.run("segment", "verify", seg.toString());
+      assertEquals(0, sv.code(), sv.err());
+      byte[] bytes = Files.readAllBytes(seg);
+      bytes[bytes.length / 2] ^= 0x10;
+      Path bad = tmp.resolve("bad.arrow");
+      Files.write(bad, bytes);
+      Cli.Result sb = Cli.run("segment", "verify", bad.toString());
+      assertEquals(1, sb.code());
+      assertTrue(sb.out().contains("BAD") && sb.out().contains("bad.arrow"), sb.out());
+    }
+  }
+
+  @Test
+  void wrongArgumentsGiveUsageExitCodeAndOneLine() {
+    Cli.Result r = Cli.run("dataset", "generate", "--rows", "ten");
+    assertEquals(2, r.code());
+    assertTrue(r.err().startsWith("strata: "), r.err());
+    assertFalse(r.err().contains("\tat "), "no stack trace: " + r.err());
+    Cli.Result bad = Cli.run("dataset", "generate", "--out", tmp.resolve("x").toString(), "--rows", "0");
+    assertEquals(2, bad.code());
+    assertEquals("strata: rows must be at least 1, got 0", bad.err().strip());
+    Cli.Result none = Cli.run("nonsense");
+    assertEquals(2, none.code());
+  }
+
+  @Test
+  void missingAndCorruptInputsFailWithOneLine() throws Exception {
+    Cli.Result missing = Cli.run("dataset", "describe", tmp.resolve("nowhere").toString());
+    assertEquals(1, missing.code());
+    assertTrue(missing.err().contains("no dataset manifest") && missing.err().contains("nowhere"), missing.err());
+    assertEquals(1, missing.err().strip().lines().count(), missing.err());
+    Path corrupt = Path.of(System.getProperty("strata.conformance.dir"), "corrupt", "negative_dict_entry_lengths.orc");
+    Cli.Result imp = Cli.run("dataset", "import", "--out", tmp.resolve("c").toString(), corrupt.toString());
+    assertEquals(1, imp.code());
+    assertTrue(imp.err().contains("negative_dict_entry_lengths.orc"), imp.err());
+    assertEquals(1, imp.err().lines().filter(l -> l.startsWith("strata:")).count(), imp.err());
+  }
+
+  @Test
+  void importListsUnsupportedColumnsAndServesTheRest() throws Exception {
+    Path orc = Path.of(System.getProperty("strata.conformance.dir"), "TestOrcFile.test1.orc");
+    Cli.Result r = Cli.run("dataset", "import", "--out", tmp.resolve("t1").toString(), orc.toString());
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("unsupported column middle"), r.out());
+    assertTrue(r.out().contains("unsupported column map"), r.out());
+    Cli.Result d = Cli.run("dataset", "describe", tmp.resolve("t1").toString(), "--json");
+    assertTrue(d.out().contains("\"type\" : \"binary\""), d.out());
+  }
+}
