@@ -18,8 +18,10 @@ strata_java_major() {
 
 strata_find_jdk() {
   local candidate major
-  for candidate in "${STRATA_JAVA_HOME:-}" "${JAVA_HOME:-}" \
-      /usr/lib/jvm/* /opt/java/* /opt/jdk* "$HOME"/.sdkman/candidates/java/* "$HOME"/.jdks/*; do
+  # STRATA_JDK_ROOTS overrides where installed JDKs are looked for (space-separated globs).
+  local roots=${STRATA_JDK_ROOTS:-"/usr/lib/jvm/* /opt/java/* /opt/jdk* $HOME/.sdkman/candidates/java/* $HOME/.jdks/*"}
+  # shellcheck disable=SC2086
+  for candidate in "${STRATA_JAVA_HOME:-}" "${JAVA_HOME:-}" $roots; do
     [ -n "$candidate" ] && [ -d "$candidate" ] || continue
     major=$(strata_java_major "$candidate")
     if [ -n "$major" ] && [ "$major" -ge 25 ] 2>/dev/null; then
