@@ -1,10 +1,10 @@
 package io.strata.sdk;
 
+import io.strata.sdk.internal.Le;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.math.BigDecimal;
 import java.math.BigInteger;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
@@ -25,16 +25,11 @@ import java.util.Objects;
  * that raises {@link IllegalStateException} rather than reading freed memory.
  */
 public final class Column {
-  static final ValueLayout.OfShort SHORT =
-      ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfInt INT =
-      ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfLong LONG =
-      ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfFloat FLOAT =
-      ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfDouble DOUBLE =
-      ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+  static final ValueLayout.OfShort SHORT = Le.SHORT;
+  static final ValueLayout.OfInt INT = Le.INT;
+  static final ValueLayout.OfLong LONG = Le.LONG;
+  static final ValueLayout.OfFloat FLOAT = Le.FLOAT;
+  static final ValueLayout.OfDouble DOUBLE = Le.DOUBLE;
 
   private final FeatureType type;
   private final int length;

@@ -30,7 +30,6 @@ import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
 import org.apache.orc.CompressionKind;
 import org.apache.orc.OrcFile;
 import org.apache.orc.Reader;
-import org.apache.orc.StripeInformation;
 import org.apache.orc.TypeDescription;
 import org.apache.orc.Writer;
 
@@ -382,16 +381,11 @@ public final class DatasetGenerator {
     long bytes = 0;
     for (int f = 0; f < files; f++) {
       Path path = paths.get(f);
-      long fileRows = 0;
+      long fileRows;
       try (Reader reader = OrcIo.open(path)) {
-        List<StripeInformation> stripes = reader.getStripes();
-        for (int s = 0; s < stripes.size(); s++) {
-          StripeInformation st = stripes.get(s);
-          chunks.add(new ChunkInfo(chunks.size(), f, s, st.getOffset(), st.getLength(), row, st.getNumberOfRows()));
-          row += st.getNumberOfRows();
-          fileRows += st.getNumberOfRows();
-        }
+        fileRows = DatasetImporter.addStripes(reader, f, row, chunks);
       }
+      row += fileRows;
       long size = Files.size(path);
       bytes += size;
       fileInfos.add(new Manifest.OrcFileInfo(path.getFileName().toString(), size, fileRows, DatasetFiles.crc32c(path)));

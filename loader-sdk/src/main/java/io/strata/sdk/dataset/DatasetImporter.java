@@ -82,14 +82,8 @@ public final class DatasetImporter {
           throw new IllegalArgumentException(
               "schema mismatch: " + f + " has " + s + " but " + schemaFile + " has " + schema);
         }
-        long fileRows = 0;
-        List<StripeInformation> stripes = reader.getStripes();
-        for (int si = 0; si < stripes.size(); si++) {
-          StripeInformation st = stripes.get(si);
-          chunks.add(new ChunkInfo(chunks.size(), fi, si, st.getOffset(), st.getLength(), row, st.getNumberOfRows()));
-          row += st.getNumberOfRows();
-          fileRows += st.getNumberOfRows();
-        }
+        long fileRows = addStripes(reader, fi, row, chunks);
+        row += fileRows;
         if (fileRows != reader.getNumberOfRows()) {
           throw new CorruptFileException(
               f, "stripes hold " + fileRows + " rows but the footer says " + reader.getNumberOfRows());
@@ -112,6 +106,18 @@ public final class DatasetImporter {
         new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo);
     manifest.write(o.datasetDir());
     return manifest;
+  }
+
+  /** Appends file {@code file}'s stripes to the stripe map, from global row {@code firstRow}; returns its rows. */
+  static long addStripes(Reader reader, int file, long firstRow, List<ChunkInfo> chunks) {
+    long rows = 0;
+    List<StripeInformation> stripes = reader.getStripes();
+    for (int s = 0; s < stripes.size(); s++) {
+      StripeInformation st = stripes.get(s);
+      chunks.add(new ChunkInfo(chunks.size(), file, s, st.getOffset(), st.getLength(), firstRow + rows, st.getNumberOfRows()));
+      rows += st.getNumberOfRows();
+    }
+    return rows;
   }
 
   static List<FeatureInfo> features(TypeDescription schema) {

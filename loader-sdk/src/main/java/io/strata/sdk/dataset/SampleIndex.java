@@ -2,6 +2,7 @@ package io.strata.sdk.dataset;
 
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Le;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,8 +31,7 @@ public final class SampleIndex implements AutoCloseable {
   private static final int VERSION = 1;
   private static final int HEADER = 24;
   private static final int ENTRY = 24;
-  private static final ValueLayout.OfLong LONG =
-      ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+  private static final ValueLayout.OfLong LONG = Le.LONG;
 
   private final Path path;
   private final Arena arena;
@@ -76,7 +76,7 @@ public final class SampleIndex implements AutoCloseable {
       if (!Arrays.equals(map.asSlice(0, 8).toArray(ValueLayout.JAVA_BYTE), MAGIC)) {
         throw new CorruptFileException(file, "not a Strata sample index (bad magic)");
       }
-      int version = map.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 8);
+      int version = map.get(Le.INT, 8);
       if (version != VERSION) {
         throw new CorruptFileException(file, "sample index version " + version + " is not supported (this build reads 1)");
       }
@@ -86,7 +86,7 @@ public final class SampleIndex implements AutoCloseable {
       }
       CRC32C crc = new CRC32C();
       crc.update(map.asSlice(0, size - 8).asByteBuffer());
-      int stored = map.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), size - 8);
+      int stored = map.get(Le.INT, size - 8);
       if (stored != (int) crc.getValue()
           || !Arrays.equals(map.asSlice(size - 4, 4).toArray(ValueLayout.JAVA_BYTE), END)) {
         throw new CorruptFileException(file, "sample index checksum mismatch: the file is damaged");

@@ -1,8 +1,8 @@
 package io.strata.sdk.format;
 
+import io.strata.sdk.internal.Le;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -12,12 +12,9 @@ import java.nio.charset.StandardCharsets;
  * raises {@link FbException} rather than reading outside its bounds.
  */
 final class FbTable {
-  static final ValueLayout.OfShort SHORT =
-      ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfInt INT =
-      ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-  static final ValueLayout.OfLong LONG =
-      ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+  static final ValueLayout.OfShort SHORT = Le.SHORT;
+  static final ValueLayout.OfInt INT = Le.INT;
+  static final ValueLayout.OfLong LONG = Le.LONG;
 
   /** Raised for a structurally invalid FlatBuffer. */
   static final class FbException extends RuntimeException {
