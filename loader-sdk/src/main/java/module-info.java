@@ -12,6 +12,7 @@ module io.strata.sdk {
   exports io.strata.sdk.format;
   exports io.strata.sdk.dataset;
   exports io.strata.sdk.tier;
+  exports io.strata.sdk.loader;
   exports io.strata.sdk.internal to
       io.strata.store,
       io.strata.node,

@@ -1,14 +1,15 @@
 package io.strata.sdk;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 
 /**
- * Builds a {@link Column} in off-heap memory of a caller-owned {@link Arena}.
+ * Builds a {@link Column} in off-heap memory from a caller-owned allocator (an {@code Arena}, or
+ * a slicing allocator over a reused slab).
  *
- * <p>Buffers grow by doubling inside the arena (the outgrown buffer is released with the arena);
+ * <p>Buffers grow by doubling inside the allocator (the outgrown buffer is released with it);
  * callers that know the final size call {@link #reserve(int, long)} first so that nothing is
  * copied twice. Appending a range of another column ({@link #appendRange}) is a bulk copy for
  * fixed-width values and for string bytes, with offsets rebased. Null rows hold zero bytes of
@@ -18,7 +19,7 @@ public final class ColumnBuilder {
   private static final long ALIGN = 64;
 
   private final FeatureType type;
-  private final Arena arena;
+  private final SegmentAllocator arena;
   private final int width;
   private final ColumnBuilder child;
   private MemorySegment values = MemorySegment.NULL;
@@ -28,8 +29,11 @@ public final class ColumnBuilder {
   private int rows;
   private int nulls;
 
-  /** A builder for {@code type} that expects about {@code expectedRows} rows. */
-  public ColumnBuilder(FeatureType type, Arena arena, int expectedRows) {
+  /**
+   * A builder for {@code type} that expects about {@code expectedRows} rows; call {@link
+   * #reserve} to size variable-width data exactly.
+   */
+  public ColumnBuilder(FeatureType type, SegmentAllocator arena, int expectedRows) {
     this.type = Objects.requireNonNull(type, "type");
     this.arena = Objects.requireNonNull(arena, "arena");
     this.width = type.kind().width();
@@ -41,7 +45,7 @@ public final class ColumnBuilder {
       offsets = allocate(4L * (Math.max(expectedRows, 16) + 1));
       offsets.set(Column.INT, 0, 0);
     }
-    reserve(Math.max(expectedRows, 0), type.isVariableWidth() ? 16L * expectedRows : 0);
+    reserve(Math.max(expectedRows, 0), 0);
   }
 
   public FeatureType type() {
@@ -66,7 +70,7 @@ public final class ColumnBuilder {
   }
 
   private static MemorySegment grow(
-      Arena arena, MemorySegment old, long usedBytes, long neededBytes) {
+      SegmentAllocator arena, MemorySegment old, long usedBytes, long neededBytes) {
     long cap = Math.max(Math.max(neededBytes, old.byteSize() * 2), 64);
     MemorySegment next = arena.allocate(cap, ALIGN);
     if (usedBytes > 0) {

@@ -138,6 +138,11 @@ public final class OrcTable implements AutoCloseable {
     return manifest.chunks().get(chunk);
   }
 
+  /** Rows between ORC row-index entries in file {@code file} (0 when the file has no row index). */
+  public int rowIndexStride(int file) throws IOException {
+    return reader(file).getRowIndexStride();
+  }
+
   /** Index of the chunk holding global row {@code row}. */
   public int chunkOf(long row) {
     List<ChunkInfo> chunks = manifest.chunks();

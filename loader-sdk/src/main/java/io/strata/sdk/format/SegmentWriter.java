@@ -36,6 +36,21 @@ public final class SegmentWriter {
    */
   public static long write(Path target, SegmentInfo info, SequencedMap<String, Column> columns)
       throws IOException {
+    return write(target, info, columns, Map.of());
+  }
+
+  /**
+   * As {@link #write(Path, SegmentInfo, SequencedMap)}, with extra schema metadata. Extra keys must
+   * not be among the keys the format defines.
+   */
+  public static long write(
+      Path target, SegmentInfo info, SequencedMap<String, Column> columns, Map<String, String> extraMetadata)
+      throws IOException {
+    for (String k : extraMetadata.keySet()) {
+      if (Arrow.RESERVED_KEYS.contains(k)) {
+        throw new IllegalArgumentException("metadata key '" + k + "' is reserved by the segment format");
+      }
+    }
     if (columns.isEmpty()) {
       throw new IllegalArgumentException("a segment needs at least one column");
     }
@@ -63,7 +78,7 @@ public final class SegmentWriter {
       for (MemorySegment b : body.buffers()) {
         crcs.add(hex.toHexDigits((int) crc32c(b)));
       }
-      FbEncoder.Table schema = schema(info, normal, String.join(",", crcs));
+      FbEncoder.Table schema = schema(info, normal, String.join(",", crcs), extraMetadata);
       byte[] schemaMessage = FbEncoder.encode(message(Arrow.HEADER_SCHEMA, schema, 0));
 
       long[] bufferOffsets = new long[body.buffers().size()];
@@ -222,7 +237,7 @@ public final class SegmentWriter {
   }
 
   private static FbEncoder.Table schema(
-      SegmentInfo info, SequencedMap<String, Column> columns, String crcs) {
+      SegmentInfo info, SequencedMap<String, Column> columns, String crcs, Map<String, String> extra) {
     List<FbEncoder.Table> fields = new ArrayList<>();
     for (Map.Entry<String, Column> e : columns.entrySet()) {
       fields.add(field(e.getKey(), e.getValue().type()));
@@ -237,6 +252,7 @@ public final class SegmentWriter {
     meta.put(Arrow.KEY_ROW_END, Long.toString(info.rowEnd()));
     meta.put(Arrow.KEY_COLUMNS, Json.stringArray(info.columns()));
     meta.put(Arrow.KEY_CRC, crcs);
+    meta.putAll(extra);
     List<FbEncoder.Table> kvs = new ArrayList<>();
     for (Map.Entry<String, String> kv : meta.entrySet()) {
       kvs.add(new FbEncoder.Table().addString(Arrow.KV_KEY, kv.getKey()).addString(Arrow.KV_VALUE, kv.getValue()));

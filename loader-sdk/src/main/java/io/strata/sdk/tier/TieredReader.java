@@ -3,13 +3,14 @@ package io.strata.sdk.tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Columns;
+import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.ChunkInfo;
-import io.strata.sdk.dataset.OrcTable;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.SegmentAllocator;
+import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,20 +20,27 @@ import java.util.SequencedMap;
 /**
  * Reads row ranges of a fixed set of features from the tiers: from a mapped segment when the
  * feature's chunk is resident on the SSD tier, from ORC otherwise, and appends them to column
- * builders. Every read is counted per tier ({@link #stats()}). Segment leases are kept while the
- * reader is open (at most {@code maxLeases}, least recently used released first). Not thread-safe:
- * use one reader per thread.
+ * builders. Every read is counted per tier ({@link #stats()}). Whether a chunk is resident is
+ * looked up once per feature and chunk and the segment stays leased until {@link
+ * #releaseLeases()} or {@link #close()}, so a later eviction never pulls data from under this
+ * reader. ORC is read a row group at a time, and decoded row groups are kept (within {@link
+ * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. HDD bytes count what was decoded from ORC. Not
+ * thread-safe: use one reader per thread.
  */
 public final class TieredReader implements AutoCloseable {
+  /** Decoded ORC data kept per reader for reuse by nearby reads. */
+  public static final long DEFAULT_ORC_BLOCK_BUDGET = 64L << 20;
+
   private final Dataset dataset;
   private final SegmentStore store;
   private final List<String> features;
   private final TierStats stats;
-  private final int maxLeases;
-  private final LinkedHashMap<String, SegmentStore.Lease> leases = new LinkedHashMap<>(16, 0.75f, true);
-  private final Map<String, Boolean> absent = new HashMap<>();
-  private OrcTable.Cursor orcCursor;
-  private List<String> orcFeatures;
+  private final SegmentStore.Lease[][] leases;
+  private final boolean[][] looked;
+  private final Column[][] columns;
+  private final List<Integer> fromOrc = new ArrayList<>();
+  private final OrcBlockCache orcBlocks;
+  private final int[] blockFirst = new int[1];
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} may be null (ORC only).
@@ -43,10 +51,14 @@ public final class TieredReader implements AutoCloseable {
     this.store = store;
     this.features = List.copyOf(features);
     this.stats = stats;
-    this.maxLeases = 4096;
     for (String f : features) {
       dataset.feature(f);
     }
+    int chunks = dataset.chunks().size();
+    this.leases = new SegmentStore.Lease[features.size()][chunks];
+    this.looked = new boolean[features.size()][chunks];
+    this.columns = new Column[features.size()][chunks];
+    this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
   }
 
   public List<String> features() {
@@ -58,10 +70,10 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /** Builders for this reader's features, sized for {@code rows} rows. */
-  public List<ColumnBuilder> builders(Arena arena, int rows) {
+  public List<ColumnBuilder> builders(SegmentAllocator allocator, int rows) {
     List<ColumnBuilder> out = new ArrayList<>(features.size());
     for (String f : features) {
-      out.add(new ColumnBuilder(dataset.feature(f).type(), arena, rows));
+      out.add(new ColumnBuilder(dataset.feature(f).type(), allocator, rows));
     }
     return out;
   }
@@ -95,96 +107,98 @@ public final class TieredReader implements AutoCloseable {
 
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
     int local = (int) (row - c.firstRow());
-    List<Integer> fromOrc = null;
+    int chunk = c.index();
+    fromOrc.clear();
     long t0 = System.nanoTime();
     long ssdBytes = 0;
     for (int i = 0; i < features.size(); i++) {
-      SegmentStore.Lease lease = lease(features.get(i), c.index());
-      if (lease == null) {
-        if (fromOrc == null) {
-          fromOrc = new ArrayList<>();
-        }
+      Column col = resident(i, chunk);
+      if (col == null) {
         fromOrc.add(i);
         continue;
       }
-      Column col = lease.column(features.get(i));
       out.get(i).appendRange(col, local, n);
-      ssdBytes += Columns.dataBytes(col.slice(local, n));
+      ssdBytes += rangeBytes(col, local, n);
     }
-    if (ssdBytes > 0 || fromOrc == null) {
+    if (fromOrc.size() < features.size()) {
       stats.record(TierStats.Tier.SSD, ssdBytes, System.nanoTime() - t0);
     }
-    if (fromOrc != null) {
+    if (!fromOrc.isEmpty()) {
       long t1 = System.nanoTime();
       List<String> names = new ArrayList<>(fromOrc.size());
       for (int i : fromOrc) {
         names.add(features.get(i));
       }
-      long hddBytes = 0;
-      try (Arena arena = Arena.ofConfined()) {
-        SequencedMap<String, Column> cols = cursor(names).readRows(row, n, arena);
+      long before = orcBlocks.decodedBytes();
+      int done = 0;
+      while (done < n) {
+        Map<String, Column> block = orcBlocks.block(c, local + done, names, blockFirst);
+        int inBlock = local + done - blockFirst[0];
+        int take = Math.min(n - done, block.get(names.getFirst()).length() - inBlock);
         for (int i : fromOrc) {
-          Column col = cols.get(features.get(i));
-          out.get(i).appendRange(col, 0, n);
-          hddBytes += Columns.dataBytes(col);
+          out.get(i).appendRange(block.get(features.get(i)), inBlock, take);
         }
+        done += take;
       }
-      stats.record(TierStats.Tier.HDD, hddBytes, System.nanoTime() - t1);
+      stats.record(TierStats.Tier.HDD, orcBlocks.decodedBytes() - before, System.nanoTime() - t1);
     }
   }
 
-  private OrcTable.Cursor cursor(List<String> names) throws IOException {
-    if (orcCursor == null || !names.equals(orcFeatures)) {
-      if (orcCursor != null) {
-        orcCursor.close();
-      }
-      orcCursor = dataset.orc().cursor(names);
-      orcFeatures = names;
+  /** Bytes of column data in rows {@code [from, from + n)}: cheap for fixed-width and strings. */
+  private static long rangeBytes(Column c, int from, int n) {
+    int width = c.type().kind().width();
+    if (width > 0) {
+      return (long) n * width;
     }
-    return orcCursor;
+    if (width == 0) {
+      return (n + 7L) / 8;
+    }
+    return Columns.dataBytes(c.slice(from, n));
   }
 
-  private SegmentStore.Lease lease(String feature, int chunk) throws IOException {
+  /** The resident column of feature {@code i} in {@code chunk}, or null when it is on the HDD tier only. */
+  private Column resident(int i, int chunk) throws IOException {
+    if (looked[i][chunk]) {
+      return columns[i][chunk];
+    }
+    looked[i][chunk] = true;
     if (store == null) {
       return null;
     }
-    String key = feature + "\0" + chunk;
-    SegmentStore.Lease l = leases.get(key);
-    if (l != null) {
-      return l;
-    }
+    String feature = features.get(i);
     Optional<SegmentRef> ref = store.find(dataset.name(), dataset.version(), feature, chunk);
     if (ref.isEmpty()) {
       return null;
     }
+    SegmentStore.Lease l;
     try {
       l = store.map(ref.get());
-    } catch (java.nio.file.NoSuchFileException | io.strata.sdk.CorruptFileException e) {
+    } catch (NoSuchFileException | CorruptFileException e) {
       // Evicted or damaged since the lookup: the HDD tier serves it.
       return null;
     }
-    leases.put(key, l);
-    if (leases.size() > maxLeases) {
-      var eldest = leases.entrySet().iterator().next();
-      eldest.getValue().close();
-      leases.remove(eldest.getKey());
-    }
-    return l;
+    leases[i][chunk] = l;
+    columns[i][chunk] = l.column(feature);
+    return columns[i][chunk];
   }
 
-  /** Releases segment leases so that evicted segments can be unmapped. */
+  /** Releases segment leases (so that evicted segments can be unmapped) and forgets residency. */
   public void releaseLeases() {
-    leases.values().forEach(SegmentStore.Lease::close);
-    leases.clear();
-    absent.clear();
+    for (int i = 0; i < leases.length; i++) {
+      for (int c = 0; c < leases[i].length; c++) {
+        if (leases[i][c] != null) {
+          leases[i][c].close();
+          leases[i][c] = null;
+        }
+        columns[i][c] = null;
+        looked[i][c] = false;
+      }
+    }
   }
 
   @Override
   public void close() throws IOException {
     releaseLeases();
-    if (orcCursor != null) {
-      orcCursor.close();
-      orcCursor = null;
-    }
+    orcBlocks.close();
   }
 }

@@ -1,0 +1,190 @@
+package io.strata.sdk.loader;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.format.SegmentWriter;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SequencedMap;
+
+/**
+ * One batch: column-major, one off-heap {@link Column} per feature in the Arrow layout (values,
+ * offsets for variable-length features, validity where there are nulls), never an object per row.
+ *
+ * <p>The rows are the concatenation of the batch's units: samples (all rows of each), row blocks,
+ * or windows ({@link #windowLength()} input rows followed by {@link #lookahead()} label rows).
+ * {@link #unitStart(int)} gives where unit {@code k} starts. The memory belongs to the batch:
+ * close it when done; a column used after that raises {@link IllegalStateException}.
+ * {@link #writeArrowFile} writes the batch as an Arrow IPC file that any Arrow reader opens.
+ */
+public final class Batch implements AutoCloseable {
+  /** Where a batch came from. */
+  public enum Source {
+    /** Assembled from the tiers (segments or ORC). */
+    ASSEMBLED,
+    /** Mapped from the persistent batch cache. */
+    CACHE
+  }
+
+  private final int epoch;
+  private final long step;
+  private final int planHash;
+  private final long stepsPerEpoch;
+  private final int rows;
+  private final SequencedMap<String, Column> columns;
+  private final int[] unitOffsets;
+  private final long[] unitIds;
+  private final int windowLength;
+  private final int lookahead;
+  private final Source source;
+  private final AutoCloseable owner;
+  private boolean closed;
+
+  Batch(int epoch, long step, int planHash, long stepsPerEpoch, int rows, SequencedMap<String, Column> columns,
+      int[] unitOffsets, long[] unitIds, int windowLength, int lookahead, Source source, AutoCloseable owner) {
+    this.epoch = epoch;
+    this.step = step;
+    this.planHash = planHash;
+    this.stepsPerEpoch = stepsPerEpoch;
+    this.rows = rows;
+    this.columns = columns;
+    this.unitOffsets = unitOffsets;
+    this.unitIds = unitIds;
+    this.windowLength = windowLength;
+    this.lookahead = lookahead;
+    this.source = source;
+    this.owner = owner;
+  }
+
+  public int epoch() {
+    return epoch;
+  }
+
+  public long step() {
+    return step;
+  }
+
+  /** Rows in the batch (all units together). */
+  public int rows() {
+    return rows;
+  }
+
+  public List<String> featureNames() {
+    return List.copyOf(columns.keySet());
+  }
+
+  public SequencedMap<String, Column> columns() {
+    checkOpen();
+    return columns;
+  }
+
+  public Column column(String feature) {
+    checkOpen();
+    Column c = columns.get(feature);
+    if (c == null) {
+      throw new IllegalArgumentException("batch has no feature '" + feature + "' (it has " + columns.keySet() + ")");
+    }
+    return c;
+  }
+
+  /** Number of units (samples, row blocks, windows). */
+  public int units() {
+    return unitIds.length;
+  }
+
+  /** Row of the batch where unit {@code k} starts; {@code unitStart(units())} is {@link #rows()}. */
+  public int unitStart(int k) {
+    return unitOffsets[k];
+  }
+
+  /** Sample id, first dataset row, or window number of unit {@code k}. */
+  public long unitId(int k) {
+    return unitIds[k];
+  }
+
+  /** Input rows per window (0 unless the loader reads windows). */
+  public int windowLength() {
+    return windowLength;
+  }
+
+  /** Label rows after each window (0 unless the loader reads windows). */
+  public int lookahead() {
+    return lookahead;
+  }
+
+  public Source source() {
+    return source;
+  }
+
+  /** The checkpoint that resumes right after this batch. */
+  public Checkpoint checkpoint() {
+    return step + 1 < stepsPerEpoch ? new Checkpoint(epoch, step + 1, planHash) : new Checkpoint(epoch + 1, 0, planHash);
+  }
+
+  /** Bytes of column data (values, offsets, validity). */
+  public long dataBytes() {
+    long b = 0;
+    for (Column c : columns().values()) {
+      b += Columns.dataBytes(c);
+    }
+    return b;
+  }
+
+  int planHash() {
+    return planHash;
+  }
+
+  int[] unitOffsets() {
+    return unitOffsets;
+  }
+
+  long[] unitIds() {
+    return unitIds;
+  }
+
+  /** Writes the batch as an Arrow IPC file (Strata segment format, batch metadata included). */
+  public long writeArrowFile(Path file, String dataset, String datasetVersion) throws IOException {
+    return SegmentWriter.write(
+        file,
+        new SegmentInfo(dataset, datasetVersion, 0, 0, rows, List.copyOf(columns().keySet())),
+        columns,
+        BatchCodec.metadata(this));
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new IllegalStateException("batch " + epoch + "/" + step + " is already closed");
+    }
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /** Releases the batch's memory (or mapping). Idempotent. */
+  @Override
+  public void close() {
+    if (!closed) {
+      closed = true;
+      try {
+        owner.close();
+      } catch (Exception e) {
+        throw new IllegalStateException("closing batch " + epoch + "/" + step + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Batch[epoch " + epoch + ", step " + step + ", " + rows + " rows, " + unitIds.length + " units, " + source
+        + ", units " + Arrays.toString(Arrays.copyOf(unitIds, Math.min(4, unitIds.length))) + "...]";
+  }
+
+  static Map<String, String> metadataOf(Batch b) {
+    return BatchCodec.metadata(b);
+  }
+}

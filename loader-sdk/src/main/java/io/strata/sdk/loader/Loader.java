@@ -1,0 +1,511 @@
+package io.strata.sdk.loader;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tier.TierStats;
+import io.strata.sdk.tier.TieredReader;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.SequencedMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Reads batches of a dataset for a training job: from memory-mapped segments where the features
+ * are resident on the SSD tier, from ORC with projection otherwise.
+ *
+ * <p>Three ways to batch: {@linkplain Builder#sampleBatches random samples} with all their rows
+ * (seed 000), {@linkplain Builder#rowBatches row batches} in sequential or shuffled order, and
+ * {@linkplain Builder#windows windows} of rows inside one entity with a lookahead for labels (seed
+ * 003). Every epoch is a deterministic function of the seed; with {@linkplain Builder#shard
+ * sharding}, each rank sees a disjoint part and the ranks together see everything. Batches are
+ * assembled ahead on named background threads, at most {@code depth} ahead of the job.
+ *
+ * <p>{@link Batch#checkpoint()} is the whole state of the loader; a loader built with {@link
+ * Builder#resumeFrom} returns exactly the batch after it. With a {@linkplain Builder#batchCache
+ * persistent batch cache}, the batches around the checkpoint are kept in memory-mapped files
+ * (under /dev/shm by default) and a restarted loader serves them first, before its readers are
+ * ready.
+ */
+public final class Loader implements AutoCloseable, Iterable<Batch> {
+  private static final AtomicInteger LOADERS = new AtomicInteger();
+
+  private final Dataset dataset;
+  private final SegmentStore store;
+  private final List<String> features;
+  private final Plan plan;
+  private final int planHash;
+  private final long stepsPerEpoch;
+  private final long end;
+  private final BatchCache cache;
+  private final long cacheRunEnd;
+  private final Prefetcher prefetcher;
+  private final SlabPool slabs;
+  private final TierStats tierStats = new TierStats();
+  private final long createdNanos = System.nanoTime();
+  private final AtomicLong assembled = new AtomicLong();
+  private long fromCache;
+  private long firstBatchNanos = -1;
+  private long next;
+  private Producer fallback;
+  private boolean closed;
+
+  private Loader(Builder b) throws IOException {
+    this.dataset = b.dataset;
+    this.store = b.store;
+    this.features = List.copyOf(b.features);
+    if (features.isEmpty()) {
+      throw new IllegalArgumentException("choose at least one feature");
+    }
+    for (String f : features) {
+      dataset.feature(f);
+    }
+    this.plan = b.plan();
+    this.planHash = key().hashCode();
+    this.stepsPerEpoch = plan.stepsPerEpoch();
+    this.end = stepsPerEpoch * b.epochs;
+    long start = 0;
+    if (b.resume != null) {
+      if (b.resume.planHash() != planHash) {
+        throw new IllegalArgumentException(
+            "the checkpoint belongs to a different plan (dataset, features, batching, seed or shard changed)");
+      }
+      start = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
+    }
+    this.next = start;
+    this.slabs = new SlabPool(b.depth + 2);
+    if (b.cacheRoot != null) {
+      cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
+      cache.cleanTemporaries();
+      long run = start;
+      while (run < end && cache.has(run)) {
+        run++;
+      }
+      cacheRunEnd = run;
+    } else {
+      cache = null;
+      cacheRunEnd = start;
+    }
+    String name = "strata-prefetch-" + (b.name != null ? b.name : Integer.toString(LOADERS.incrementAndGet()));
+    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new Producer(true));
+  }
+
+  /** A builder for a loader over {@code dataset}. */
+  public static Builder builder(Dataset dataset) {
+    return new Builder(dataset);
+  }
+
+  private String key() {
+    return dataset.name() + "|" + dataset.version() + "|" + features + "|" + plan.describe() + "|" + plan.seed + "|"
+        + plan.shuffle + "|" + plan.rank + "/" + plan.world + "|" + plan.dropLast;
+  }
+
+  /** Identifies this job's batches in the batch cache. */
+  String jobKey() {
+    try {
+      byte[] h = MessageDigest.getInstance("SHA-256").digest(key().getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(h, 0, 10);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Batches per epoch for this rank. */
+  public long stepsPerEpoch() {
+    return stepsPerEpoch;
+  }
+
+  /** The checkpoint of the next batch {@link #next()} returns. */
+  public Checkpoint position() {
+    return new Checkpoint((int) (stepsPerEpoch == 0 ? 0 : next / stepsPerEpoch), stepsPerEpoch == 0 ? 0 : next % stepsPerEpoch, planHash);
+  }
+
+  /** Bytes and time read per tier by this loader. */
+  public TierStats tierStats() {
+    return tierStats;
+  }
+
+  /** Batches served from the persistent batch cache so far. */
+  public long batchesFromCache() {
+    return fromCache;
+  }
+
+  /** Batches assembled from the tiers so far (including prefetched ones not yet returned). */
+  public long batchesAssembled() {
+    return assembled.get();
+  }
+
+  /** Nanoseconds from building the loader to its first batch, or -1 before that. */
+  public long timeToFirstBatchNanos() {
+    return firstBatchNanos;
+  }
+
+  /** The batch cache directory of this job, or null without a cache. */
+  public Path batchCacheDirectory() {
+    return cache == null ? null : cache.dir();
+  }
+
+  /** The next batch, or null after the last epoch. The caller closes it. */
+  public Batch next() throws IOException {
+    if (closed) {
+      throw new IllegalStateException("the loader is closed");
+    }
+    if (next >= end) {
+      return null;
+    }
+    long g = next;
+    Batch b = null;
+    if (g < cacheRunEnd) {
+      b = cache.open(g, epochOf(g), stepOf(g), planHash, stepsPerEpoch);
+      if (b != null) {
+        fromCache++;
+      } else {
+        if (fallback == null) {
+          fallback = new Producer(false);
+        }
+        b = fallback.produce(g);
+      }
+    } else {
+      b = prefetcher.take();
+    }
+    next++;
+    if (cache != null) {
+      cache.consumed(g);
+    }
+    if (firstBatchNanos < 0) {
+      firstBatchNanos = System.nanoTime() - createdNanos;
+    }
+    return b;
+  }
+
+  private int epochOf(long g) {
+    return (int) (g / stepsPerEpoch);
+  }
+
+  private long stepOf(long g) {
+    return g % stepsPerEpoch;
+  }
+
+  @Override
+  public Iterator<Batch> iterator() {
+    return new Iterator<>() {
+      private Batch pending;
+
+      @Override
+      public boolean hasNext() {
+        if (pending == null) {
+          try {
+            pending = Loader.this.next();
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+        return pending != null;
+      }
+
+      @Override
+      public Batch next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        Batch b = pending;
+        pending = null;
+        return b;
+      }
+    };
+  }
+
+  /** Assembles batches; one per worker thread, plus one for cache misses on the job's thread. */
+  private final class Producer implements Prefetcher.Producer {
+    private final TieredReader reader;
+    private final boolean writeCache;
+    private int orderEpoch = -1;
+    private Permutation order;
+
+    Producer(boolean writeCache) {
+      this.reader = new TieredReader(dataset, store, features, tierStats);
+      this.writeCache = writeCache;
+    }
+
+    @Override
+    public Batch produce(long g) throws IOException {
+      int epoch = epochOf(g);
+      long step = stepOf(g);
+      if (epoch != orderEpoch) {
+        order = plan.order(epoch);
+        orderEpoch = epoch;
+      }
+      int units = plan.unitsInStep(step);
+      int[] offsets = new int[units + 1];
+      long[] ids = new long[units];
+      long[] starts = new long[units];
+      int rows = 0;
+      for (int k = 0; k < units; k++) {
+        long u = plan.unit(order, step, k);
+        starts[k] = plan.unitStart(u);
+        ids[k] = plan.unitId(u);
+        offsets[k] = rows;
+        rows = Math.addExact(rows, plan.unitRows(u));
+        offsets[k + 1] = rows;
+      }
+      SlabPool.Memory memory = slabs.take();
+      boolean ok = false;
+      try {
+        List<ColumnBuilder> builders = reader.builders(memory, rows);
+        for (int k = 0; k < units; k++) {
+          reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
+        }
+        SequencedMap<String, Column> cols = new LinkedHashMap<>();
+        for (int i = 0; i < features.size(); i++) {
+          cols.put(features.get(i), builders.get(i).build());
+        }
+        int window = plan instanceof Plan.Windows w ? w.length() : 0;
+        int lookahead = plan instanceof Plan.Windows w ? w.lookahead() : 0;
+        Batch b = new Batch(epoch, step, planHash, stepsPerEpoch, rows, cols, offsets, ids, window, lookahead,
+            Batch.Source.ASSEMBLED, memory);
+        assembled.incrementAndGet();
+        if (writeCache && cache != null) {
+          cache.store(g, b, dataset.name(), dataset.version());
+        }
+        ok = true;
+        return b;
+      } finally {
+        if (!ok) {
+          memory.close();
+        }
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      reader.close();
+    }
+  }
+
+  /** Stops the prefetch threads and releases memory; batches already returned stay valid until closed. */
+  @Override
+  public void close() throws IOException {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    prefetcher.close();
+    if (fallback != null) {
+      fallback.close();
+    }
+    slabs.close();
+  }
+
+  /** Configures a {@link Loader}. */
+  public static final class Builder {
+    private final Dataset dataset;
+    private SegmentStore store;
+    private List<String> features = List.of();
+    private String mode = "samples";
+    private int samplesPerBatch = 512;
+    private int batchRows = 4096;
+    private int blockRows = 1;
+    private boolean blockRowsSet;
+    private int windowLength;
+    private int lookahead;
+    private int stride = 1;
+    private int windowsPerBatch;
+    private long seed;
+    private boolean shuffle = true;
+    private int rank;
+    private int world = 1;
+    private boolean dropLast;
+    private int epochs = 1;
+    private int depth = 4;
+    private int threads = 1;
+    private Checkpoint resume;
+    private Path cacheRoot;
+    private long cacheMaxBytes = 1L << 30;
+    private int cacheLookback = 2;
+    private Duration cacheStaleAfter = Duration.ofHours(24);
+    private String name;
+
+    private Builder(Dataset dataset) {
+      this.dataset = Objects.requireNonNull(dataset, "dataset");
+    }
+
+    /** The features to read (projection). */
+    public Builder features(String... names) {
+      this.features = List.of(names);
+      return this;
+    }
+
+    public Builder features(List<String> names) {
+      this.features = List.copyOf(names);
+      return this;
+    }
+
+    /** The local SSD tier to read resident features from (without it, everything comes from ORC). */
+    public Builder segments(SegmentStore store) {
+      this.store = store;
+      return this;
+    }
+
+    /** Batches of {@code samples} random samples with all their rows; needs the dataset's sample index. */
+    public Builder sampleBatches(int samples) {
+      this.mode = "samples";
+      this.samplesPerBatch = samples;
+      return this;
+    }
+
+    /**
+     * Batches of {@code rows} rows, shuffled or in order. Shuffling permutes single rows unless
+     * {@link #shuffleBlock} groups them.
+     */
+    public Builder rowBatches(int rows, boolean shuffled) {
+      this.mode = "rows";
+      this.batchRows = rows;
+      this.shuffle = shuffled;
+      return this;
+    }
+
+    /** Shuffle blocks of {@code rows} consecutive rows instead of single rows (kinder to ORC). */
+    public Builder shuffleBlock(int rows) {
+      this.blockRows = rows;
+      this.blockRowsSet = true;
+      return this;
+    }
+
+    /**
+     * Batches of {@code perBatch} windows: {@code length} consecutive rows of one entity (sample)
+     * followed by {@code lookahead} label rows, a window starting every {@code stride} rows.
+     */
+    public Builder windows(int length, int lookahead, int stride, int perBatch) {
+      this.mode = "windows";
+      this.windowLength = length;
+      this.lookahead = lookahead;
+      this.stride = stride;
+      this.windowsPerBatch = perBatch;
+      return this;
+    }
+
+    public Builder seed(long seed) {
+      this.seed = seed;
+      return this;
+    }
+
+    /** Visit units in a random order per epoch (default) or in dataset order. */
+    public Builder shuffle(boolean shuffle) {
+      this.shuffle = shuffle;
+      return this;
+    }
+
+    /** Read the part of rank {@code rank} of {@code world} (disjoint, together covering). */
+    public Builder shard(int rank, int world) {
+      this.rank = rank;
+      this.world = world;
+      return this;
+    }
+
+    /** Drop the last, short batch of each epoch. */
+    public Builder dropLast(boolean dropLast) {
+      this.dropLast = dropLast;
+      return this;
+    }
+
+    public Builder epochs(int epochs) {
+      if (epochs < 1) {
+        throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
+      }
+      this.epochs = epochs;
+      return this;
+    }
+
+    /** Assemble up to {@code depth} batches ahead on {@code threads} background threads. */
+    public Builder prefetch(int depth, int threads) {
+      if (depth < 1 || threads < 1) {
+        throw new IllegalArgumentException("prefetch depth and threads must be at least 1");
+      }
+      this.depth = depth;
+      this.threads = threads;
+      return this;
+    }
+
+    /** Continue after {@code checkpoint}. */
+    public Builder resumeFrom(Checkpoint checkpoint) {
+      this.resume = checkpoint;
+      return this;
+    }
+
+    /** Keep batches in a persistent cache under {@code root} (see {@link #defaultBatchCacheRoot()}). */
+    public Builder batchCache(Path root) {
+      this.cacheRoot = root;
+      return this;
+    }
+
+    /** Bounds of the batch cache: total bytes, consumed batches kept, age after which other jobs' files go. */
+    public Builder batchCacheLimits(long maxBytes, int lookback, Duration staleAfter) {
+      this.cacheMaxBytes = maxBytes;
+      this.cacheLookback = lookback;
+      this.cacheStaleAfter = staleAfter;
+      return this;
+    }
+
+    /** Names the prefetch threads. */
+    public Builder name(String name) {
+      this.name = name;
+      return this;
+    }
+
+    /** {@code /dev/shm/strata-batches} when /dev/shm is writable, else the temporary directory. */
+    public static Path defaultBatchCacheRoot() {
+      return BatchCache.defaultRoot();
+    }
+
+    Plan plan() {
+      return switch (mode) {
+        case "samples" -> new Plan.Samples(samples("sample batches"), samplesPerBatch, seed, shuffle, rank, world, dropLast);
+        case "rows" -> {
+          int block = blockRowsSet ? blockRows : (shuffle ? 1 : batchRows);
+          if (batchRows % block != 0) {
+            throw new IllegalArgumentException("batch rows (" + batchRows + ") must be a multiple of the shuffle block (" + block + ")");
+          }
+          yield new Plan.Rows(dataset.rows(), block, batchRows / block, seed, shuffle, rank, world, dropLast);
+        }
+        case "windows" -> new Plan.Windows(samples("windows"), windowLength, lookahead, stride, windowsPerBatch, seed,
+            shuffle, rank, world, dropLast);
+        default -> throw new IllegalStateException(mode);
+      };
+    }
+
+    private SampleIndex samples(String what) {
+      return dataset.sampleIndex()
+          .orElseThrow(() -> new IllegalArgumentException(
+              what + " need a sample index, and dataset " + dataset.name() + " has none (import with --sample-column)"));
+    }
+
+    public Loader build() throws IOException {
+      return new Loader(this);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Loader[" + dataset.name() + " " + plan.describe() + ", rank " + plan.rank + "/" + plan.world + ", next "
+        + position() + "]";
+  }
+
+  List<String> features() {
+    return new ArrayList<>(features);
+  }
+}

@@ -1,0 +1,156 @@
+package io.strata.sdk.loader;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * Produces batches {@code first, first+1, ..., end-1} on named background threads and hands them
+ * out in order. At most {@code depth} batches are produced ahead of the consumer: a worker waits
+ * before claiming a batch beyond that window, so memory is bounded (back-pressure, no unbounded
+ * queue). An error while producing a batch is rethrown to the consumer when it reaches that batch.
+ */
+final class Prefetcher implements AutoCloseable {
+  /** Produces batch {@code g}; one instance per worker thread. */
+  interface Producer extends AutoCloseable {
+    Batch produce(long g) throws Exception;
+  }
+
+  private record Result(Batch batch, Throwable error) {}
+
+  private final Object lock = new Object();
+  private final Map<Long, Result> ready = new HashMap<>();
+  private final List<Thread> workers = new ArrayList<>();
+  private final int depth;
+  private final long end;
+  private long nextToClaim;
+  private long consumed;
+  private boolean closed;
+
+  Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
+    if (threads < 1 || depth < 1) {
+      throw new IllegalArgumentException("prefetch needs at least one thread and a depth of at least one");
+    }
+    this.depth = depth;
+    this.end = end;
+    this.nextToClaim = first;
+    this.consumed = first;
+    for (int i = 0; i < threads; i++) {
+      Thread t = Thread.ofPlatform().name(name + "-" + i).daemon(true).unstarted(() -> work(producers));
+      workers.add(t);
+    }
+    workers.forEach(Thread::start);
+  }
+
+  private void work(Supplier<Producer> producers) {
+    try (Producer producer = producers.get()) {
+      while (true) {
+        long g;
+        synchronized (lock) {
+          while (!closed && (nextToClaim >= end || nextToClaim >= consumed + depth)) {
+            lock.wait();
+          }
+          if (closed) {
+            return;
+          }
+          g = nextToClaim++;
+        }
+        Result r;
+        try {
+          r = new Result(producer.produce(g), null);
+        } catch (Throwable e) {
+          r = new Result(null, e);
+        }
+        synchronized (lock) {
+          if (closed) {
+            if (r.batch() != null) {
+              r.batch().close();
+            }
+            return;
+          }
+          ready.put(g, r);
+          lock.notifyAll();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      synchronized (lock) {
+        // A producer that fails to start or close fails every batch it would have made.
+        ready.putIfAbsent(nextToClaim, new Result(null, e));
+        lock.notifyAll();
+      }
+    }
+  }
+
+  /** The next batch in order, or null after the last. */
+  Batch take() throws IOException {
+    Result r;
+    synchronized (lock) {
+      if (consumed >= end) {
+        return null;
+      }
+      try {
+        while (!closed && !ready.containsKey(consumed)) {
+          lock.wait();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while waiting for batch " + consumed, e);
+      }
+      if (closed) {
+        throw new IllegalStateException("the loader is closed");
+      }
+      r = ready.remove(consumed);
+      consumed++;
+      lock.notifyAll();
+    }
+    if (r.error() != null) {
+      Throwable e = r.error();
+      if (e instanceof IOException io) {
+        throw io;
+      }
+      if (e instanceof UncheckedIOException u) {
+        throw u.getCause();
+      }
+      if (e instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new IOException("producing a batch failed: " + e, e);
+    }
+    return r.batch();
+  }
+
+  /** Batches produced and not yet taken. */
+  int readyCount() {
+    synchronized (lock) {
+      return ready.size();
+    }
+  }
+
+  @Override
+  public void close() {
+    synchronized (lock) {
+      closed = true;
+      lock.notifyAll();
+      for (Result r : ready.values()) {
+        if (r.batch() != null) {
+          r.batch().close();
+        }
+      }
+      ready.clear();
+    }
+    for (Thread t : workers) {
+      try {
+        t.join(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

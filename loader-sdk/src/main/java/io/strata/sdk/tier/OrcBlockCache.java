@@ -1,0 +1,138 @@
+package io.strata.sdk.tier;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.dataset.OrcTable;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SequencedMap;
+
+/**
+ * Decoded ORC row groups, least recently used first out, within a byte budget. Random reads from
+ * ORC (a sample, a shuffled row) would otherwise seek and decode from the start of a row group
+ * every time; here a block of one row group (the file's row-index stride, so that the seek lands
+ * on an index entry) is decoded once for the features asked and reused by every read inside it.
+ * One per reader thread; not thread-safe.
+ */
+final class OrcBlockCache implements AutoCloseable {
+  private static final int DEFAULT_BLOCK_ROWS = 10_000;
+
+  private static final class Block {
+    final Arena arena = Arena.ofConfined();
+    final Map<String, Column> columns = new HashMap<>();
+    long bytes;
+  }
+
+  private final Dataset dataset;
+  private final long budgetBytes;
+  private final LinkedHashMap<Long, Block> blocks = new LinkedHashMap<>(64, 0.75f, true);
+  private final Map<Integer, Integer> strideByFile = new HashMap<>();
+  private OrcTable.Cursor cursor;
+  private List<String> cursorFeatures;
+  private long bytes;
+  private long decodedBytes;
+
+  OrcBlockCache(Dataset dataset, long budgetBytes) {
+    this.dataset = dataset;
+    this.budgetBytes = budgetBytes;
+  }
+
+  /** Bytes of column data decoded from ORC so far (what the HDD tier delivered). */
+  long decodedBytes() {
+    return decodedBytes;
+  }
+
+  private int blockRows(ChunkInfo c) throws IOException {
+    Integer s = strideByFile.get(c.file());
+    if (s == null) {
+      int stride = dataset.orc().rowIndexStride(c.file());
+      s = stride > 0 ? stride : DEFAULT_BLOCK_ROWS;
+      strideByFile.put(c.file(), s);
+    }
+    return s;
+  }
+
+  /**
+   * The decoded columns of {@code features} for the block of chunk {@code c} that holds chunk row
+   * {@code local}, and the block's first chunk row in {@code firstRowOut[0]}.
+   */
+  Map<String, Column> block(ChunkInfo c, int local, List<String> features, int[] firstRowOut) throws IOException {
+    int rows = blockRows(c);
+    int index = local / rows;
+    int first = index * rows;
+    int count = (int) Math.min(rows, c.rows() - first);
+    firstRowOut[0] = first;
+    long key = ((long) c.index() << 32) | index;
+    Block b = blocks.get(key);
+    if (b == null) {
+      b = new Block();
+      blocks.put(key, b);
+    }
+    List<String> missing = null;
+    for (String f : features) {
+      if (!b.columns.containsKey(f)) {
+        if (missing == null) {
+          missing = new ArrayList<>();
+        }
+        missing.add(f);
+      }
+    }
+    if (missing != null) {
+      SequencedMap<String, Column> decoded = cursor(missing).readRows(c.firstRow() + first, count, b.arena);
+      for (Map.Entry<String, Column> e : decoded.entrySet()) {
+        long n = Columns.dataBytes(e.getValue());
+        b.columns.put(e.getKey(), e.getValue());
+        b.bytes += n;
+        bytes += n;
+        decodedBytes += n;
+      }
+      evict(key);
+    }
+    return b.columns;
+  }
+
+  private OrcTable.Cursor cursor(List<String> features) throws IOException {
+    if (cursor == null || !features.equals(cursorFeatures)) {
+      if (cursor != null) {
+        cursor.close();
+      }
+      cursor = dataset.orc().cursor(features);
+      cursorFeatures = List.copyOf(features);
+    }
+    return cursor;
+  }
+
+  private void evict(long keep) {
+    Iterator<Map.Entry<Long, Block>> it = blocks.entrySet().iterator();
+    while (bytes > budgetBytes && it.hasNext()) {
+      Map.Entry<Long, Block> e = it.next();
+      if (e.getKey() == keep) {
+        continue;
+      }
+      bytes -= e.getValue().bytes;
+      e.getValue().arena.close();
+      it.remove();
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    for (Block b : blocks.values()) {
+      b.arena.close();
+    }
+    blocks.clear();
+    bytes = 0;
+    if (cursor != null) {
+      cursor.close();
+      cursor = null;
+    }
+  }
+}

@@ -1,0 +1,449 @@
+package io.strata.sdk.loader;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.Reference;
+import io.strata.sdk.TestData;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.tier.Promoter;
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tier.TierStats;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LoaderTest {
+  @TempDir static Path tmp;
+  static Dataset dataset;
+  static Reference reference;
+  static SegmentStore store;
+  static final List<String> FEATURES =
+      List.of("sample_id", "event_time", "amount", "merchant_category", "is_online", "embedding", "balance", "score",
+          "device_hash", "tokens", "event_date", "channel");
+  static final List<String> PROMOTED = List.of("amount", "merchant_category", "embedding", "score", "tokens");
+
+  @BeforeAll
+  static void generate() throws IOException {
+    Path dir = tmp.resolve("events");
+    DatasetGenerator.generate(
+        dir,
+        DatasetGenerator.Options.of("events", 40_000, 9).withFeatures(16).withChunking(6_000, 2).withMeanSampleLength(30),
+        Progress.NONE);
+    dataset = Dataset.open(dir);
+    reference = new Reference(dir);
+    store = SegmentStore.open(tmp.resolve("ssd"), false, SegmentFile.Verify.FIRST_OPEN);
+    // Half the features of most chunks on the SSD tier: batches mix both tiers.
+    Promoter.promote(dataset, store, PROMOTED, List.of(0, 1, 2, 4, 5), Progress.NONE);
+  }
+
+  @AfterAll
+  static void close() throws IOException {
+    store.close();
+    dataset.close();
+  }
+
+  private static Loader.Builder base() {
+    return Loader.builder(dataset).features(FEATURES).segments(store).prefetch(3, 2);
+  }
+
+  /** Every value of every row of the batch equals the reference rows of its units. */
+  private static void assertBatchMatchesReference(Batch b, List<long[]> unitRows) {
+    int row = 0;
+    assertEquals(unitRows.size(), b.units());
+    for (int k = 0; k < unitRows.size(); k++) {
+      long start = unitRows.get(k)[0];
+      long count = unitRows.get(k)[1];
+      assertEquals(row, b.unitStart(k), "unit " + k + " offset");
+      for (String f : FEATURES) {
+        Column c = b.column(f);
+        for (int r = 0; r < count; r++) {
+          Object want = reference.get(f, start + r);
+          Object got = c.getObject(row + r);
+          if (!TestData.same(want, got)) {
+            throw new AssertionError("batch " + b.epoch() + "/" + b.step() + " unit " + k + " feature " + f + " row "
+                + (start + r) + ": expected " + want + " got " + got);
+          }
+        }
+      }
+      row += (int) count;
+    }
+    assertEquals(row, b.rows());
+  }
+
+  /** Sample rows by id, computed from the reference's sample_id column (not from the index). */
+  private static Map<Long, long[]> samplesFromReference() {
+    Map<Long, long[]> out = new HashMap<>();
+    List<Object> ids = reference.column("sample_id");
+    for (int r = 0; r < ids.size(); r++) {
+      long id = (Long) ids.get(r);
+      long[] range = out.computeIfAbsent(id, k -> new long[] {-1, 0});
+      if (range[0] < 0) {
+        range[0] = r;
+      }
+      range[1]++;
+    }
+    return out;
+  }
+
+  @Test
+  void sampleBatchesHoldEveryRowOfTheirSamplesAndShardsPartitionEachEpoch() throws IOException {
+    Map<Long, long[]> samples = samplesFromReference();
+    int world = 3;
+    for (int epoch = 0; epoch < 2; epoch++) {
+      Set<Long> seen = new HashSet<>();
+      for (int rank = 0; rank < world; rank++) {
+        try (Loader loader = base().sampleBatches(50).seed(3).shard(rank, world).epochs(2).build()) {
+          for (Batch b : loader) {
+            try (b) {
+              if (b.epoch() != epoch) {
+                continue;
+              }
+              List<long[]> units = new ArrayList<>();
+              for (int k = 0; k < b.units(); k++) {
+                long id = b.unitId(k);
+                assertTrue(seen.add(id), "sample " + id + " read twice in epoch " + epoch);
+                long[] range = samples.get(id);
+                units.add(new long[] {range[0], range[1]});
+              }
+              assertBatchMatchesReference(b, units);
+            }
+          }
+        }
+      }
+      assertEquals(samples.keySet(), seen, "the ranks together cover every sample in epoch " + epoch);
+    }
+  }
+
+  private static List<List<Long>> unitSequence(Loader.Builder builder) throws IOException {
+    List<List<Long>> out = new ArrayList<>();
+    try (Loader loader = builder.build()) {
+      for (Batch b : loader) {
+        try (b) {
+          List<Long> ids = new ArrayList<>();
+          for (int k = 0; k < b.units(); k++) {
+            ids.add(b.unitId(k));
+          }
+          out.add(ids);
+        }
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void shufflesAreDeterministicPerSeedAndDifferPerEpochAndSeed() throws IOException {
+    List<List<Long>> a = unitSequence(base().sampleBatches(40).seed(11).epochs(2));
+    List<List<Long>> b = unitSequence(base().sampleBatches(40).seed(11).epochs(2).prefetch(1, 1));
+    List<List<Long>> c = unitSequence(base().sampleBatches(40).seed(12).epochs(2));
+    assertEquals(a, b, "same seed, same batches, whatever the prefetch");
+    assertNotEquals(a, c, "another seed, another order");
+    int half = a.size() / 2;
+    assertNotEquals(a.subList(0, half), a.subList(half, a.size()), "epochs are shuffled differently");
+    List<List<Long>> ordered = unitSequence(base().sampleBatches(40).shuffle(false));
+    long previous = Long.MIN_VALUE;
+    for (List<Long> ids : ordered) {
+      for (long id : ids) {
+        assertTrue(id > previous, "unshuffled samples come in dataset order");
+        previous = id;
+      }
+    }
+  }
+
+  @Test
+  void rowBatchesSequentialAndShuffledCoverEveryRowOnce() throws IOException {
+    long rows = dataset.rows();
+    // Sequential, 2 ranks: rank r reads blocks r, r+2, ... of 1,000 rows.
+    for (int rank = 0; rank < 2; rank++) {
+      try (Loader loader = base().rowBatches(1_000, false).shard(rank, 2).build()) {
+        long expectedStart = rank * 1_000L;
+        for (Batch b : loader) {
+          try (b) {
+            int count = (int) Math.min(1_000, rows - expectedStart);
+            assertBatchMatchesReference(b, List.<long[]>of(new long[] {expectedStart, count}));
+            expectedStart += 2_000;
+          }
+        }
+        assertTrue(expectedStart >= rows);
+      }
+    }
+    // Shuffled single rows, 4 ranks: a partition of all rows.
+    boolean[] seen = new boolean[(int) rows];
+    for (int rank = 0; rank < 4; rank++) {
+      try (Loader loader = base().rowBatches(512, true).seed(5).shard(rank, 4).build()) {
+        for (Batch b : loader) {
+          try (b) {
+            List<long[]> units = new ArrayList<>();
+            for (int k = 0; k < b.units(); k++) {
+              long row = b.unitId(k);
+              assertFalse(seen[(int) row], "row " + row + " twice");
+              seen[(int) row] = true;
+              units.add(new long[] {row, 1});
+            }
+            if (b.step() < 3) {
+              assertBatchMatchesReference(b, units);
+            }
+          }
+        }
+      }
+    }
+    for (int r = 0; r < rows; r++) {
+      assertTrue(seen[r], "row " + r + " never read");
+    }
+  }
+
+  @Test
+  void windowsStayInsideTheirEntityAndCoverEveryValidStart() throws IOException {
+    int length = 8;
+    int lookahead = 2;
+    int stride = 3;
+    SampleIndex index = dataset.sampleIndex().orElseThrow();
+    // Reference: every window start, enumerated entity by entity from the reference's sample ids.
+    Map<Long, long[]> samples = samplesFromReference();
+    Set<Long> expectedStarts = new HashSet<>();
+    for (long[] range : samples.values()) {
+      for (long s = range[0]; s + length + lookahead <= range[0] + range[1]; s += stride) {
+        expectedStarts.add(s);
+      }
+    }
+    Set<Long> starts = new HashSet<>();
+    try (Loader loader = base().windows(length, lookahead, stride, 64).seed(2).build()) {
+      for (Batch b : loader) {
+        try (b) {
+          assertEquals(length, b.windowLength());
+          assertEquals(lookahead, b.lookahead());
+          Column ids = b.column("sample_id");
+          List<long[]> units = new ArrayList<>();
+          for (int k = 0; k < b.units(); k++) {
+            int at = b.unitStart(k);
+            long entity = ids.getLong(at);
+            for (int r = 0; r < length + lookahead; r++) {
+              assertEquals(entity, ids.getLong(at + r), "a window never crosses its entity");
+            }
+            long start = index.start(index.find(entity)) + 0L;
+            long[] range = samples.get(entity);
+            assertEquals(range[0], start);
+            // The window's first row: locate it in the reference by event_time within the entity.
+            Object firstTime = b.column("event_time").getObject(at);
+            long row = -1;
+            for (long r = range[0]; r < range[0] + range[1]; r++) {
+              if (reference.get("event_time", r).equals(firstTime)) {
+                row = r;
+              }
+            }
+            assertTrue(row >= 0);
+            assertTrue(starts.add(row), "window starting at row " + row + " read twice");
+            assertEquals(0, (row - range[0]) % stride, "windows start every " + stride + " rows");
+            assertTrue(row + length + lookahead <= range[0] + range[1], "lookahead stays inside the entity");
+            units.add(new long[] {row, length + lookahead});
+          }
+          assertBatchMatchesReference(b, units);
+        }
+      }
+    }
+    assertEquals(expectedStarts, starts);
+  }
+
+  @Test
+  void resumingFromAnyCheckpointContinuesWithTheNextBatch() throws IOException {
+    List<List<Long>> full = unitSequence(base().sampleBatches(64).seed(21).epochs(2));
+    int[] cuts = {0, 1, full.size() / 2, full.size() - 1, full.size()};
+    for (int cut : cuts) {
+      Checkpoint cp;
+      try (Loader loader = base().sampleBatches(64).seed(21).epochs(2).build()) {
+        cp = loader.position();
+        for (int i = 0; i < cut; i++) {
+          try (Batch b = loader.next()) {
+            cp = b.checkpoint();
+          }
+        }
+      }
+      Checkpoint restored = Checkpoint.parse(cp.toBytes());
+      assertEquals(cp, restored);
+      List<List<Long>> rest = unitSequence(base().sampleBatches(64).seed(21).epochs(2).resumeFrom(restored));
+      assertEquals(full.subList(cut, full.size()), rest, "resume after " + cut + " batches");
+    }
+    Checkpoint other;
+    try (Loader loader = base().sampleBatches(64).seed(22).build()) {
+      other = loader.position();
+    }
+    assertThrows(IllegalArgumentException.class, () -> base().sampleBatches(64).seed(21).resumeFrom(other).build());
+    assertThrows(IllegalArgumentException.class, () -> Checkpoint.parse(new byte[5]));
+  }
+
+  @Test
+  void aRestartedLoaderServesCachedBatchesFirstAndTheyAreIdentical() throws IOException {
+    Path cacheRoot = tmp.resolve("batch-cache");
+    List<Map<String, List<Object>>> original = new ArrayList<>();
+    Checkpoint cp;
+    try (Loader loader = base().sampleBatches(32).seed(8).batchCache(cacheRoot).prefetch(4, 1).build()) {
+      for (int i = 0; i < 3; i++) {
+        try (Batch b = loader.next()) {
+          cp = b.checkpoint();
+        }
+      }
+      // Let the prefetcher fill the cache ahead of the consumer.
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (loader.batchesAssembled() < 7 && System.nanoTime() < deadline) {
+        Thread.onSpinWait();
+      }
+      cp = loader.position();
+    }
+    // The uninterrupted sequence, without any cache.
+    try (Loader loader = base().sampleBatches(32).seed(8).resumeFrom(cp).build()) {
+      for (int i = 0; i < 4; i++) {
+        try (Batch b = loader.next()) {
+          original.add(values(b));
+        }
+      }
+    }
+    try (Loader loader = base().sampleBatches(32).seed(8).batchCache(cacheRoot).resumeFrom(cp).build()) {
+      for (int i = 0; i < 4; i++) {
+        try (Batch b = loader.next()) {
+          assertEquals(Batch.Source.CACHE, b.source(), "batch " + i + " comes from the cache");
+          assertEquals(original.get(i).keySet(), values(b).keySet());
+          for (String f : FEATURES) {
+            List<Object> want = original.get(i).get(f);
+            List<Object> got = values(b).get(f);
+            for (int r = 0; r < want.size(); r++) {
+              assertTrue(TestData.same(want.get(r), got.get(r)), f + " row " + r);
+            }
+          }
+        }
+      }
+      assertEquals(4, loader.batchesFromCache());
+    }
+  }
+
+  @Test
+  void damagedOrForeignCacheFilesAreIgnoredAndCleaned() throws IOException {
+    Path cacheRoot = tmp.resolve("batch-cache-2");
+    Checkpoint start;
+    Path dir;
+    try (Loader loader = base().sampleBatches(32).seed(4).batchCache(cacheRoot).prefetch(3, 1).build()) {
+      start = loader.position();
+      dir = loader.batchCacheDirectory();
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (loader.batchesAssembled() < 3 && System.nanoTime() < deadline) {
+        Thread.onSpinWait();
+      }
+    }
+    List<Path> files;
+    try (Stream<Path> s = Files.list(dir)) {
+      files = s.sorted().toList();
+    }
+    assertTrue(files.size() >= 2, "cached: " + files);
+    byte[] bytes = Files.readAllBytes(files.getFirst());
+    bytes[bytes.length / 2] ^= 1;
+    Files.write(files.getFirst(), bytes);
+    Files.writeString(dir.resolve("not-a-batch.txt"), "junk");
+    Path stale = Files.createDirectories(cacheRoot.resolve("otherjob"));
+    Files.writeString(stale.resolve("b000000000000.arrow"), "old");
+    Files.setLastModifiedTime(stale, java.nio.file.attribute.FileTime.fromMillis(0));
+    List<List<Long>> expected = unitSequence(base().sampleBatches(32).seed(4).resumeFrom(start));
+    List<List<Long>> got = new ArrayList<>();
+    try (Loader loader = base().sampleBatches(32).seed(4).batchCache(cacheRoot).resumeFrom(start)
+        .batchCacheLimits(1L << 30, 2, Duration.ofHours(1)).build()) {
+      for (Batch b : loader) {
+        try (b) {
+          if (got.isEmpty()) {
+            assertEquals(Batch.Source.ASSEMBLED, b.source(), "the damaged first batch is re-assembled");
+          }
+          List<Long> ids = new ArrayList<>();
+          for (int k = 0; k < b.units(); k++) {
+            ids.add(b.unitId(k));
+          }
+          got.add(ids);
+        }
+      }
+    }
+    assertEquals(expected, got);
+    assertFalse(Files.exists(dir.resolve("not-a-batch.txt")));
+    assertFalse(Files.exists(stale), "another job's stale directory is cleaned");
+  }
+
+  @Test
+  void prefetchIsBoundedAndRunsOnNamedThreads() throws Exception {
+    try (Loader loader = base().sampleBatches(16).prefetch(2, 2).name("bounded").build()) {
+      Thread.sleep(500);
+      assertTrue(loader.batchesAssembled() <= 2, "at most the prefetch depth ahead: " + loader.batchesAssembled());
+      boolean named = Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().startsWith("strata-prefetch-bounded-"));
+      assertTrue(named);
+      try (Batch b = loader.next()) {
+        assertEquals(0, b.step());
+      }
+    }
+  }
+
+  @Test
+  void everyReadIsCountedPerTier() throws IOException {
+    try (Loader loader = base().sampleBatches(64).seed(1).build()) {
+      for (Batch b : loader) {
+        b.close();
+      }
+      TierStats s = loader.tierStats();
+      assertTrue(s.bytes(TierStats.Tier.SSD) > 0 && s.bytes(TierStats.Tier.HDD) > 0, s.toString());
+      assertTrue(s.reads(TierStats.Tier.SSD) > 0 && s.nanos(TierStats.Tier.HDD) > 0);
+    }
+  }
+
+  @Test
+  void aClosedBatchRefusesAccess() throws IOException {
+    try (Loader loader = base().sampleBatches(8).build()) {
+      Batch b = loader.next();
+      Column c = b.column("amount");
+      b.close();
+      assertThrows(IllegalStateException.class, () -> c.getDouble(0));
+      assertThrows(IllegalStateException.class, () -> b.column("amount"));
+      Batch next = loader.next();
+      assertEquals(1, next.step());
+      next.close();
+    }
+  }
+
+  @Test
+  void badConfigurationsAreRejectedClearly() throws IOException {
+    assertThrows(IllegalArgumentException.class, () -> base().sampleBatches(0).build());
+    assertThrows(IllegalArgumentException.class, () -> base().shard(3, 3).build());
+    assertThrows(IllegalArgumentException.class, () -> base().features("nope").build());
+    assertThrows(IllegalArgumentException.class, () -> base().rowBatches(100, true).shuffleBlock(30).build());
+    assertThrows(IllegalArgumentException.class, () -> base().epochs(0));
+    try (Loader loader = base().sampleBatches(1_000_000).dropLast(true).build()) {
+      assertNull(loader.next(), "no full batch: nothing to read");
+    }
+  }
+
+  private static Map<String, List<Object>> values(Batch b) {
+    Map<String, List<Object>> out = new HashMap<>();
+    for (String f : b.featureNames()) {
+      Column c = b.column(f);
+      List<Object> v = new ArrayList<>();
+      for (int r = 0; r < c.length(); r++) {
+        v.add(c.getObject(r));
+      }
+      out.put(f, v);
+    }
+    return out;
+  }
+}
