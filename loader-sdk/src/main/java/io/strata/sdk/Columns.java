@@ -67,6 +67,52 @@ public final class Columns {
     return firstDifference(a.child().slice(as, ae - as), b.child().slice(bs, be - bs)) < 0;
   }
 
+  /**
+   * A checksum of a column's logical content (nullness and values), independent of its buffer
+   * layout: two columns with the same values have the same checksum whatever their offsets,
+   * slicing or the bytes under null rows.
+   */
+  public static long checksum(Column c) {
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    update(crc, c);
+    return crc.getValue();
+  }
+
+  private static void update(java.util.zip.CRC32C crc, Column c) {
+    FeatureType t = c.type();
+    int n = c.length();
+    int width = t.kind().width();
+    crc.update(n);
+    if (!c.hasNulls() && width > 0) {
+      crc.update(c.values().asSlice((long) c.offset() * width, (long) n * width).asByteBuffer());
+      return;
+    }
+    byte[] scratch = new byte[16];
+    for (int i = 0; i < n; i++) {
+      if (c.isNull(i)) {
+        crc.update(0);
+        continue;
+      }
+      crc.update(1);
+      if (width == 0) {
+        crc.update(c.getBoolean(i) ? 1 : 0);
+      } else if (width > 0) {
+        MemorySegment.copy(c.values(), java.lang.foreign.ValueLayout.JAVA_BYTE, (long) (c.offset() + i) * width, scratch, 0, width);
+        crc.update(scratch, 0, width);
+      } else if (t.isVariableWidth()) {
+        int s = c.start(i);
+        int e = c.end(i);
+        crc.update(e - s);
+        crc.update(c.values().asSlice(s, e - s).asByteBuffer());
+      } else {
+        int s = c.start(i);
+        int e = c.end(i);
+        crc.update(e - s);
+        update(crc, c.child().slice(s, e - s));
+      }
+    }
+  }
+
   /** Bytes of buffer data that rows {@code [0, length)} of a column occupy (values, offsets, validity). */
   public static long dataBytes(Column c) {
     int n = c.length();

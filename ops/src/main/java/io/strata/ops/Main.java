@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       DatasetCommand.class,
       PromoteCommand.class,
+      LoaderCommand.class,
       SegmentCommand.class,
       DemoCommand.class,
       CommandLine.HelpCommand.class

@@ -267,6 +267,21 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       boolean ok = false;
       try {
         List<ColumnBuilder> builders = reader.builders(memory, rows);
+        int n = features.size();
+        long[] dataBytes = new long[n];
+        long[] childRows = new long[n];
+        long[] childBytes = new long[n];
+        for (int k = 0; k < units; k++) {
+          reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
+        }
+        for (int i = 0; i < n; i++) {
+          ColumnBuilder b = builders.get(i);
+          if (b.type().isVariableWidth()) {
+            b.reserve(0, dataBytes[i]);
+          } else if (!b.type().isFixedWidth()) {
+            b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
+          }
+        }
         for (int k = 0; k < units; k++) {
           reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
         }

@@ -10,7 +10,7 @@ import java.util.ArrayDeque;
  * batch costs more than filling it (see BENCHMARKS.md), so each batch carves its buffers from a
  * recycled slab. Every batch still gets its own arena: the slab is re-scoped to it, so a column
  * of a closed batch fails with {@link IllegalStateException} instead of showing the next batch's
- * data. Slabs grow to the largest batch seen; the pool keeps at most {@code maxIdle} slabs.
+ * data. The pool keeps at most {@code maxIdle} slabs.
  */
 final class SlabPool implements AutoCloseable {
   private record Slab(Arena arena, MemorySegment memory) {}
@@ -29,21 +29,41 @@ final class SlabPool implements AutoCloseable {
     Slab slab;
     synchronized (this) {
       slab = idle.poll();
-      while (slab != null && slab.memory().byteSize() < slabBytes) {
-        slab.arena().close();
-        slab = idle.poll();
-      }
     }
     Arena batchArena = Arena.ofShared();
     return new Memory(slab, batchArena);
   }
 
-  private synchronized void giveBack(Slab slab, long used) {
-    slabBytes = Math.max(slabBytes, used + used / 4);
-    if (slab != null && !closed && slab.memory().byteSize() >= slabBytes && idle.size() < maxIdle) {
-      idle.push(slab);
-    } else if (slab != null) {
-      slab.arena().close();
+  /**
+   * Takes back a slab after a batch that used {@code used} bytes. A slab that held its batch is
+   * kept; one that overflowed is replaced by a slab with half again the largest batch seen, so
+   * that the pool settles after a few batches and new memory (which Java zeroes) is rare.
+   */
+  private void giveBack(Slab slab, long used, boolean overflowed) {
+    Slab keep = slab;
+    synchronized (this) {
+      slabBytes = Math.max(slabBytes, used);
+      if (keep != null && overflowed) {
+        keep.arena().close();
+        keep = null;
+      }
+      if (closed || idle.size() >= maxIdle) {
+        if (keep != null) {
+          keep.arena().close();
+        }
+        return;
+      }
+    }
+    if (keep == null) {
+      Arena a = Arena.ofShared();
+      keep = new Slab(a, a.allocate(Math.max(slabBytes + slabBytes / 2, 1 << 20), 64));
+    }
+    synchronized (this) {
+      if (closed) {
+        keep.arena().close();
+      } else {
+        idle.push(keep);
+      }
     }
   }
 
@@ -80,17 +100,7 @@ final class SlabPool implements AutoCloseable {
       }
       closed = true;
       batchArena.close();
-      long total = used + overflow;
-      Slab back = slab;
-      if (back == null || overflow > 0) {
-        if (back != null) {
-          back.arena().close();
-        }
-        Arena a = Arena.ofShared();
-        long size = Math.max(total + total / 4, 1 << 20);
-        back = new Slab(a, a.allocate(size, 64));
-      }
-      giveBack(back, total);
+      giveBack(slab, used + overflow, slab == null || overflow > 0);
     }
   }
 

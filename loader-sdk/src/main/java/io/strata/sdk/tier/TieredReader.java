@@ -89,6 +89,41 @@ public final class TieredReader implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Adds to {@code dataBytes[i]} the string or binary bytes, and to {@code childRows[i]} and
+   * {@code childBytes[i]} the list elements (and their bytes), that rows {@code [start, start +
+   * count)} of feature {@code i} hold where they are resident on the SSD tier, so that builders
+   * can be sized exactly before {@link #appendRows}. Data read from ORC is not counted (its size
+   * is known only after decoding).
+   */
+  public void measure(long start, int count, long[] dataBytes, long[] childRows, long[] childBytes) throws IOException {
+    long row = start;
+    long end = start + count;
+    while (row < end) {
+      ChunkInfo c = dataset.chunks().get(dataset.chunkOf(row));
+      int n = (int) (Math.min(end, c.endRow()) - row);
+      int local = (int) (row - c.firstRow());
+      for (int i = 0; i < features.size(); i++) {
+        Column col = resident(i, c.index());
+        if (col == null || col.type().isFixedWidth() || n == 0) {
+          continue;
+        }
+        int s = col.start(local);
+        int e = col.end(local + n - 1);
+        if (col.type().isVariableWidth()) {
+          dataBytes[i] += e - s;
+        } else {
+          childRows[i] += e - s;
+          Column child = col.child();
+          if (child.type().isVariableWidth() && e > s) {
+            childBytes[i] += child.end(e - 1) - child.start(s);
+          }
+        }
+      }
+      row += n;
+    }
+  }
+
   /** Appends rows {@code [start, start + count)} of every feature to {@code out} (one builder per feature, in order). */
   public void appendRows(long start, int count, List<ColumnBuilder> out) throws IOException {
     if (start < 0 || count < 0 || start + count > dataset.rows()) {

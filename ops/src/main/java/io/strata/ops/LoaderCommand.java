@@ -1,0 +1,209 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.Checkpoint;
+import io.strata.sdk.loader.Loader;
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tier.TierStats;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata loader run}: run a loader the way a training job would, and report. */
+@Command(name = "loader", mixinStandardHelpOptions = true, description = "Run the loader SDK from the command line.",
+    subcommands = {LoaderCommand.Run.class})
+final class LoaderCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** The batching modes. */
+  enum Mode {
+    samples,
+    rows,
+    windows
+  }
+
+  @Command(name = "run", mixinStandardHelpOptions = true,
+      description = "Read batches like a training job: resumable from a checkpoint file, with an optional persistent batch cache.")
+  static final class Run implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    Path dataset;
+
+    @Option(names = "--ssd", description = "SSD tier directory with promoted segments.")
+    Path ssd;
+
+    @Option(names = "--features", split = ",", description = "Features to read (default: all served).")
+    List<String> features;
+
+    @Option(names = "--mode", defaultValue = "samples", description = "samples, rows or windows; default ${DEFAULT-VALUE}.")
+    Mode mode;
+
+    @Option(names = "--batch", defaultValue = "512", description = "Samples, rows or windows per batch; default ${DEFAULT-VALUE}.")
+    int batch;
+
+    @Option(names = "--window", defaultValue = "32", description = "Rows per window (windows mode).")
+    int window;
+
+    @Option(names = "--lookahead", defaultValue = "1", description = "Label rows after each window (windows mode).")
+    int lookahead;
+
+    @Option(names = "--stride", defaultValue = "1", description = "Rows between window starts (windows mode).")
+    int stride;
+
+    @Option(names = "--no-shuffle", description = "Read units in dataset order.")
+    boolean noShuffle;
+
+    @Option(names = "--shuffle-block", description = "Shuffle blocks of this many rows (rows mode).")
+    Integer shuffleBlock;
+
+    @Option(names = "--seed", defaultValue = "0")
+    long seed;
+
+    @Option(names = "--epochs", defaultValue = "1")
+    int epochs;
+
+    @Option(names = "--rank", defaultValue = "0")
+    int rank;
+
+    @Option(names = "--world", defaultValue = "1")
+    int world;
+
+    @Option(names = "--prefetch", defaultValue = "4", description = "Batches assembled ahead; default ${DEFAULT-VALUE}.")
+    int prefetch;
+
+    @Option(names = "--threads", defaultValue = "1", description = "Prefetch threads; default ${DEFAULT-VALUE}.")
+    int threads;
+
+    @Option(names = "--checkpoint", description = "Resume from this file if it exists; rewrite it after every batch.")
+    Path checkpoint;
+
+    @Option(names = "--batch-cache", arity = "0..1", fallbackValue = "", paramLabel = "DIR",
+        description = "Keep batches in a persistent cache (default directory: /dev/shm/strata-batches).")
+    String batchCache;
+
+    @Option(names = "--max-batches", description = "Stop after this many batches.")
+    Long maxBatches;
+
+    @Option(names = "--print-checksums", description = "Print one line per batch: epoch, step, source, rows, checksum.")
+    boolean printChecksums;
+
+    @Option(names = "--hold", defaultValue = "0", description = "Seconds to stay alive after the last batch (memory measurements).")
+    int hold;
+
+    @Option(names = "--ready-file", description = "Create this file after the last batch, before holding.")
+    Path readyFile;
+
+    @Option(names = "--json", description = "Print the summary as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      long started = System.nanoTime();
+      try (Dataset ds = Dataset.open(dataset);
+          SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
+        Loader.Builder b = Loader.builder(ds)
+            .features(features != null ? features : ds.featureNames())
+            .segments(store)
+            .seed(seed)
+            .epochs(epochs)
+            .shard(rank, world)
+            .prefetch(prefetch, threads)
+            .shuffle(!noShuffle);
+        switch (mode) {
+          case samples -> b.sampleBatches(batch);
+          case rows -> {
+            b.rowBatches(batch, !noShuffle);
+            if (shuffleBlock != null) {
+              b.shuffleBlock(shuffleBlock);
+            }
+          }
+          case windows -> b.windows(window, lookahead, stride, batch);
+        }
+        if (checkpoint != null && Files.exists(checkpoint)) {
+          b.resumeFrom(Checkpoint.parse(Files.readAllBytes(checkpoint)));
+        }
+        if (batchCache != null) {
+          b.batchCache(batchCache.isEmpty() ? Loader.Builder.defaultBatchCacheRoot() : Path.of(batchCache));
+        }
+        long batches = 0;
+        long rows = 0;
+        long bytes = 0;
+        Checkpoint first;
+        HexFormat hex = HexFormat.of();
+        try (Loader loader = b.build()) {
+          first = loader.position();
+          for (Batch batchRead : loader) {
+            try (batchRead) {
+              long crc = 0;
+              for (Column c : batchRead.columns().values()) {
+                crc = crc * 31 + Columns.checksum(c);
+              }
+              if (checkpoint != null) {
+                AtomicFiles.write(checkpoint, batchRead.checkpoint().toBytes());
+              }
+              if (printChecksums) {
+                out.printf("batch %d %d %s %d %s%n", batchRead.epoch(), batchRead.step(), batchRead.source(), batchRead.rows(),
+                    hex.toHexDigits(crc));
+                out.flush();
+              }
+              rows += batchRead.rows();
+              bytes += batchRead.dataBytes();
+              batches++;
+            }
+            if (maxBatches != null && batches >= maxBatches) {
+              break;
+            }
+          }
+          double seconds = (System.nanoTime() - started) / 1e9;
+          TierStats s = loader.tierStats();
+          ObjectNode j = Json.object();
+          j.put("batches", batches).put("rows", rows).put("bytes", bytes).put("seconds", seconds);
+          j.put("startEpoch", first.epoch()).put("startStep", first.step());
+          j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6);
+          j.put("batchesFromCache", loader.batchesFromCache());
+          j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
+          j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
+          if (json) {
+            out.println(Json.compact(j));
+          } else {
+            out.printf("read %d batches (%s rows, %s) in %s: %.1f batches/s; first batch after %s (%d from the batch cache)%n",
+                batches, Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds(seconds), batches / seconds,
+                Terminal.seconds(loader.timeToFirstBatchNanos() / 1e9), loader.batchesFromCache());
+            out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(TierStats.Tier.SSD)),
+                Terminal.seconds(s.nanos(TierStats.Tier.SSD) / 1e9), Terminal.bytes(s.bytes(TierStats.Tier.HDD)),
+                Terminal.seconds(s.nanos(TierStats.Tier.HDD) / 1e9));
+          }
+          out.flush();
+          if (readyFile != null) {
+            Files.writeString(readyFile, Long.toString(ProcessHandle.current().pid()));
+          }
+          if (hold > 0) {
+            Thread.sleep(hold * 1000L);
+          }
+        }
+      }
+      return 0;
+    }
+  }
+}
