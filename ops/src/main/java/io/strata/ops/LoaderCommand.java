@@ -104,6 +104,9 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--max-batches", description = "Stop after this many batches.")
     Long maxBatches;
 
+    @Option(names = "--step-ms", defaultValue = "0", description = "Milliseconds of simulated training work per batch.")
+    int stepMs;
+
     @Option(names = "--print-checksums", description = "Print one line per batch: epoch, step, source, rows, checksum.")
     boolean printChecksums;
 
@@ -170,6 +173,9 @@ final class LoaderCommand implements Runnable {
               rows += batchRead.rows();
               bytes += batchRead.dataBytes();
               batches++;
+              if (stepMs > 0) {
+                Thread.sleep(stepMs);
+              }
             }
             if (maxBatches != null && batches >= maxBatches) {
               break;

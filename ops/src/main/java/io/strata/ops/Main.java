@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
       DatasetCommand.class,
       PromoteCommand.class,
       LoaderCommand.class,
+      BenchCommand.class,
       SegmentCommand.class,
       DemoCommand.class,
       CommandLine.HelpCommand.class

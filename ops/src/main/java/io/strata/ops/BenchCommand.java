@@ -1,0 +1,284 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Checkpoint;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata bench ...}: benchmarks that need real processes. JMH ones live in bench/. */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+    description = "Benchmarks with real processes: memory of concurrent loaders, restart time.",
+    subcommands = {BenchCommand.Memory.class, BenchCommand.Restart.class})
+final class BenchCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** Starts {@code strata args...} as a new JVM with this process's class path. */
+  static Process spawn(List<String> jvmArgs, List<String> args, Path stdout) throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
+    cmd.addAll(jvmArgs);
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    cmd.addAll(args);
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.redirectOutput(stdout == null ? ProcessBuilder.Redirect.DISCARD : ProcessBuilder.Redirect.to(stdout.toFile()));
+    return pb.start();
+  }
+
+  /** The kB fields of /proc/PID/smaps_rollup. */
+  static Map<String, Long> smapsRollup(long pid) throws IOException {
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "smaps_rollup"))) {
+      String[] p = line.trim().split("\\s+");
+      if (p.length == 3 && p[0].endsWith(":") && p[2].equals("kB")) {
+        out.put(p[0].substring(0, p[0].length() - 1), Long.parseLong(p[1]));
+      }
+    }
+    return out;
+  }
+
+  @Command(name = "memory", mixinStandardHelpOptions = true,
+      description = "Private and shared memory (smaps_rollup) of N concurrent loader processes reading one dataset from segments.")
+  static final class Memory implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    Path dataset;
+
+    @Option(names = "--ssd", required = true, description = "SSD tier with every feature promoted.")
+    Path ssd;
+
+    @Option(names = "--processes", split = ",", defaultValue = "1,2,4", description = "Process counts to measure; default ${DEFAULT-VALUE}.")
+    List<Integer> processes;
+
+    @Option(names = "--heap", defaultValue = "64m", description = "Java heap of each loader process; default ${DEFAULT-VALUE}.")
+    String heap;
+
+    @Option(names = "--batch", defaultValue = "8192", description = "Rows per batch; default ${DEFAULT-VALUE}.")
+    int batch;
+
+    @Option(names = "--jvm-opts", defaultValue = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k",
+        description = "Other JVM options of each loader; default: ${DEFAULT-VALUE}.")
+    String jvmOpts;
+
+    @Option(names = "--json", description = "Print the figures as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      List<String> jvm = new ArrayList<>();
+      jvm.add("-Xmx" + heap);
+      for (String o : jvmOpts.trim().split("\\s+")) {
+        if (!o.isEmpty()) {
+          jvm.add(o);
+        }
+      }
+      long segmentBytes;
+      try (Stream<Path> s = Files.walk(ssd)) {
+        segmentBytes = s.filter(Files::isRegularFile).mapToLong(p -> p.toFile().length()).sum();
+      }
+      ObjectNode result = Json.object();
+      result.put("benchmark", "memory").put("segmentBytes", segmentBytes).put("heap", heap).put("jvmOpts", jvmOpts);
+      ArrayNode runs = result.putArray("runs");
+      Terminal.Table table = new Terminal.Table("processes", "private/process (max)", "anonymous/process (max)",
+          "shared/process", "PSS/process", "RSS/process");
+      for (int n : processes) {
+        Path tmp = Files.createTempDirectory("strata-bench-memory");
+        List<Process> procs = new ArrayList<>();
+        try {
+          for (int i = 0; i < n; i++) {
+            procs.add(spawn(
+                jvm,
+                List.of("loader", "run", "--dataset", dataset.toString(), "--ssd", ssd.toString(), "--mode", "rows",
+                    "--no-shuffle", "--batch", Integer.toString(batch), "--prefetch", "2", "--ready-file",
+                    tmp.resolve("ready-" + i).toString(), "--hold", "600"),
+                tmp.resolve("out-" + i)));
+          }
+          long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
+          for (int i = 0; i < n; i++) {
+            while (!Files.exists(tmp.resolve("ready-" + i))) {
+              Process p = procs.get(i);
+              if (!p.isAlive()) {
+                throw new IOException("loader process " + i + " exited with " + p.exitValue() + ": "
+                    + Files.readString(tmp.resolve("out-" + i), StandardCharsets.UTF_8));
+              }
+              if (System.nanoTime() > deadline) {
+                throw new IOException("loader process " + i + " did not finish its epoch in 10 minutes");
+              }
+              Thread.sleep(100);
+            }
+          }
+          ObjectNode run = runs.addObject();
+          run.put("processes", n);
+          ArrayNode per = run.putArray("perProcess");
+          long maxPrivate = 0;
+          long maxAnonymous = 0;
+          long sumShared = 0;
+          long sumPss = 0;
+          long sumRss = 0;
+          for (Process p : procs) {
+            Map<String, Long> m = smapsRollup(p.pid());
+            long priv = m.getOrDefault("Private_Clean", 0L) + m.getOrDefault("Private_Dirty", 0L);
+            long shared = m.getOrDefault("Shared_Clean", 0L) + m.getOrDefault("Shared_Dirty", 0L);
+            ObjectNode o = per.addObject();
+            o.put("pid", p.pid()).put("privateKiB", priv).put("sharedKiB", shared).put("pssKiB", m.getOrDefault("Pss", 0L))
+                .put("rssKiB", m.getOrDefault("Rss", 0L)).put("anonymousKiB", m.getOrDefault("Anonymous", 0L));
+            maxPrivate = Math.max(maxPrivate, priv);
+            maxAnonymous = Math.max(maxAnonymous, m.getOrDefault("Anonymous", 0L));
+            sumShared += shared;
+            sumPss += m.getOrDefault("Pss", 0L);
+            sumRss += m.getOrDefault("Rss", 0L);
+          }
+          run.put("maxPrivateKiB", maxPrivate).put("maxAnonymousKiB", maxAnonymous).put("meanSharedKiB", sumShared / n)
+              .put("meanPssKiB", sumPss / n)
+              .put("meanRssKiB", sumRss / n);
+          table.row(n, Terminal.bytes(maxPrivate << 10), Terminal.bytes(maxAnonymous << 10), Terminal.bytes((sumShared / n) << 10),
+              Terminal.bytes((sumPss / n) << 10), Terminal.bytes((sumRss / n) << 10), Terminal.bytes(segmentBytes));
+        } finally {
+          for (Process p : procs) {
+            p.destroyForcibly();
+            p.waitFor(30, TimeUnit.SECONDS);
+          }
+          DemoCommand.deleteTree(tmp);
+        }
+      }
+      if (json) {
+        out.println(Json.compact(result));
+      } else {
+        out.printf("loader processes (%s), each reading every segment of %s (%s of segments)%n", String.join(" ", jvm),
+            dataset, Terminal.bytes(segmentBytes));
+        table.print(out);
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "restart", mixinStandardHelpOptions = true,
+      description = "Time to the first batch after a SIGKILL, with and without the persistent batch cache.")
+  static final class Restart implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    Path dataset;
+
+    @Option(names = "--ssd", description = "SSD tier directory (optional).")
+    Path ssd;
+
+    @Option(names = "--batch", defaultValue = "512", description = "Samples per batch; default ${DEFAULT-VALUE}.")
+    int batch;
+
+    @Option(names = "--step-ms", defaultValue = "200",
+        description = "Simulated training step per batch before the kill, so that prefetch runs ahead; default ${DEFAULT-VALUE}.")
+    int stepMs;
+
+    @Option(names = "--kill-after", defaultValue = "5", description = "Batches read before the SIGKILL; default ${DEFAULT-VALUE}.")
+    int killAfter;
+
+    @Option(names = "--json", description = "Print the figures as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      ObjectNode result = Json.object();
+      result.put("benchmark", "restart");
+      for (boolean withCache : new boolean[] {false, true}) {
+        Path tmp = Files.createTempDirectory("strata-bench-restart");
+        try {
+          Path ckpt = tmp.resolve("checkpoint");
+          List<String> args = new ArrayList<>(List.of("loader", "run", "--dataset", dataset.toString(), "--batch",
+              Integer.toString(batch), "--checkpoint", ckpt.toString(), "--prefetch", "4", "--epochs", "1000", "--json",
+              "--max-batches"));
+          List<String> first = new ArrayList<>(args);
+          first.add(Integer.toString(killAfter + 1000));
+          List<String> extra = new ArrayList<>();
+          if (ssd != null) {
+            extra.addAll(List.of("--ssd", ssd.toString()));
+          }
+          if (withCache) {
+            extra.addAll(List.of("--batch-cache", tmp.resolve("cache").toString()));
+          }
+          first.addAll(extra);
+          first.addAll(List.of("--print-checksums", "--step-ms", Integer.toString(stepMs)));
+          Path log = tmp.resolve("first.log");
+          Process p = spawn(List.of("-Xmx512m"), first, log);
+          long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
+          while (countBatches(log) < killAfter) {
+            if (!p.isAlive() || System.nanoTime() > deadline) {
+              throw new IOException("the first loader did not reach " + killAfter + " batches: " + Files.readString(log));
+            }
+            Thread.sleep(20);
+          }
+          p.destroyForcibly();
+          p.waitFor(30, TimeUnit.SECONDS);
+          Checkpoint cp = Checkpoint.parse(Files.readAllBytes(ckpt));
+          List<String> second = new ArrayList<>(args);
+          second.add("3");
+          second.addAll(extra);
+          Path log2 = tmp.resolve("second.log");
+          Process q = spawn(List.of("-Xmx512m"), second, log2);
+          if (!q.waitFor(5, TimeUnit.MINUTES) || q.exitValue() != 0) {
+            throw new IOException("the restarted loader failed: " + Files.readString(log2));
+          }
+          String summaryLine = Files.readAllLines(log2).stream().filter(l -> l.startsWith("{")).findFirst().orElse(null);
+          if (summaryLine == null) {
+            throw new IOException("no summary from the restarted loader: " + Files.readString(log2));
+          }
+          JsonNode summary = Json.parse(summaryLine);
+          String key = withCache ? "withBatchCache" : "withoutBatchCache";
+          ObjectNode o = result.putObject(key);
+          o.put("resumedAtEpoch", cp.epoch()).put("resumedAtStep", cp.step());
+          o.put("timeToFirstBatchMs", summary.get("timeToFirstBatchMs").asDouble());
+          o.put("batchesFromCache", summary.get("batchesFromCache").asLong());
+        } finally {
+          DemoCommand.deleteTree(tmp);
+        }
+      }
+      double without = result.get("withoutBatchCache").get("timeToFirstBatchMs").asDouble();
+      double with = result.get("withBatchCache").get("timeToFirstBatchMs").asDouble();
+      result.put("speedup", without / with);
+      if (json) {
+        out.println(Json.compact(result));
+      } else {
+        out.printf("time to the first batch after SIGKILL and restart (from the loader's start, JVM start-up excluded):%n");
+        out.printf("  without the batch cache: %s%n", Terminal.seconds(without / 1e3));
+        out.printf("  with the batch cache:    %s (%d of the first 3 batches from the cache)%n", Terminal.seconds(with / 1e3),
+            result.get("withBatchCache").get("batchesFromCache").asLong());
+        out.printf("  ratio: %.1fx%n", without / with);
+      }
+      return 0;
+    }
+
+    private static long countBatches(Path log) throws IOException {
+      if (!Files.exists(log)) {
+        return 0;
+      }
+      try (Stream<String> lines = Files.lines(log)) {
+        return lines.filter(l -> l.startsWith("batch ")).count();
+      }
+    }
+  }
+}
