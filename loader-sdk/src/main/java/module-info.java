@@ -7,12 +7,15 @@ module io.strata.sdk {
   requires hive.storage.api;
   requires hadoop.client.api;
   requires com.fasterxml.jackson.databind;
+  requires org.bytedeco.javacpp;
+  requires org.bytedeco.cuda;
 
   exports io.strata.sdk;
   exports io.strata.sdk.format;
   exports io.strata.sdk.dataset;
   exports io.strata.sdk.tier;
   exports io.strata.sdk.loader;
+  exports io.strata.sdk.gpu;
   exports io.strata.sdk.internal to
       io.strata.store,
       io.strata.node,

@@ -7,6 +7,8 @@ import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.gpu.DeviceBatch;
+import io.strata.sdk.gpu.GpuShipper;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
@@ -119,6 +121,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--json", description = "Print the summary as JSON.")
     boolean json;
 
+    @Option(names = "--gpu", arity = "0..1", fallbackValue = "0", paramLabel = "DEVICE",
+        description = "Ship every batch to this CUDA device (default 0); without a GPU, say so once and carry on.")
+    Integer gpu;
+
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
@@ -154,6 +160,10 @@ final class LoaderCommand implements Runnable {
         long bytes = 0;
         Checkpoint first;
         HexFormat hex = HexFormat.of();
+        GpuShipper shipper = null;
+        boolean gpuUsable = gpu != null && GpuShipper.available();
+        long shippedBytes = 0;
+        long shipNanos = 0;
         try (Loader loader = b.build()) {
           first = loader.position();
           for (Batch batchRead : loader) {
@@ -169,6 +179,16 @@ final class LoaderCommand implements Runnable {
                 out.printf("batch %d %d %s %d %s%n", batchRead.epoch(), batchRead.step(), batchRead.source(), batchRead.rows(),
                     hex.toHexDigits(crc));
                 out.flush();
+              }
+              if (gpuUsable) {
+                if (shipper == null) {
+                  shipper = GpuShipper.open(gpu, Math.max(64L << 20, 2 * batchRead.dataBytes()));
+                }
+                long t = System.nanoTime();
+                DeviceBatch d = shipper.ship(batchRead);
+                d.await();
+                shipNanos += System.nanoTime() - t;
+                shippedBytes += d.bytes();
               }
               rows += batchRead.rows();
               bytes += batchRead.dataBytes();
@@ -190,12 +210,20 @@ final class LoaderCommand implements Runnable {
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
           j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
+          if (gpu != null) {
+            j.put("gpu", gpuUsable ? "device " + gpu : GpuShipper.unavailableReason());
+            j.put("gpuBytes", shippedBytes).put("gpuSeconds", shipNanos / 1e9);
+          }
           if (json) {
             out.println(Json.compact(j));
           } else {
             out.printf("read %d batches (%s rows, %s) in %s: %.1f batches/s; first batch after %s (%d from the batch cache)%n",
                 batches, Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds(seconds), batches / seconds,
                 Terminal.seconds(loader.timeToFirstBatchNanos() / 1e9), loader.batchesFromCache());
+            if (gpuUsable) {
+              out.printf("GPU %d: shipped %s in %s (%.2f GB/s, packing into pinned memory included)%n", gpu,
+                  Terminal.bytes(shippedBytes), Terminal.seconds(shipNanos / 1e9), shippedBytes / 1e9 / Math.max(1e-9, shipNanos / 1e9));
+            }
             out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(TierStats.Tier.SSD)),
                 Terminal.seconds(s.nanos(TierStats.Tier.SSD) / 1e9), Terminal.bytes(s.bytes(TierStats.Tier.HDD)),
                 Terminal.seconds(s.nanos(TierStats.Tier.HDD) / 1e9));
@@ -206,6 +234,10 @@ final class LoaderCommand implements Runnable {
           }
           if (hold > 0) {
             Thread.sleep(hold * 1000L);
+          }
+        } finally {
+          if (shipper != null) {
+            shipper.close();
           }
         }
       }

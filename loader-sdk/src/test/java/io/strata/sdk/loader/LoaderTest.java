@@ -434,6 +434,21 @@ class LoaderTest {
     }
   }
 
+  @Test
+  void aBatchIsAnArrowFileThatArrowJsReads() throws Exception {
+    Path file = tmp.resolve("batch.arrow");
+    Map<String, List<Object>> want;
+    try (Loader loader = base().sampleBatches(20).seed(6).build(); Batch b = loader.next()) {
+      b.writeArrowFile(file, dataset.name(), dataset.version());
+      want = values(b);
+    }
+    var doc = io.strata.sdk.ArrowJs.read(List.of(file)).getFirst();
+    assertEquals("0", doc.get("metadata").get("strata.batch.epoch").asText());
+    for (String f : FEATURES) {
+      io.strata.sdk.ArrowJs.assertValues(dataset.feature(f).type(), want.get(f), doc.get("columns").get(f).get("values"), f);
+    }
+  }
+
   private static Map<String, List<Object>> values(Batch b) {
     Map<String, List<Object>> out = new HashMap<>();
     for (String f : b.featureNames()) {

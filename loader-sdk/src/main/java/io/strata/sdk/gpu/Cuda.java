@@ -1,0 +1,59 @@
+package io.strata.sdk.gpu;
+
+import java.io.IOException;
+import org.bytedeco.cuda.global.cudart;
+
+/**
+ * Whether CUDA works here, probed once. On a machine without a GPU, driver or CUDA library, the
+ * first touch of the bindings throws a {@link LinkageError} (the native library does not load);
+ * that, or a device count of zero, makes the GPU unavailable with a reason, logged once.
+ */
+final class Cuda {
+  private static volatile String unavailable;
+  private static volatile boolean probed;
+
+  private Cuda() {}
+
+  /** Null when CUDA works, else why not. */
+  static String unavailableReason() {
+    if (!probed) {
+      synchronized (Cuda.class) {
+        if (!probed) {
+          unavailable = probe();
+          probed = true;
+          if (unavailable != null) {
+            System.err.println("strata: no GPU (" + unavailable + "); serving host batches");
+          }
+        }
+      }
+    }
+    return unavailable;
+  }
+
+  private static String probe() {
+    if (Boolean.getBoolean("strata.gpu.disable")) {
+      return "disabled by -Dstrata.gpu.disable=true";
+    }
+    try {
+      int[] count = new int[1];
+      int rc = cudart.cudaGetDeviceCount(count);
+      if (rc != cudart.cudaSuccess) {
+        return "cudaGetDeviceCount failed: " + cudart.cudaGetErrorString(rc).getString();
+      }
+      if (count[0] == 0) {
+        return "no CUDA device";
+      }
+      return null;
+    } catch (LinkageError e) {
+      String m = e.getMessage();
+      return "CUDA libraries do not load: " + (m == null ? e.getClass().getSimpleName() : m.lines().findFirst().orElse(m));
+    }
+  }
+
+  /** Throws an {@link IOException} naming the call when {@code rc} is an error. */
+  static void check(int rc, String call) throws IOException {
+    if (rc != cudart.cudaSuccess) {
+      throw new IOException("CUDA " + call + " failed (" + rc + "): " + cudart.cudaGetErrorString(rc).getString());
+    }
+  }
+}
