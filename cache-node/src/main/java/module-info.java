@@ -5,4 +5,6 @@ module io.strata.node {
   requires io.vertx.core;
   requires io.vertx.web;
   requires com.github.benmanes.caffeine;
+
+  exports io.strata.node.policy;
 }
