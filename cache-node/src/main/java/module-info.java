@@ -5,6 +5,8 @@ module io.strata.node {
   requires io.vertx.core;
   requires io.vertx.web;
   requires com.github.benmanes.caffeine;
+  requires com.fasterxml.jackson.databind;
 
+  exports io.strata.node;
   exports io.strata.node.policy;
 }

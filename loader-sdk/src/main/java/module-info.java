@@ -7,6 +7,7 @@ module io.strata.sdk {
   requires hive.storage.api;
   requires hadoop.client.api;
   requires com.fasterxml.jackson.databind;
+  requires java.net.http;
   requires org.bytedeco.javacpp;
   requires org.bytedeco.cuda;
 
@@ -16,6 +17,7 @@ module io.strata.sdk {
   exports io.strata.sdk.tier;
   exports io.strata.sdk.loader;
   exports io.strata.sdk.gpu;
+  exports io.strata.sdk.node;
   exports io.strata.sdk.internal to
       io.strata.store,
       io.strata.node,

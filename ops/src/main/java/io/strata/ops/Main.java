@@ -16,6 +16,7 @@ import picocli.CommandLine.Command;
       PromoteCommand.class,
       LoaderCommand.class,
       BenchCommand.class,
+      PolicyCommand.class,
       SegmentCommand.class,
       DemoCommand.class,
       CommandLine.HelpCommand.class

@@ -69,10 +69,10 @@ public final class StrataPolicy implements CachePolicy {
   /** Default factor by which guessed (popularity) next uses are pushed back against declared ones. */
   public static final double DEFAULT_POPULARITY_DISCOUNT = 2.0;
 
-  private final long budget;
-  private final double popularityDiscount;
-  private final double flashBytesPerSecond;
-  private final double burst;
+  private long budget;
+  private double popularityDiscount;
+  private double flashBytesPerSecond;
+  private double burst;
   private double tokens;
   private double lastRefill = Double.NaN;
 
@@ -547,6 +547,61 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public boolean resident(int key) {
     return key < resident.length && resident[key];
+  }
+
+  public long budget() {
+    return budget;
+  }
+
+  /** Flash write budget in bytes per hour; 0 for none. */
+  public double flashBudgetPerHour() {
+    return Double.isInfinite(burst) ? 0 : burst;
+  }
+
+  public double popularityDiscount() {
+    return popularityDiscount;
+  }
+
+  /**
+   * Changes the SSD budget; when it shrinks, evicts the chunks needed farthest in the future
+   * (pinned ones last) until the resident bytes fit.
+   */
+  public void setBudget(long bytes, double now, Evictions evictions) {
+    if (bytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
+    }
+    budget = bytes;
+    while (used > budget && residentCount > 0) {
+      int worst = -1;
+      double worstEta = -2;
+      for (int s = 0; s < residentCount; s++) {
+        int k = residentKeys[s];
+        double eta = pinned[k] ? -1 : nextUse(k, now);
+        if (eta > worstEta) {
+          worstEta = eta;
+          worst = k;
+        }
+      }
+      remove(worst);
+      evictions.evicted(worst);
+    }
+  }
+
+  /** Changes the flash write budget (bytes per hour; 0 for none). */
+  public void setFlashBudget(double bytesPerHour) {
+    if (bytesPerHour < 0) {
+      throw new IllegalArgumentException("flash write budget must not be negative: " + bytesPerHour);
+    }
+    flashBytesPerSecond = bytesPerHour > 0 ? bytesPerHour / 3600 : Double.POSITIVE_INFINITY;
+    burst = bytesPerHour > 0 ? bytesPerHour : Double.POSITIVE_INFINITY;
+    tokens = Math.min(tokens, burst);
+  }
+
+  public void setPopularityDiscount(double discount) {
+    if (!(discount >= 1)) {
+      throw new IllegalArgumentException("popularity discount must be at least 1, got " + discount);
+    }
+    popularityDiscount = discount;
   }
 
   /**

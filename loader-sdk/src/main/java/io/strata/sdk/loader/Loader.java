@@ -4,7 +4,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.tier.TieredReader;
 import java.io.IOException;
@@ -46,7 +46,8 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private static final AtomicInteger LOADERS = new AtomicInteger();
 
   private final Dataset dataset;
-  private final SegmentStore store;
+  private final SegmentSource store;
+  private final io.strata.sdk.node.NodeSegments node;
   private final List<String> features;
   private final Plan plan;
   private final int planHash;
@@ -67,7 +68,6 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
   private Loader(Builder b) throws IOException {
     this.dataset = b.dataset;
-    this.store = b.store;
     this.features = List.copyOf(b.features);
     if (features.isEmpty()) {
       throw new IllegalArgumentException("choose at least one feature");
@@ -76,6 +76,21 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       dataset.feature(f);
     }
     this.plan = b.plan();
+    if (b.nodeClient != null) {
+      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, b.nodeJob, dataset, features, b.nodeRefreshMillis);
+      List<Integer> order = null;
+      if (!plan.shuffle) {
+        order = new ArrayList<>();
+        for (int c = 0; c < dataset.chunks().size(); c++) {
+          order.add(c);
+        }
+      }
+      node.declarePlan(b.epochs, order, b.substitutable);
+      this.store = node;
+    } else {
+      this.node = null;
+      this.store = b.store;
+    }
     this.planHash = key().hashCode();
     this.stepsPerEpoch = plan.stepsPerEpoch();
     this.end = stepsPerEpoch * b.epochs;
@@ -153,6 +168,11 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   /** Nanoseconds from building the loader to its first batch, or -1 before that. */
   public long timeToFirstBatchNanos() {
     return firstBatchNanos;
+  }
+
+  /** The cache node connection, or null when the loader reads a local tier or ORC only. */
+  public io.strata.sdk.node.NodeSegments node() {
+    return node;
   }
 
   /** The batch cache directory of this job, or null without a cache. */
@@ -324,12 +344,15 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       fallback.close();
     }
     slabs.close();
+    if (node != null) {
+      node.close();
+    }
   }
 
   /** Configures a {@link Loader}. */
   public static final class Builder {
     private final Dataset dataset;
-    private SegmentStore store;
+    private SegmentSource store;
     private List<String> features = List.of();
     private String mode = "samples";
     private int samplesPerBatch = 512;
@@ -354,6 +377,10 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private int cacheLookback = 2;
     private Duration cacheStaleAfter = Duration.ofHours(24);
     private String name;
+    private io.strata.sdk.node.NodeClient nodeClient;
+    private String nodeJob;
+    private long nodeRefreshMillis = 2000;
+    private boolean substitutable;
 
     private Builder(Dataset dataset) {
       this.dataset = Objects.requireNonNull(dataset, "dataset");
@@ -370,8 +397,11 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       return this;
     }
 
-    /** The local SSD tier to read resident features from (without it, everything comes from ORC). */
-    public Builder segments(SegmentStore store) {
+    /**
+     * Where resident features are read from: a local SSD tier ({@code SegmentStore}) or a cache
+     * node; without one, everything comes from ORC.
+     */
+    public Builder segments(SegmentSource store) {
       this.store = store;
       return this;
     }
@@ -453,6 +483,29 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       }
       this.depth = depth;
       this.threads = threads;
+      return this;
+    }
+
+    /**
+     * Reads resident features through a cache node as job {@code job}: the node says where chunks
+     * live, receives every read and the job's plan, and promotes what jobs share. The loader keeps
+     * working (from ORC) while the node is down and re-attaches when it returns.
+     */
+    public Builder node(io.strata.sdk.node.NodeClient client, String job) {
+      this.nodeClient = java.util.Objects.requireNonNull(client, "client");
+      this.nodeJob = java.util.Objects.requireNonNull(job, "job");
+      return this;
+    }
+
+    /** How often the loader asks the node where chunks live (default 2 s). */
+    public Builder nodeRefresh(long millis) {
+      this.nodeRefreshMillis = millis;
+      return this;
+    }
+
+    /** Lets the node reorder reads within an epoch so that resident chunks come first (declared with the plan). */
+    public Builder substitutable(boolean substitutable) {
+      this.substitutable = substitutable;
       return this;
     }
 

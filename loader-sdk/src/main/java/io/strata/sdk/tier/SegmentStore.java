@@ -33,7 +33,7 @@ import java.util.stream.Stream;
  * counted: {@link #remove} unlinks a file at once, and its mapping stays valid until the last
  * reader releases it, so eviction never pulls data from under a reader. Thread-safe.
  */
-public final class SegmentStore implements AutoCloseable {
+public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
   private final SegmentFile.Verify verifyOnMap;
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
@@ -41,6 +41,7 @@ public final class SegmentStore implements AutoCloseable {
   private final Map<Path, Mapping> mapped = new HashMap<>();
   private final List<String> dropped = new ArrayList<>();
   private long bytes;
+  private long generation;
   private boolean closed;
 
   private static final class Mapping {
@@ -54,7 +55,7 @@ public final class SegmentStore implements AutoCloseable {
   }
 
   /** A mapped segment held by a reader until {@link #close()}. */
-  public final class Lease implements AutoCloseable {
+  public final class Lease implements SegmentSource.Lease {
     private final Path path;
     private final SegmentFile file;
     private boolean released;
@@ -68,6 +69,7 @@ public final class SegmentStore implements AutoCloseable {
       return file;
     }
 
+    @Override
     public Column column(String name) {
       return file.column(name);
     }
@@ -148,6 +150,26 @@ public final class SegmentStore implements AutoCloseable {
         .computeIfAbsent(key(ref.info().dataset(), ref.info().datasetVersion(), ref.info().chunk()), k -> new ArrayList<>())
         .add(ref);
     bytes += ref.bytes();
+    generation++;
+  }
+
+  @Override
+  public synchronized long generation() {
+    return generation;
+  }
+
+  @Override
+  public SegmentSource.Lease lease(io.strata.sdk.Dataset dataset, String feature, int chunk) throws IOException {
+    Optional<SegmentRef> ref = find(dataset.name(), dataset.version(), feature, chunk);
+    if (ref.isEmpty()) {
+      return null;
+    }
+    try {
+      return map(ref.get());
+    } catch (NoSuchFileException | CorruptFileException e) {
+      // Evicted or damaged since the lookup: the HDD tier serves it.
+      return null;
+    }
   }
 
   /** A segment holding {@code feature} of the given chunk, if any. */

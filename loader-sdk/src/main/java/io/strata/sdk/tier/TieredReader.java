@@ -3,18 +3,15 @@ package io.strata.sdk.tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Columns;
-import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.ChunkInfo;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
-import java.nio.file.NoSuchFileException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.SequencedMap;
 
 /**
@@ -32,10 +29,11 @@ public final class TieredReader implements AutoCloseable {
   public static final long DEFAULT_ORC_BLOCK_BUDGET = 64L << 20;
 
   private final Dataset dataset;
-  private final SegmentStore store;
+  private final SegmentSource store;
   private final List<String> features;
   private final TierStats stats;
-  private final SegmentStore.Lease[][] leases;
+  private final SegmentSource.Lease[][] leases;
+  private long seenGeneration;
   private final boolean[][] looked;
   private final Column[][] columns;
   private final List<Integer> fromOrc = new ArrayList<>();
@@ -43,10 +41,11 @@ public final class TieredReader implements AutoCloseable {
   private final int[] blockFirst = new int[1];
 
   /**
-   * A reader of {@code features} of {@code dataset}; {@code store} may be null (ORC only).
+   * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
+   * cache node) may be null (ORC only).
    * {@code stats} receives the per-tier counts (shared by several readers if wanted).
    */
-  public TieredReader(Dataset dataset, SegmentStore store, List<String> features, TierStats stats) {
+  public TieredReader(Dataset dataset, SegmentSource store, List<String> features, TierStats stats) {
     this.dataset = dataset;
     this.store = store;
     this.features = List.copyOf(features);
@@ -55,7 +54,7 @@ public final class TieredReader implements AutoCloseable {
       dataset.feature(f);
     }
     int chunks = dataset.chunks().size();
-    this.leases = new SegmentStore.Lease[features.size()][chunks];
+    this.leases = new SegmentSource.Lease[features.size()][chunks];
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
@@ -143,6 +142,13 @@ public final class TieredReader implements AutoCloseable {
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
     int local = (int) (row - c.firstRow());
     int chunk = c.index();
+    if (store != null) {
+      long g = store.generation();
+      if (g != seenGeneration) {
+        seenGeneration = g;
+        forgetAbsent();
+      }
+    }
     fromOrc.clear();
     long t0 = System.nanoTime();
     long ssdBytes = 0;
@@ -153,7 +159,11 @@ public final class TieredReader implements AutoCloseable {
         continue;
       }
       out.get(i).appendRange(col, local, n);
-      ssdBytes += rangeBytes(col, local, n);
+      long b = rangeBytes(col, local, n);
+      ssdBytes += b;
+      if (store != null) {
+        store.read(dataset, features.get(i), chunk, b, true);
+      }
     }
     if (fromOrc.size() < features.size()) {
       stats.record(TierStats.Tier.SSD, ssdBytes, System.nanoTime() - t0);
@@ -171,7 +181,11 @@ public final class TieredReader implements AutoCloseable {
         int inBlock = local + done - blockFirst[0];
         int take = Math.min(n - done, block.get(names.getFirst()).length() - inBlock);
         for (int i : fromOrc) {
-          out.get(i).appendRange(block.get(features.get(i)), inBlock, take);
+          Column col = block.get(features.get(i));
+          out.get(i).appendRange(col, inBlock, take);
+          if (store != null) {
+            store.read(dataset, features.get(i), chunk, rangeBytes(col, inBlock, take), false);
+          }
         }
         done += take;
       }
@@ -201,20 +215,24 @@ public final class TieredReader implements AutoCloseable {
       return null;
     }
     String feature = features.get(i);
-    Optional<SegmentRef> ref = store.find(dataset.name(), dataset.version(), feature, chunk);
-    if (ref.isEmpty()) {
-      return null;
-    }
-    SegmentStore.Lease l;
-    try {
-      l = store.map(ref.get());
-    } catch (NoSuchFileException | CorruptFileException e) {
-      // Evicted or damaged since the lookup: the HDD tier serves it.
+    SegmentSource.Lease l = store.lease(dataset, feature, chunk);
+    if (l == null) {
       return null;
     }
     leases[i][chunk] = l;
     columns[i][chunk] = l.column(feature);
     return columns[i][chunk];
+  }
+
+  /** Forgets the chunks found absent, so that they are looked up again. */
+  private void forgetAbsent() {
+    for (int i = 0; i < looked.length; i++) {
+      for (int c = 0; c < looked[i].length; c++) {
+        if (leases[i][c] == null) {
+          looked[i][c] = false;
+        }
+      }
+    }
   }
 
   /** Releases segment leases (so that evicted segments can be unmapped) and forgets residency. */

@@ -1,0 +1,108 @@
+package io.strata.node;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import java.io.IOException;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A running cache node: the tiers ({@link TierManager}) behind a Vert.x HTTP/JSON API on the
+ * configured address. {@link #start} returns once the node listens; {@link #close} stops it and
+ * marks the shutdown clean.
+ */
+public final class CacheNode implements AutoCloseable {
+  private final Vertx vertx;
+  private final HttpServer server;
+  private final TierManager tiers;
+  private final NodeConfig config;
+  private final long sampler;
+
+  private CacheNode(Vertx vertx, HttpServer server, TierManager tiers, NodeConfig config, long sampler) {
+    this.vertx = vertx;
+    this.server = server;
+    this.tiers = tiers;
+    this.config = config;
+    this.sampler = sampler;
+  }
+
+  /** Starts a node and waits until it listens (or fails with the reason). */
+  public static CacheNode start(NodeConfig config) throws IOException {
+    TierManager tiers = new TierManager(config);
+    Vertx vertx = Vertx.vertx(new VertxOptions().setWorkerPoolSize(8));
+    boolean ok = false;
+    try {
+      NodeApi api = new NodeApi(vertx, tiers, config);
+      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true))
+          .requestHandler(api.router(vertx));
+      try {
+        server.listen(config.port(), config.bindHost()).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
+        throw new IOException("cannot listen on " + config.bindHost() + ":" + config.port() + ": " + e.getCause().getMessage(), e);
+      } catch (TimeoutException e) {
+        throw new IOException("listening on " + config.bindHost() + ":" + config.port() + " timed out", e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while starting the node", e);
+      }
+      long sampler = vertx.setPeriodic(1000, id -> vertx.executeBlocking(() -> {
+        tiers.sample();
+        return null;
+      }, false));
+      tiers.sample();
+      ok = true;
+      return new CacheNode(vertx, server, tiers, config, sampler);
+    } finally {
+      if (!ok) {
+        vertx.close();
+        tiers.close();
+      }
+    }
+  }
+
+  public int port() {
+    return server.actualPort();
+  }
+
+  /** The node's base URL, for example {@code http://127.0.0.1:7070}. */
+  public String url() {
+    String host = config.bindHost().contains(":") ? "[" + config.bindHost() + "]" : config.bindHost();
+    return "http://" + host + ":" + port();
+  }
+
+  public NodeConfig config() {
+    return config;
+  }
+
+  /** What the node found at start-up (segments dropped, datasets gone). */
+  public List<String> startupNotes() {
+    return tiers.startupNotes();
+  }
+
+  TierManager tiers() {
+    return tiers;
+  }
+
+  /** Waits until no promotion is in flight. */
+  public boolean awaitIdle(long timeoutMillis) throws InterruptedException {
+    return tiers.awaitIdle(timeoutMillis);
+  }
+
+  @Override
+  public void close() throws IOException {
+    vertx.cancelTimer(sampler);
+    try {
+      server.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      // Closing anyway.
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    tiers.close();
+  }
+}

@@ -1,0 +1,278 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.internal.Json;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.WorkerExecutor;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** The node's HTTP/JSON API (docs/API.md): routes, validation, JSON errors, token check. */
+final class NodeApi {
+  private final TierManager tiers;
+  private final NodeConfig config;
+  private final WorkerExecutor workers;
+  private final Dashboard dashboard;
+
+  NodeApi(Vertx vertx, TierManager tiers, NodeConfig config) {
+    this.tiers = tiers;
+    this.config = config;
+    this.workers = vertx.createSharedWorkerExecutor("strata-api", 4);
+    this.dashboard = new Dashboard(tiers);
+  }
+
+  Router router(Vertx vertx) {
+    Router r = Router.router(vertx);
+    r.route().handler(BodyHandler.create(false).setBodyLimit(config.maxBodyBytes()));
+    r.route().handler(this::authorize);
+    r.get("/health").handler(ctx -> ctx.json(Map.of("status", "ok", "uptimeSeconds", tiers.now())));
+    r.get("/metrics").handler(ctx -> run(ctx, this::metrics, "text/plain; version=0.0.4"));
+    r.get("/ui").handler(ctx -> ctx.response().putHeader("content-type", "text/html; charset=utf-8").end(dashboard.html()));
+    r.get("/ui/data").handler(ctx -> run(ctx, dashboard::data));
+    r.get("/v1/datasets").handler(ctx -> run(ctx, tiers::listDatasets));
+    r.post("/v1/datasets").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.register(text(b, "path", true));
+    }, 201));
+    r.get("/v1/datasets/:name").handler(ctx -> run(ctx, () -> tiers.describe(ctx.pathParam("name"))));
+    r.post("/v1/resolve").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.resolve(text(b, "job", false), text(b, "dataset", true), strings(b, "features", true), ints(b, "chunks"));
+    }));
+    r.post("/v1/reads").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      JsonNode reads = b.get("reads");
+      if (reads == null || !reads.isArray()) {
+        throw NodeException.badRequest("'reads' must be an array of {feature, chunk, bytes, tier}");
+      }
+      if (reads.size() > 1_000_000) {
+        throw NodeException.badRequest("at most 1,000,000 reads per report");
+      }
+      List<TierManager.Read> list = new ArrayList<>();
+      for (JsonNode x : reads) {
+        String tier = text(x, "tier", true);
+        if (!tier.equals("ssd") && !tier.equals("hdd")) {
+          throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\", got '" + tier + "'");
+        }
+        list.add(new TierManager.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
+      }
+      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list);
+    }));
+    r.post("/v1/plans").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      JsonNode sub = b.get("substitutable");
+      if (sub != null && !sub.isBoolean()) {
+        throw NodeException.badRequest("'substitutable' must be true or false");
+      }
+      return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true),
+          b.has("epochs") ? integer(b, "epochs") : 1, ints(b, "chunkOrder"), sub != null && sub.asBoolean());
+    }, 201));
+    r.delete("/v1/plans/:job").handler(ctx -> run(ctx, () -> {
+      tiers.endJob(ctx.pathParam("job"));
+      return Json.object().put("ended", ctx.pathParam("job"));
+    }));
+    r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
+    r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));
+    r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(body(ctx))));
+    r.post("/v1/promote").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.promoteNow(text(b, "dataset", true), strings(b, "features", false), ints(b, "chunks"));
+    }, 202));
+    r.post("/v1/evict").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.evictNow(text(b, "dataset", true), strings(b, "features", false), ints(b, "chunks"));
+    }));
+    r.post("/v1/pin").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.pin(text(b, "dataset", true), text(b, "feature", false), true);
+    }));
+    r.post("/v1/unpin").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.pin(text(b, "dataset", true), text(b, "feature", false), false);
+    }));
+    r.route().last().handler(ctx -> error(ctx, 404, "no route " + ctx.request().method() + " " + ctx.request().path()));
+    r.route().failureHandler(ctx -> {
+      int status = ctx.statusCode() > 0 ? ctx.statusCode() : 500;
+      String message = status == 413 ? "request body exceeds " + config.maxBodyBytes() + " bytes"
+          : ctx.failure() != null ? String.valueOf(ctx.failure().getMessage()) : "request failed";
+      error(ctx, status, message);
+    });
+    return r;
+  }
+
+  /** Mutating requests need the node's token when it has one. */
+  private void authorize(RoutingContext ctx) {
+    HttpMethod m = ctx.request().method();
+    boolean mutating = m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE || m == HttpMethod.PATCH;
+    if (mutating && config.token() != null) {
+      String h = ctx.request().getHeader("Authorization");
+      if (h == null || !constantTimeEquals(h, "Bearer " + config.token())) {
+        error(ctx, 401, "this node requires 'Authorization: Bearer <token>' for " + m + " requests");
+        return;
+      }
+    }
+    ctx.next();
+  }
+
+  private static boolean constantTimeEquals(String a, String b) {
+    return java.security.MessageDigest.isEqual(a.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+        b.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  private Object metrics() {
+    StringBuilder sb = new StringBuilder();
+    for (Map.Entry<String, Number> e : tiers.metrics().entrySet()) {
+      String name = e.getKey().contains("{") ? e.getKey().substring(0, e.getKey().indexOf('{')) : e.getKey();
+      if (sb.indexOf("# TYPE " + name + " ") < 0) {
+        sb.append("# TYPE ").append(name).append(name.endsWith("_total") ? " counter" : " gauge").append('\n');
+      }
+      sb.append(e.getKey()).append(' ').append(e.getValue()).append('\n');
+    }
+    return sb.toString();
+  }
+
+  private void run(RoutingContext ctx, Callable<Object> work) {
+    run(ctx, work, 200);
+  }
+
+  private void run(RoutingContext ctx, Callable<Object> work, String contentType) {
+    Future<Object> f = workers.executeBlocking(work, false);
+    f.onComplete(ar -> {
+      if (ar.succeeded()) {
+        ctx.response().putHeader("content-type", contentType).end(String.valueOf(ar.result()));
+      } else {
+        fail(ctx, ar.cause());
+      }
+    });
+  }
+
+  private void run(RoutingContext ctx, Callable<Object> work, int status) {
+    Future<Object> f = workers.executeBlocking(work, false);
+    f.onComplete(ar -> {
+      if (ar.succeeded()) {
+        Object v = ar.result();
+        String body = v instanceof JsonNode n ? Json.compact(n) : String.valueOf(v);
+        ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(body);
+      } else {
+        fail(ctx, ar.cause());
+      }
+    });
+  }
+
+  private static void fail(RoutingContext ctx, Throwable t) {
+    if (t instanceof NodeException n) {
+      error(ctx, n.status(), n.getMessage());
+    } else if (t instanceof IllegalArgumentException) {
+      error(ctx, 400, t.getMessage());
+    } else if (t instanceof IOException || t instanceof java.io.UncheckedIOException) {
+      error(ctx, 500, "I/O error: " + t.getMessage());
+    } else {
+      error(ctx, 500, "internal error: " + t);
+    }
+  }
+
+  static void error(RoutingContext ctx, int status, String message) {
+    if (ctx.response().ended()) {
+      return;
+    }
+    ObjectNode o = Json.object().put("error", message).put("status", status);
+    ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(Json.compact(o));
+  }
+
+  // ---------------------------------------------------------------- request parsing
+
+  static JsonNode body(RoutingContext ctx) {
+    String s = ctx.body() == null ? null : ctx.body().asString();
+    if (s == null || s.isBlank()) {
+      throw NodeException.badRequest("a JSON object body is required");
+    }
+    JsonNode n;
+    try {
+      n = Json.parse(s);
+    } catch (IOException e) {
+      throw NodeException.badRequest("malformed JSON: " + e.getMessage().lines().findFirst().orElse(""));
+    }
+    if (!n.isObject()) {
+      throw NodeException.badRequest("the body must be a JSON object");
+    }
+    return n;
+  }
+
+  static String text(JsonNode b, String field, boolean required) {
+    JsonNode v = b.get(field);
+    if (v == null || v.isNull()) {
+      if (required) {
+        throw NodeException.badRequest("'" + field + "' is required");
+      }
+      return null;
+    }
+    if (!v.isTextual()) {
+      throw NodeException.badRequest("'" + field + "' must be a string");
+    }
+    return v.asText();
+  }
+
+  static int integer(JsonNode b, String field) {
+    JsonNode v = b.get(field);
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToInt()) {
+      throw NodeException.badRequest("'" + field + "' must be an integer");
+    }
+    return v.asInt();
+  }
+
+  static long longValue(JsonNode b, String field) {
+    JsonNode v = b.get(field);
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw NodeException.badRequest("'" + field + "' must be an integer");
+    }
+    return v.asLong();
+  }
+
+  static List<String> strings(JsonNode b, String field, boolean required) {
+    JsonNode v = b.get(field);
+    if (v == null || v.isNull()) {
+      if (required) {
+        throw NodeException.badRequest("'" + field + "' is required: an array of strings");
+      }
+      return null;
+    }
+    if (!v.isArray()) {
+      throw NodeException.badRequest("'" + field + "' must be an array of strings");
+    }
+    List<String> out = new ArrayList<>();
+    for (JsonNode x : v) {
+      if (!x.isTextual()) {
+        throw NodeException.badRequest("'" + field + "' must be an array of strings");
+      }
+      out.add(x.asText());
+    }
+    return out;
+  }
+
+  static List<Integer> ints(JsonNode b, String field) {
+    JsonNode v = b.get(field);
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isArray()) {
+      throw NodeException.badRequest("'" + field + "' must be an array of integers");
+    }
+    List<Integer> out = new ArrayList<>();
+    for (JsonNode x : v) {
+      if (!x.isIntegralNumber() || !x.canConvertToInt()) {
+        throw NodeException.badRequest("'" + field + "' must be an array of integers");
+      }
+      out.add(x.asInt());
+    }
+    return out;
+  }
+}

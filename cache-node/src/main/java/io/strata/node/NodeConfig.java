@@ -1,0 +1,149 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
+ * directory and byte budget, the flash write budget, the DRAM budget, the bind address, port and
+ * token. {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
+ * optional, see docs/API.md).
+ */
+public record NodeConfig(
+    Path home,
+    List<Path> hddRoots,
+    Path ssdDir,
+    long ssdBudgetBytes,
+    double flashWriteBudgetBytesPerHour,
+    long dramBudgetBytes,
+    String bindHost,
+    int port,
+    String token,
+    int promotionThreads,
+    long promotionBytesPerSecond,
+    long maxBodyBytes) {
+
+  public static final int DEFAULT_PORT = 7070;
+
+  public NodeConfig {
+    Objects.requireNonNull(home, "home");
+    hddRoots = List.copyOf(hddRoots);
+    Objects.requireNonNull(ssdDir, "ssdDir");
+    if (hddRoots.isEmpty()) {
+      throw new IllegalArgumentException("at least one HDD root is needed");
+    }
+    if (ssdBudgetBytes < 0 || dramBudgetBytes < 0 || flashWriteBudgetBytesPerHour < 0) {
+      throw new IllegalArgumentException("budgets must not be negative");
+    }
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException("port must be in 0..65535, got " + port);
+    }
+    if (promotionThreads < 1 || promotionThreads > 64) {
+      throw new IllegalArgumentException("promotion threads must be in 1..64, got " + promotionThreads);
+    }
+    if (maxBodyBytes < 1024) {
+      throw new IllegalArgumentException("the body limit must be at least 1024 bytes");
+    }
+    if (!isLoopback(bindHost) && (token == null || token.length() < 16)) {
+      throw new IllegalArgumentException(
+          "binding to " + bindHost + " needs a token of at least 16 characters for mutating requests (set \"token\")");
+    }
+  }
+
+  static boolean isLoopback(String host) {
+    return host.equals("127.0.0.1") || host.equals("localhost") || host.equals("::1") || host.startsWith("127.");
+  }
+
+  /** The default home: {@code $STRATA_HOME/node} or {@code ~/.strata/node}. */
+  public static Path defaultHome() {
+    String env = System.getenv("STRATA_HOME");
+    return (env != null ? Path.of(env) : Path.of(System.getProperty("user.home"), ".strata")).resolve("node");
+  }
+
+  /**
+   * A node in {@code home}: HDD root {@code home/hdd}, SSD tier {@code home/ssd} with a budget of
+   * a quarter of the free space (at most 20 GiB), no flash write limit, loopback only.
+   */
+  public static NodeConfig embedded(Path home, int port) throws IOException {
+    Files.createDirectories(home.resolve("hdd"));
+    Files.createDirectories(home.resolve("ssd"));
+    long free = Files.getFileStore(home).getUsableSpace();
+    long budget = Math.min(20L << 30, free / 4);
+    return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
+        port, null, 2, 200L << 20, 1 << 20);
+  }
+
+  public NodeConfig withPort(int p) {
+    return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+  }
+
+  public NodeConfig withHddRoots(List<Path> roots) {
+    return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+  }
+
+  public NodeConfig withSsdBudget(long bytes) {
+    return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+  }
+
+  public NodeConfig withBind(String host, String tok) {
+    return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+  }
+
+  /** Reads a JSON configuration file; fields not given take the embedded defaults for its home. */
+  public static NodeConfig read(Path file) throws IOException {
+    if (!Files.isRegularFile(file)) {
+      throw new NoSuchFileException(file.toString(), null, "no node configuration file");
+    }
+    JsonNode n;
+    try {
+      n = Json.parse(Files.readAllBytes(file));
+    } catch (IOException e) {
+      throw new IOException(file + " is not valid JSON: " + e.getMessage(), e);
+    }
+    try {
+      Path home = n.hasNonNull("home") ? Path.of(n.get("home").asText()) : defaultHome();
+      NodeConfig d = embedded(home, DEFAULT_PORT);
+      List<Path> roots = new ArrayList<>();
+      if (n.has("hddRoots")) {
+        if (!n.get("hddRoots").isArray()) {
+          throw new IllegalArgumentException("hddRoots must be an array of directories");
+        }
+        n.get("hddRoots").forEach(r -> roots.add(Path.of(r.asText())));
+      }
+      return new NodeConfig(
+          home,
+          roots.isEmpty() ? d.hddRoots() : roots,
+          n.hasNonNull("ssdDir") ? Path.of(n.get("ssdDir").asText()) : d.ssdDir(),
+          n.hasNonNull("ssdBudget") ? bytes(n.get("ssdBudget")) : d.ssdBudgetBytes(),
+          n.hasNonNull("flashWriteBudgetPerHour") ? bytes(n.get("flashWriteBudgetPerHour")) : 0,
+          n.hasNonNull("dramBudget") ? bytes(n.get("dramBudget")) : d.dramBudgetBytes(),
+          n.hasNonNull("bind") ? n.get("bind").asText() : "127.0.0.1",
+          n.hasNonNull("port") ? n.get("port").asInt() : DEFAULT_PORT,
+          n.hasNonNull("token") ? n.get("token").asText() : null,
+          n.hasNonNull("promotionThreads") ? n.get("promotionThreads").asInt() : d.promotionThreads(),
+          n.hasNonNull("promotionBytesPerSecond") ? bytes(n.get("promotionBytesPerSecond")) : d.promotionBytesPerSecond(),
+          n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** A byte count as a JSON number or a string such as "512m", "10g". */
+  static long bytes(JsonNode v) {
+    if (v.isIntegralNumber()) {
+      return v.asLong();
+    }
+    return Sizes.parse(v.asText());
+  }
+}

@@ -1,0 +1,943 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.LoadingCache;
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.StrataPolicy;
+import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.dataset.FeatureInfo;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SequencedMap;
+import java.util.TreeMap;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The tiers of one node, without HTTP: the registry of datasets (HDD tier), the segment store
+ * (SSD tier), the policy, promotions and evictions, pins, quotas, job plans and statistics.
+ *
+ * <p>State changes are serialized on this object and are in-memory and quick; file work runs on
+ * named pools with bounded queues: decoding ORC and writing segments on {@code
+ * strata-promote-N} (rate-limited in bytes per second so that promotion never starves the jobs'
+ * own reads), unlinking evicted segments on {@code strata-evict}. A request that would queue
+ * beyond the bound is refused rather than piling up.
+ */
+final class TierManager implements AutoCloseable {
+  static final String REGISTRY = "datasets.json";
+  static final String RUNNING_MARKER = "node.running";
+
+  /** One feature chunk of one dataset version. */
+  record KeyInfo(String dataset, String version, String feature, int chunk, int group) {}
+
+  private record JobInfo(String name, int id, String dataset, List<String> features, double started) {}
+
+  private static final class Counters {
+    long reads;
+    long ssdReads;
+    long ssdBytes;
+    long hddBytes;
+    long flashBytes;
+    long promotions;
+    long promotionFailures;
+    long evictions;
+    long rejectedPromotions;
+  }
+
+  private final NodeConfig config;
+  private final SegmentStore store;
+  private final StrataPolicy policy;
+  private final double startNanos = System.nanoTime();
+  private final Map<String, Path> registry = new TreeMap<>();
+  private final LoadingCache<String, Dataset> open;
+  private final Map<String, Integer> keyIds = new HashMap<>();
+  private final List<KeyInfo> keys = new ArrayList<>();
+  private final List<Long> keyBytes = new ArrayList<>();
+  private final Map<String, Integer> groupIds = new HashMap<>();
+  private final List<String> groupNames = new ArrayList<>();
+  private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
+  private final Set<Integer> pending = new HashSet<>();
+  private final Map<String, Integer> jobIds = new HashMap<>();
+  private final Map<String, JobInfo> jobs = new LinkedHashMap<>();
+  private final Set<String> pins = new HashSet<>();
+  private final Map<String, Long> quotas = new TreeMap<>();
+  private final Counters counters = new Counters();
+  private final Map<Integer, long[]> groupBytes = new HashMap<>();
+  private final ArrayDeque<double[]> history = new ArrayDeque<>();
+  private final ThreadPoolExecutor promoter;
+  private final ThreadPoolExecutor evictor;
+  private final List<String> startupNotes = new ArrayList<>();
+  private double promoteTokens;
+  private double lastPromoteRefill = Double.NaN;
+  private boolean closed;
+
+  TierManager(NodeConfig config) throws IOException {
+    this.config = config;
+    Files.createDirectories(config.home());
+    Path marker = config.home().resolve(RUNNING_MARKER);
+    boolean unclean = Files.exists(marker);
+    AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
+    this.store = SegmentStore.open(config.ssdDir(), unclean, SegmentFile.Verify.FIRST_OPEN);
+    if (unclean) {
+      startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
+    }
+    startupNotes.addAll(store.dropped());
+    this.policy = new StrataPolicy(config.ssdBudgetBytes(), config.flashWriteBudgetBytesPerHour());
+    this.open = Caffeine.newBuilder()
+        .maximumSize(64)
+        .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> {
+          if (ds != null) {
+            try {
+              ds.close();
+            } catch (IOException ignored) {
+              // Closing a dataset only releases readers.
+            }
+          }
+        })
+        .build(this::openDataset);
+    AtomicInteger n = new AtomicInteger();
+    this.promoter = new ThreadPoolExecutor(config.promotionThreads(), config.promotionThreads(), 30, TimeUnit.SECONDS,
+        new ArrayBlockingQueue<>(1024), r -> daemon(r, "strata-promote-" + n.incrementAndGet()));
+    this.evictor = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(4096),
+        r -> daemon(r, "strata-evict"), new ThreadPoolExecutor.CallerRunsPolicy());
+    this.promoteTokens = config.promotionBytesPerSecond();
+    loadRegistry();
+    restoreResident();
+  }
+
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  /** Seconds since the node started: the policy's clock. */
+  double now() {
+    return (System.nanoTime() - startNanos) / 1e9;
+  }
+
+  List<String> startupNotes() {
+    return List.copyOf(startupNotes);
+  }
+
+  // ---------------------------------------------------------------- datasets
+
+  private Dataset openDataset(String name) {
+    Path dir = registry.get(name);
+    if (dir == null) {
+      throw NodeException.notFound("no dataset '" + name + "' is registered");
+    }
+    try {
+      return Dataset.open(dir);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  Dataset dataset(String name) {
+    synchronized (this) {
+      if (!registry.containsKey(name)) {
+        throw NodeException.notFound("no dataset '" + name + "' is registered (see GET /v1/datasets)");
+      }
+    }
+    try {
+      return open.get(name);
+    } catch (UncheckedIOException e) {
+      throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+    }
+  }
+
+  /** The real path of {@code dir} if it lies inside an HDD root (after resolving links), else 403. */
+  Path checkInsideRoots(String dir) throws IOException {
+    if (dir == null || dir.isBlank()) {
+      throw NodeException.badRequest("'path' is required: the dataset directory");
+    }
+    if (dir.indexOf('\0') >= 0) {
+      throw NodeException.badRequest("'path' contains a NUL character");
+    }
+    Path p = Path.of(dir);
+    if (!p.isAbsolute()) {
+      throw NodeException.badRequest("'path' must be absolute, got '" + dir + "'");
+    }
+    for (Path part : p) {
+      if (part.toString().equals("..")) {
+        throw NodeException.forbidden("'path' must not contain '..': " + dir);
+      }
+    }
+    if (!Files.isDirectory(p)) {
+      throw NodeException.notFound("no dataset directory at " + dir);
+    }
+    Path real = p.toRealPath();
+    for (Path root : config.hddRoots()) {
+      if (Files.isDirectory(root) && real.startsWith(root.toRealPath())) {
+        return real;
+      }
+    }
+    throw NodeException.forbidden(dir + " is outside the node's HDD roots " + config.hddRoots());
+  }
+
+  /** Registers (or re-registers) the dataset in {@code dir}; returns its description. */
+  ObjectNode register(String dir) throws IOException {
+    Path real = checkInsideRoots(dir);
+    Dataset ds;
+    try {
+      ds = Dataset.open(real);
+    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
+    }
+    String name = ds.name();
+    synchronized (this) {
+      Path old = registry.get(name);
+      if (old != null && !old.equals(real)) {
+        ds.close();
+        throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
+      }
+      registry.put(name, real);
+      saveRegistry();
+    }
+    open.invalidate(name);
+    ds.close();
+    return describe(name);
+  }
+
+  private synchronized void saveRegistry() throws IOException {
+    ArrayNode a = Json.array();
+    registry.forEach((name, dir) -> a.addObject().put("name", name).put("path", dir.toString()));
+    AtomicFiles.write(config.home().resolve(REGISTRY), Json.pretty(a).getBytes(StandardCharsets.UTF_8));
+  }
+
+  private void loadRegistry() throws IOException {
+    Path f = config.home().resolve(REGISTRY);
+    if (!Files.exists(f)) {
+      return;
+    }
+    JsonNode a;
+    try {
+      a = Json.parse(Files.readAllBytes(f));
+    } catch (IOException e) {
+      startupNotes.add(f + " is damaged (" + e.getMessage() + "); datasets must be registered again");
+      return;
+    }
+    for (JsonNode e : a) {
+      String name = e.path("name").asText("");
+      Path dir = Path.of(e.path("path").asText("/nonexistent"));
+      if (Files.isDirectory(dir)) {
+        registry.put(name, dir);
+      } else {
+        startupNotes.add("registered dataset " + name + " is gone from " + dir);
+      }
+    }
+  }
+
+  /** Rebuilds residency from the segments on disk: current versions are kept, stale ones removed. */
+  private void restoreResident() throws IOException {
+    for (SegmentRef ref : store.segments()) {
+      SegmentInfo info = ref.info();
+      Dataset ds;
+      try {
+        ds = registry.containsKey(info.dataset()) ? open.get(info.dataset()) : null;
+      } catch (RuntimeException e) {
+        ds = null;
+      }
+      if (ds == null || !ds.version().equals(info.datasetVersion())) {
+        store.remove(ref);
+        startupNotes.add("removed " + ref.path().getFileName() + ": dataset " + info.dataset() + " " + info.datasetVersion()
+            + (ds == null ? " is not registered" : " is not the current version"));
+        continue;
+      }
+      long share = ref.bytes() / Math.max(1, info.columns().size());
+      for (String feature : info.columns()) {
+        int key = key(ds, feature, info.chunk());
+        residentRefs.put(key, ref);
+        keyBytes.set(key, share);
+        policy.restore(key, share);
+      }
+    }
+  }
+
+  synchronized ArrayNode listDatasets() {
+    ArrayNode a = Json.array();
+    for (String name : registry.keySet()) {
+      a.add(describe(name));
+    }
+    return a;
+  }
+
+  ObjectNode describe(String name) {
+    Dataset ds = dataset(name);
+    ObjectNode o = Json.object();
+    o.put("name", ds.name()).put("version", ds.version()).put("path", ds.directory().toString()).put("rows", ds.rows());
+    o.put("chunks", ds.chunks().size());
+    ArrayNode features = o.putArray("features");
+    for (FeatureInfo f : ds.columns()) {
+      ObjectNode fo = features.addObject().put("name", f.name());
+      if (f.supported()) {
+        fo.put("type", f.type().toString());
+      } else {
+        fo.put("unsupported", f.unsupportedReason());
+      }
+    }
+    synchronized (this) {
+      long resident = 0;
+      for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
+        if (keys.get(e.getKey()).dataset().equals(name)) {
+          resident += keyBytes.get(e.getKey());
+        }
+      }
+      o.put("ssdBytes", resident);
+      if (quotas.containsKey(name)) {
+        o.put("quotaBytes", quotas.get(name));
+      }
+    }
+    return o;
+  }
+
+  // ---------------------------------------------------------------- keys
+
+  private synchronized int key(Dataset ds, String feature, int chunk) {
+    String k = ds.name() + "\0" + ds.version() + "\0" + feature + "\0" + chunk;
+    Integer id = keyIds.get(k);
+    if (id != null) {
+      return id;
+    }
+    String g = ds.name() + "\0" + ds.version() + "\0" + feature;
+    int group = groupIds.computeIfAbsent(g, x -> {
+      groupNames.add(ds.name() + "/" + feature);
+      return groupNames.size() - 1;
+    });
+    id = keys.size();
+    keyIds.put(k, id);
+    keys.add(new KeyInfo(ds.name(), ds.version(), feature, chunk, group));
+    keyBytes.add(estimateBytes(ds, feature, chunk));
+    policy.group(id, group);
+    if (pinned(ds.name(), feature)) {
+      policy.pin(id, keyBytes.get(id), true);
+    }
+    return id;
+  }
+
+  /** Segment bytes of a chunk before it is written: exact for fixed widths, an estimate otherwise. */
+  private static long estimateBytes(Dataset ds, String feature, int chunk) {
+    FeatureType t = ds.feature(feature).type();
+    long rows = ds.chunks().get(chunk).rows();
+    int width = t.kind().width();
+    if (width > 0) {
+      return rows * width + 1024;
+    }
+    if (width == 0) {
+      return rows / 8 + 1024;
+    }
+    return rows * (t.isVariableWidth() ? 24 : 40) + 1024;
+  }
+
+  private static void checkFeatureAndChunk(Dataset ds, String feature, int chunk) {
+    try {
+      ds.feature(feature);
+    } catch (IllegalArgumentException e) {
+      throw NodeException.badRequest(e.getMessage());
+    }
+    if (chunk < 0 || chunk >= ds.chunks().size()) {
+      throw NodeException.badRequest("chunk " + chunk + " is outside dataset " + ds.name() + " (0.." + (ds.chunks().size() - 1) + ")");
+    }
+  }
+
+  // ---------------------------------------------------------------- jobs
+
+  private synchronized int jobId(String job) {
+    return jobIds.computeIfAbsent(job, j -> jobIds.size());
+  }
+
+  private static void checkJobName(String job) {
+    if (job == null || !job.matches("[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")) {
+      throw NodeException.badRequest("'job' must be 1 to 128 letters, digits or _.:@- characters, got '" + job + "'");
+    }
+  }
+
+  /**
+   * A job's plan: {@code epochs} epochs over {@code features} of {@code dataset}, visiting chunks
+   * in {@code chunkOrder} (null: dataset order) and, within a chunk, every feature.
+   */
+  synchronized ObjectNode plan(String job, String datasetName, List<String> features, int epochs, List<Integer> chunkOrder,
+      boolean substitutable) {
+    checkJobName(job);
+    Dataset ds = dataset(datasetName);
+    if (features.isEmpty()) {
+      throw NodeException.badRequest("'features' must name at least one feature");
+    }
+    if (epochs < 1 || epochs > 10_000) {
+      throw NodeException.badRequest("'epochs' must be in 1..10000, got " + epochs);
+    }
+    List<Integer> order = chunkOrder;
+    if (order == null) {
+      order = new ArrayList<>();
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        order.add(c);
+      }
+    }
+    for (String f : features) {
+      checkFeatureAndChunk(ds, f, 0);
+    }
+    for (int c : order) {
+      checkFeatureAndChunk(ds, features.getFirst(), c);
+    }
+    long length = (long) epochs * order.size() * features.size();
+    if (length > 50_000_000) {
+      throw NodeException.badRequest("the plan has " + length + " reads; at most 50,000,000 are accepted");
+    }
+    int[] seq = new int[(int) length];
+    int[] ends = new int[epochs];
+    int i = 0;
+    for (int e = 0; e < epochs; e++) {
+      for (int c : order) {
+        for (String f : features) {
+          seq[i++] = key(ds, f, c);
+        }
+      }
+      ends[e] = i;
+    }
+    int id = jobId(job);
+    policy.plan(id, seq, ends, substitutable);
+    jobs.put(job, new JobInfo(job, id, ds.name(), List.copyOf(features), now()));
+    return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("reads", length);
+  }
+
+  synchronized void endJob(String job) {
+    checkJobName(job);
+    JobInfo j = jobs.remove(job);
+    if (j == null) {
+      throw NodeException.notFound("no job '" + job + "' has a plan");
+    }
+    policy.jobEnded(j.id());
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Where each requested feature chunk lives now: a segment to map, or the ORC source. */
+  ObjectNode resolve(String job, String datasetName, List<String> features, List<Integer> chunks) {
+    if (job != null) {
+      checkJobName(job);
+    }
+    Dataset ds = dataset(datasetName);
+    List<Integer> cs = chunks;
+    if (cs == null) {
+      cs = new ArrayList<>();
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        cs.add(c);
+      }
+    }
+    for (String f : features) {
+      for (int c : cs) {
+        checkFeatureAndChunk(ds, f, c);
+      }
+    }
+    ObjectNode out = Json.object();
+    out.put("dataset", ds.name()).put("version", ds.version());
+    ArrayNode resident = out.putArray("segments");
+    Map<Path, ObjectNode> byPath = new HashMap<>();
+    synchronized (this) {
+      for (String f : features) {
+        for (int c : cs) {
+          int k = key(ds, f, c);
+          SegmentRef ref = residentRefs.get(k);
+          if (ref != null) {
+            ObjectNode s = byPath.computeIfAbsent(ref.path(), p -> {
+              ObjectNode o = resident.addObject();
+              o.put("path", p.toString()).put("chunk", c).put("bytes", ref.bytes());
+              o.putArray("features");
+              return o;
+            });
+            ((ArrayNode) s.get("features")).add(f);
+          }
+        }
+      }
+    }
+    out.put("orcSource", ds.directory().toString());
+    return out;
+  }
+
+  /** One reported read: {@code bytes} of {@code feature} in {@code chunk}, served by {@code tier}. */
+  record Read(String feature, int chunk, long bytes, boolean ssd) {}
+
+  /** Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions). */
+  synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads) {
+    checkJobName(job);
+    Dataset ds = dataset(datasetName);
+    int jid = jobId(job);
+    double now = now();
+    int admitted = 0;
+    for (Read r : reads) {
+      checkFeatureAndChunk(ds, r.feature(), r.chunk());
+      if (r.bytes() < 0) {
+        throw NodeException.badRequest("'bytes' must not be negative");
+      }
+    }
+    for (Read r : reads) {
+      int k = key(ds, r.feature(), r.chunk());
+      counters.reads++;
+      long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
+      if (r.ssd()) {
+        counters.ssdReads++;
+        counters.ssdBytes += r.bytes();
+        g[0] += r.bytes();
+      } else {
+        counters.hddBytes += r.bytes();
+        g[1] += r.bytes();
+      }
+      CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
+      if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
+        if (schedulePromotion(k)) {
+          admitted++;
+        }
+      }
+    }
+    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted);
+  }
+
+  private boolean withinQuota(int key) {
+    String ds = keys.get(key).dataset();
+    Long quota = quotas.get(ds);
+    if (quota == null) {
+      return true;
+    }
+    long used = 0;
+    for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
+      if (keys.get(e.getKey()).dataset().equals(ds)) {
+        used += keyBytes.get(e.getKey());
+      }
+    }
+    for (int p : pending) {
+      if (keys.get(p).dataset().equals(ds)) {
+        used += keyBytes.get(p);
+      }
+    }
+    return used + keyBytes.get(key) <= quota;
+  }
+
+  /** Queues the promotion of one feature chunk; false (and the policy told) if refused. */
+  private boolean schedulePromotion(int key) {
+    if (residentRefs.containsKey(key) || pending.contains(key) || closed) {
+      return false;
+    }
+    if (!withinQuota(key)) {
+      policy.removed(key);
+      return false;
+    }
+    pending.add(key);
+    try {
+      promoter.execute(() -> promote(key));
+      return true;
+    } catch (RejectedExecutionException e) {
+      pending.remove(key);
+      policy.removed(key);
+      counters.rejectedPromotions++;
+      return false;
+    }
+  }
+
+  /** Runs on a promotion thread: decode one feature chunk from ORC and write its segment. */
+  private void promote(int key) {
+    KeyInfo info;
+    synchronized (this) {
+      info = keys.get(key);
+    }
+    try {
+      Dataset ds = dataset(info.dataset());
+      if (!ds.version().equals(info.version())) {
+        throw new IOException("dataset " + info.dataset() + " changed version");
+      }
+      ChunkInfo c = ds.chunks().get(info.chunk());
+      SegmentRef ref;
+      try (Arena arena = Arena.ofConfined()) {
+        SequencedMap<String, Column> cols = ds.readChunk(info.chunk(), List.of(info.feature()), arena);
+        throttle(io.strata.sdk.Columns.dataBytes(cols.firstEntry().getValue()));
+        ref = store.write(new SegmentInfo(ds.name(), ds.version(), info.chunk(), c.firstRow(), c.endRow(), List.of(info.feature())), cols);
+      }
+      synchronized (this) {
+        pending.remove(key);
+        counters.flashBytes += ref.bytes();
+        keyBytes.set(key, ref.bytes());
+        if (policy.resident(key) && !closed) {
+          residentRefs.put(key, ref);
+          counters.promotions++;
+        } else {
+          // Evicted while being written.
+          evictor.execute(() -> removeQuietly(ref));
+        }
+      }
+    } catch (Exception e) {
+      synchronized (this) {
+        pending.remove(key);
+        policy.removed(key);
+        counters.promotionFailures++;
+      }
+    }
+  }
+
+  /** Waits until the promotion rate limit allows {@code bytes} more. */
+  private void throttle(long bytes) throws InterruptedException {
+    long rate = config.promotionBytesPerSecond();
+    if (rate <= 0) {
+      return;
+    }
+    while (true) {
+      long wait;
+      synchronized (this) {
+        double t = now();
+        if (!Double.isNaN(lastPromoteRefill)) {
+          promoteTokens = Math.min(rate, promoteTokens + (t - lastPromoteRefill) * rate);
+        }
+        lastPromoteRefill = t;
+        if (promoteTokens >= Math.min(bytes, rate)) {
+          promoteTokens -= bytes;
+          return;
+        }
+        wait = (long) Math.ceil((Math.min(bytes, rate) - promoteTokens) * 1000.0 / rate);
+      }
+      Thread.sleep(Math.max(1, wait));
+    }
+  }
+
+  /** Called by the policy for every key it evicts (under this object's lock). */
+  private void evicted(int key) {
+    SegmentRef ref = residentRefs.remove(key);
+    if (ref == null) {
+      return;
+    }
+    counters.evictions++;
+    // Other features sharing the segment leave the tier with it.
+    for (String f : ref.info().columns()) {
+      KeyInfo k = keys.get(key);
+      Integer other = keyIds.get(k.dataset() + "\0" + k.version() + "\0" + f + "\0" + k.chunk());
+      if (other != null && other != key && residentRefs.remove(other) != null) {
+        policy.removed(other);
+      }
+    }
+    evictor.execute(() -> removeQuietly(ref));
+  }
+
+  private void removeQuietly(SegmentRef ref) {
+    try {
+      store.remove(ref);
+    } catch (IOException ignored) {
+      // The file is gone from the catalog; a failed unlink is retried at the next start-up scan.
+    }
+  }
+
+  // ---------------------------------------------------------------- operator actions
+
+  private List<Integer> chunkList(Dataset ds, List<Integer> chunks) {
+    List<Integer> cs = new ArrayList<>();
+    if (chunks == null) {
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        cs.add(c);
+      }
+    } else {
+      cs.addAll(chunks);
+    }
+    return cs;
+  }
+
+  /** Promotes features of chunks now (an operator's request), within the SSD budget and quotas. */
+  synchronized ObjectNode promoteNow(String datasetName, List<String> features, List<Integer> chunks) {
+    Dataset ds = dataset(datasetName);
+    List<String> fs = features == null || features.isEmpty() ? ds.featureNames() : features;
+    int scheduled = 0;
+    long need = 0;
+    List<Integer> todo = new ArrayList<>();
+    for (String f : fs) {
+      for (int c : chunkList(ds, chunks)) {
+        checkFeatureAndChunk(ds, f, c);
+        int k = key(ds, f, c);
+        if (!residentRefs.containsKey(k) && !pending.contains(k)) {
+          todo.add(k);
+          need += keyBytes.get(k);
+        }
+      }
+    }
+    if (policy.residentBytes() + need > policy.budget()) {
+      throw NodeException.conflict("promoting " + todo.size() + " chunks needs about " + need + " bytes but only "
+          + Math.max(0, policy.budget() - policy.residentBytes()) + " of the SSD budget are free: evict, unpin or raise the budget");
+    }
+    for (int k : todo) {
+      policy.restore(k, keyBytes.get(k));
+      if (schedulePromotion(k)) {
+        scheduled++;
+      }
+    }
+    return Json.object().put("scheduled", scheduled).put("bytes", need);
+  }
+
+  /** Evicts features of chunks (all features or chunks when not given). */
+  synchronized ObjectNode evictNow(String datasetName, List<String> features, List<Integer> chunks) {
+    Dataset ds = dataset(datasetName);
+    List<String> fs = features == null || features.isEmpty() ? ds.featureNames() : features;
+    int n = 0;
+    for (String f : fs) {
+      for (int c : chunkList(ds, chunks)) {
+        checkFeatureAndChunk(ds, f, c);
+        int k = key(ds, f, c);
+        if (pinned(ds.name(), f)) {
+          throw NodeException.conflict("feature " + f + " of " + ds.name() + " is pinned: unpin it first");
+        }
+        if (residentRefs.containsKey(k)) {
+          policy.removed(k);
+          evicted(k);
+          n++;
+        }
+      }
+    }
+    return Json.object().put("evicted", n);
+  }
+
+  private boolean pinned(String dataset, String feature) {
+    return pins.contains(dataset) || pins.contains(dataset + "/" + feature);
+  }
+
+  /** Pins (or unpins) a dataset or one feature: pinned chunks are promoted and never evicted. */
+  synchronized ObjectNode pin(String datasetName, String feature, boolean pin) {
+    Dataset ds = dataset(datasetName);
+    if (feature != null) {
+      checkFeatureAndChunk(ds, feature, 0);
+    }
+    String p = feature == null ? ds.name() : ds.name() + "/" + feature;
+    if (pin) {
+      pins.add(p);
+    } else if (!pins.remove(p)) {
+      throw NodeException.notFound(p + " is not pinned");
+    }
+    List<String> fs = feature == null ? ds.featureNames() : List.of(feature);
+    int scheduled = 0;
+    for (String f : fs) {
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        int k = key(ds, f, c);
+        policy.pin(k, keyBytes.get(k), pinned(ds.name(), f));
+        if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keyBytes.get(k) <= policy.budget()) {
+          policy.restore(k, keyBytes.get(k));
+          if (schedulePromotion(k)) {
+            scheduled++;
+          }
+        }
+      }
+    }
+    return Json.object().put("pinned", pin).put("target", p).put("promotionsScheduled", scheduled);
+  }
+
+  synchronized ObjectNode policyJson() {
+    ObjectNode o = Json.object();
+    o.put("ssdBudgetBytes", policy.budget());
+    o.put("flashWriteBudgetBytesPerHour", (long) policy.flashBudgetPerHour());
+    o.put("popularityDiscount", policy.popularityDiscount());
+    o.put("promotionBytesPerSecond", config.promotionBytesPerSecond());
+    ObjectNode q = o.putObject("quotas");
+    quotas.forEach(q::put);
+    ArrayNode p = o.putArray("pins");
+    pins.stream().sorted().forEach(p::add);
+    o.set("decisions", Json.MAPPER.valueToTree(policy.decisionCounts()));
+    return o;
+  }
+
+  /** Applies the fields present in {@code body}; unknown fields are refused. */
+  synchronized ObjectNode setPolicy(JsonNode body) {
+    Set<String> known = Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "quotas");
+    for (var it = body.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!known.contains(f)) {
+        throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
+      }
+    }
+    if (body.has("ssdBudgetBytes")) {
+      long b = nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes");
+      policy.setBudget(b, now(), this::evicted);
+    }
+    if (body.has("flashWriteBudgetBytesPerHour")) {
+      policy.setFlashBudget(nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour"));
+    }
+    if (body.has("popularityDiscount")) {
+      JsonNode d = body.get("popularityDiscount");
+      if (!d.isNumber() || d.asDouble() < 1) {
+        throw NodeException.badRequest("'popularityDiscount' must be a number of at least 1");
+      }
+      policy.setPopularityDiscount(d.asDouble());
+    }
+    if (body.has("quotas")) {
+      JsonNode q = body.get("quotas");
+      if (!q.isObject()) {
+        throw NodeException.badRequest("'quotas' must be an object of dataset name to bytes (null removes a quota)");
+      }
+      for (var it = q.fields(); it.hasNext(); ) {
+        var e = it.next();
+        if (!registry.containsKey(e.getKey())) {
+          throw NodeException.notFound("no dataset '" + e.getKey() + "' is registered");
+        }
+        if (e.getValue().isNull()) {
+          quotas.remove(e.getKey());
+        } else {
+          quotas.put(e.getKey(), nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
+        }
+      }
+    }
+    return policyJson();
+  }
+
+  private static long nonNegativeLong(JsonNode v, String name) {
+    if (v == null || !v.isIntegralNumber() || v.asLong() < 0) {
+      throw NodeException.badRequest("'" + name + "' must be a non-negative integer number of bytes");
+    }
+    return v.asLong();
+  }
+
+  // ---------------------------------------------------------------- status
+
+  synchronized ObjectNode status() {
+    ObjectNode o = Json.object();
+    o.put("uptimeSeconds", now());
+    ObjectNode ssd = o.putObject("ssd");
+    ssd.put("directory", config.ssdDir().toString());
+    ssd.put("bytes", store.bytes()).put("residentBytes", policy.residentBytes()).put("budgetBytes", policy.budget());
+    ssd.put("segments", store.segments().size()).put("pendingPromotions", pending.size());
+    ObjectNode hdd = o.putObject("hdd");
+    hdd.put("datasets", registry.size());
+    ArrayNode roots = hdd.putArray("roots");
+    config.hddRoots().forEach(r -> roots.add(r.toString()));
+    ObjectNode dram = o.putObject("dram");
+    dram.put("budgetBytes", config.dramBudgetBytes());
+    dram.put("openDatasets", open.estimatedSize());
+    ObjectNode t = o.putObject("traffic");
+    long total = counters.ssdBytes + counters.hddBytes;
+    t.put("reads", counters.reads).put("ssdReads", counters.ssdReads);
+    t.put("ssdBytes", counters.ssdBytes).put("hddBytes", counters.hddBytes);
+    t.put("byteHitRatio", total == 0 ? 0 : (double) counters.ssdBytes / total);
+    t.put("hddBytesAvoided", counters.ssdBytes);
+    t.put("flashBytesWritten", counters.flashBytes);
+    t.put("flashBytesPerHour", flashRate());
+    t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
+    t.put("rejectedPromotions", counters.rejectedPromotions).put("evictions", counters.evictions);
+    ArrayNode top = o.putArray("topStreams");
+    groupBytes.entrySet().stream()
+        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
+        .limit(10)
+        .forEach(e -> top.addObject()
+            .put("stream", groupNames.get(e.getKey()))
+            .put("ssdBytes", e.getValue()[0])
+            .put("hddBytes", e.getValue()[1]));
+    ArrayNode js = o.putArray("jobs");
+    jobs.values().forEach(j -> js.addObject().put("job", j.name()).put("dataset", j.dataset()).put("features", j.features().size()));
+    ArrayNode notes = o.putArray("startupNotes");
+    startupNotes.forEach(notes::add);
+    return o;
+  }
+
+  /** Flash bytes written over the last hour of samples, scaled to an hour. */
+  private double flashRate() {
+    if (history.isEmpty()) {
+      return 0;
+    }
+    double[] first = history.peekFirst();
+    double dt = now() - first[0];
+    return dt <= 0 ? 0 : (counters.flashBytes - first[3]) * 3600 / dt;
+  }
+
+  /** Samples the counters (called every second by the node): the history behind rates and the dashboard. */
+  synchronized void sample() {
+    history.addLast(new double[] {now(), counters.ssdBytes, counters.hddBytes, counters.flashBytes, store.bytes(),
+        counters.promotions, counters.evictions});
+    while (history.size() > 3600) {
+      history.removeFirst();
+    }
+  }
+
+  /** The last {@code n} samples: time, SSD bytes read, HDD bytes read, flash written, SSD bytes held, promotions, evictions. */
+  synchronized List<double[]> history(int n) {
+    List<double[]> all = new ArrayList<>(history);
+    return all.subList(Math.max(0, all.size() - n), all.size());
+  }
+
+  synchronized Map<String, Number> metrics() {
+    Map<String, Number> m = new LinkedHashMap<>();
+    m.put("strata_reads_total", counters.reads);
+    m.put("strata_ssd_reads_total", counters.ssdReads);
+    m.put("strata_read_bytes_total{tier=\"ssd\"}", counters.ssdBytes);
+    m.put("strata_read_bytes_total{tier=\"hdd\"}", counters.hddBytes);
+    m.put("strata_flash_written_bytes_total", counters.flashBytes);
+    m.put("strata_promotions_total", counters.promotions);
+    m.put("strata_promotion_failures_total", counters.promotionFailures);
+    m.put("strata_evictions_total", counters.evictions);
+    m.put("strata_ssd_bytes", store.bytes());
+    m.put("strata_ssd_budget_bytes", policy.budget());
+    m.put("strata_pending_promotions", pending.size());
+    m.put("strata_datasets", registry.size());
+    m.put("strata_jobs", jobs.size());
+    long total = counters.ssdBytes + counters.hddBytes;
+    m.put("strata_byte_hit_ratio", total == 0 ? 0.0 : (double) counters.ssdBytes / total);
+    return m;
+  }
+
+  /** Waits until no promotion is queued or running (tests and orderly shutdown). */
+  boolean awaitIdle(long timeoutMillis) throws InterruptedException {
+    long end = System.currentTimeMillis() + timeoutMillis;
+    while (System.currentTimeMillis() < end) {
+      synchronized (this) {
+        if (pending.isEmpty() && promoter.getActiveCount() == 0 && evictor.getActiveCount() == 0 && evictor.getQueue().isEmpty()) {
+          return true;
+        }
+      }
+      Thread.sleep(20);
+    }
+    return false;
+  }
+
+  SegmentStore store() {
+    return store;
+  }
+
+  @Override
+  public void close() throws IOException {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    promoter.shutdown();
+    evictor.shutdown();
+    try {
+      promoter.awaitTermination(30, TimeUnit.SECONDS);
+      evictor.awaitTermination(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    open.invalidateAll();
+    open.cleanUp();
+    store.close();
+    Files.deleteIfExists(config.home().resolve(RUNNING_MARKER));
+  }
+}

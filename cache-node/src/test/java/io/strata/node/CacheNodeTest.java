@@ -1,0 +1,281 @@
+package io.strata.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.Loader;
+import io.strata.sdk.node.NodeClient;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A real node on a loopback port, real datasets, real loaders through the SDK. */
+class CacheNodeTest {
+  @TempDir Path home;
+  CacheNode node;
+  NodeClient client;
+  Path datasetDir;
+  static final List<String> SHARED = List.of("amount", "merchant_category", "embedding", "score");
+
+  @BeforeEach
+  void start() throws IOException {
+    datasetDir = home.resolve("hdd/events");
+    DatasetGenerator.generate(datasetDir,
+        DatasetGenerator.Options.of("events", 120_000, 3).withFeatures(12).withChunking(20_000, 2).withMeanSampleLength(60),
+        Progress.NONE);
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20));
+    client = new NodeClient(node.url(), null);
+    client.registerDataset(datasetDir);
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (node != null) {
+      node.close();
+    }
+  }
+
+  private HttpResponse<String> raw(String method, String path, String body, String token) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(node.url() + path))
+        .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    return HttpClient.newHttpClient().send(b.build(), HttpResponse.BodyHandlers.ofString());
+  }
+
+  private static int run(Loader loader) throws IOException {
+    int batches = 0;
+    for (Batch b : loader) {
+      b.close();
+      batches++;
+    }
+    return batches;
+  }
+
+  private Loader.Builder job(Dataset ds, String name) {
+    return Loader.builder(ds).features(SHARED).sampleBatches(64).seed(name.hashCode()).node(client, name).nodeRefresh(100)
+        .prefetch(2, 1);
+  }
+
+  @Test
+  void twoJobsSharingFeaturesPromoteAndTheSecondJobHitsTheSsdTier() throws Exception {
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      try (Loader first = job(ds, "job-a").epochs(2).build()) {
+        run(first);
+        assertTrue(first.node().connected());
+      }
+      assertTrue(node.awaitIdle(30_000));
+      JsonNode status = client.tiers();
+      assertTrue(status.path("traffic").path("promotions").asLong() > 0, status.toString());
+      assertTrue(status.path("ssd").path("segments").asLong() > 0, status.toString());
+      try (Loader second = job(ds, "job-b").build()) {
+        run(second);
+        long ssd = second.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD);
+        long hdd = second.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.HDD);
+        assertTrue(ssd > 0, "the second job reads from the SSD tier");
+        assertTrue(ssd > hdd, "mostly: ssd " + ssd + " hdd " + hdd);
+      }
+      // Every segment the node holds matches ORC exactly.
+      try (Stream<Path> files = Files.walk(home.resolve("ssd"))) {
+        for (Path p : files.filter(f -> f.toString().endsWith(".arrow")).toList()) {
+          try (SegmentFile f = SegmentFile.open(p, SegmentFile.Verify.ALWAYS); Arena arena = Arena.ofConfined()) {
+            Map<String, Column> orc = ds.readChunk(f.info().chunk(), f.columnNames(), arena);
+            for (String c : f.columnNames()) {
+              assertEquals(-1, Columns.firstDifference(orc.get(c), f.column(c)), p + " " + c);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void theSsdBudgetHoldsUnderPressure() throws Exception {
+    client.setPolicy(Json.object().put("ssdBudgetBytes", 3L << 20));
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      for (int j = 0; j < 3; j++) {
+        try (Loader l = job(ds, "budget-" + j).features(ds.featureNames()).epochs(2).build()) {
+          for (Batch b : l) {
+            b.close();
+            long resident = client.tiers().path("ssd").path("residentBytes").asLong();
+            assertTrue(resident <= 3L << 20, "resident " + resident);
+          }
+        }
+      }
+      assertTrue(node.awaitIdle(30_000));
+      JsonNode s = client.tiers().path("ssd");
+      assertTrue(s.path("bytes").asLong() <= (3L << 20) + (1 << 20), "bytes on disk " + s);
+    }
+  }
+
+  @Test
+  void pinnedFeaturesArePromotedAndNeverEvicted() throws Exception {
+    client.pin("events", "amount");
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode r = client.resolve(null, "events", List.of("amount"), null);
+    assertEquals(6, r.path("segments").size(), "every chunk of the pinned feature is resident: " + r);
+    NodeClient.NodeRequestException e =
+        assertThrows(NodeClient.NodeRequestException.class, () -> client.evict("events", List.of("amount"), null));
+    assertEquals(409, e.status());
+    // Pressure: a small budget and jobs reading other features do not push the pinned feature out.
+    client.setPolicy(Json.object().put("ssdBudgetBytes", 2L << 20));
+    try (Dataset ds = Dataset.open(datasetDir);
+        Loader l = job(ds, "pressure").features("merchant_category", "embedding", "balance").epochs(2).build()) {
+      run(l);
+    }
+    assertTrue(node.awaitIdle(30_000));
+    assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size());
+    client.unpin("events", "amount");
+    assertEquals(6, client.evict("events", List.of("amount"), null).path("evicted").asInt());
+  }
+
+  @Test
+  void aRestartKeepsTheSsdTier() throws Exception {
+    client.promote("events", List.of("amount", "score"), null);
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode before = client.resolve(null, "events", List.of("amount", "score"), null);
+    assertEquals(12, before.path("segments").size());
+    node.close();
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20));
+    client = new NodeClient(node.url(), null);
+    JsonNode after = client.resolve(null, "events", List.of("amount", "score"), null);
+    assertEquals(before.path("segments").size(), after.path("segments").size());
+    assertTrue(node.startupNotes().isEmpty(), node.startupNotes().toString());
+  }
+
+  @Test
+  void jobsKeepRunningWhileTheNodeIsDownAndReattach() throws Exception {
+    client.promote("events", SHARED, null);
+    assertTrue(node.awaitIdle(30_000));
+    int port = node.port();
+    List<Long> expected = new ArrayList<>();
+    try (Dataset ds = Dataset.open(datasetDir);
+        Loader plain = Loader.builder(ds).features(SHARED).sampleBatches(64).seed(99).epochs(2).build()) {
+      for (Batch b : plain) {
+        try (b) {
+          expected.add(Columns.checksum(b.column("amount")) ^ Columns.checksum(b.column("embedding")));
+        }
+      }
+    }
+    List<Long> got = new ArrayList<>();
+    try (Dataset ds = Dataset.open(datasetDir);
+        Loader l = Loader.builder(ds).features(SHARED).sampleBatches(64).seed(99).epochs(2).node(client, "survivor")
+            .nodeRefresh(50).prefetch(1, 1).build()) {
+      int i = 0;
+      for (Batch b : l) {
+        try (b) {
+          got.add(Columns.checksum(b.column("amount")) ^ Columns.checksum(b.column("embedding")));
+        }
+        if (i == 3) {
+          node.close();
+          node = null;
+        }
+        if (i == 10) {
+          assertFalse(l.node().connected(), "the loader noticed the node is gone");
+          node = CacheNode.start(NodeConfig.embedded(home, port).withSsdBudget(64L << 20));
+        }
+        i++;
+        Thread.sleep(20);
+      }
+      assertEquals(expected, got, "the same batches with the node up, down and back");
+      l.node().refresh();
+      assertTrue(l.node().connected(), "re-attached");
+      assertTrue(client.tiers().path("jobs").toString().contains("survivor"), "the plan was declared again");
+    }
+  }
+
+  @Test
+  void badRequestsGetJsonErrorsNamingTheProblem() throws Exception {
+    Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-outside"));
+    Object[][] cases = {
+      {"POST", "/v1/datasets", "{\"path\": \"" + outside + "\"}", 403, "outside the node's HDD roots"},
+      {"POST", "/v1/datasets", "{\"path\": \"" + home.resolve("hdd/../hdd/events") + "\"}", 403, "'..'"},
+      {"POST", "/v1/datasets", "{\"path\": \"relative/dir\"}", 400, "must be absolute"},
+      {"POST", "/v1/datasets", "{\"path\": 42}", 400, "'path' must be a string"},
+      {"POST", "/v1/datasets", "{not json", 400, "malformed JSON"},
+      {"POST", "/v1/datasets", "[1,2]", 400, "must be a JSON object"},
+      {"POST", "/v1/datasets", "", 400, "body is required"},
+      {"POST", "/v1/resolve", "{\"dataset\": \"nope\", \"features\": [\"a\"]}", 404, "no dataset 'nope'"},
+      {"POST", "/v1/resolve", "{\"dataset\": \"events\", \"features\": [\"nope\"]}", 400, "no feature 'nope'"},
+      {"POST", "/v1/resolve", "{\"dataset\": \"events\", \"features\": [\"amount\"], \"chunks\": [99]}", 400, "chunk 99 is outside"},
+      {"POST", "/v1/resolve", "{\"dataset\": \"events\", \"features\": \"amount\"}", 400, "array of strings"},
+      {"POST", "/v1/reads", "{\"job\": \"j\", \"dataset\": \"events\", \"reads\": [{\"feature\": \"amount\", \"chunk\": 0, \"bytes\": 5, \"tier\": \"tape\"}]}", 400, "'tier'"},
+      {"POST", "/v1/reads", "{\"job\": \"../x\", \"dataset\": \"events\", \"reads\": []}", 400, "'job'"},
+      {"POST", "/v1/plans", "{\"job\": \"j\", \"dataset\": \"events\", \"features\": [\"amount\"], \"epochs\": 0}", 400, "'epochs'"},
+      {"DELETE", "/v1/plans/ghost", null, 404, "no job 'ghost'"},
+      {"PUT", "/v1/policy", "{\"ssdBudgetBytes\": -5}", 400, "non-negative"},
+      {"PUT", "/v1/policy", "{\"bogus\": 1}", 400, "unknown policy field"},
+      {"POST", "/v1/unpin", "{\"dataset\": \"events\"}", 404, "not pinned"},
+      {"GET", "/v1/nowhere", null, 404, "no route"},
+    };
+    for (Object[] c : cases) {
+      HttpResponse<String> r = raw((String) c[0], (String) c[1], (String) c[2], null);
+      assertEquals((int) c[3], r.statusCode(), c[0] + " " + c[1] + " " + c[2] + " -> " + r.body());
+      JsonNode body = Json.parse(r.body());
+      assertTrue(body.path("error").asText().contains((String) c[4]), c[1] + ": " + r.body());
+    }
+    // Symbolic links that leave the HDD roots are refused too.
+    Path link = home.resolve("hdd/escape");
+    Files.createSymbolicLink(link, outside);
+    assertEquals(403, raw("POST", "/v1/datasets", "{\"path\": \"" + link + "\"}", null).statusCode());
+    // Bodies are bounded.
+    String huge = "{\"path\": \"" + "x".repeat(2 << 20) + "\"}";
+    HttpResponse<String> big = raw("POST", "/v1/datasets", huge, null);
+    assertEquals(413, big.statusCode());
+    assertTrue(Json.parse(big.body()).path("error").asText().contains("exceeds"));
+    // The node still works after all that.
+    assertEquals("ok", client.health().path("status").asText());
+    assertEquals(200, raw("GET", "/metrics", null, null).statusCode());
+  }
+
+  @Test
+  void aNodeBoundElsewhereRequiresItsTokenForChanges() throws Exception {
+    assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("0.0.0.0", null));
+    node.close();
+    String token = "0123456789abcdef-secret";
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withBind("127.0.0.1", token));
+    assertEquals(401, raw("POST", "/v1/pin", "{\"dataset\": \"events\"}", null).statusCode());
+    assertEquals(401, raw("POST", "/v1/pin", "{\"dataset\": \"events\"}", "wrong").statusCode());
+    assertEquals(200, raw("GET", "/v1/tiers", null, null).statusCode(), "reads need no token");
+    assertEquals(200, raw("POST", "/v1/pin", "{\"dataset\": \"events\", \"feature\": \"amount\"}", token).statusCode());
+  }
+
+  @Test
+  void metricsAndStatusReportTheTiers() throws Exception {
+    try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "metrics").build()) {
+      run(l);
+    }
+    String m = client.metrics();
+    assertTrue(m.contains("# TYPE strata_reads_total counter"), m);
+    assertTrue(m.contains("strata_read_bytes_total{tier=\"hdd\"}"), m);
+    JsonNode s = client.tiers();
+    assertTrue(s.path("traffic").path("reads").asLong() > 0);
+    assertNotNull(s.path("topStreams").get(0));
+  }
+}

@@ -1,0 +1,234 @@
+package io.strata.sdk.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A client of a cache node's HTTP/JSON API (docs/API.md). Every call is synchronous; a node that
+ * cannot be reached is a {@link NodeUnavailableException}, a refused request a {@link
+ * NodeRequestException} carrying the node's message. Thread-safe.
+ */
+public final class NodeClient {
+  /** The node could not be reached (down, wrong address, timed out). */
+  public static class NodeUnavailableException extends IOException {
+    NodeUnavailableException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /** The node answered with an error status. */
+  public static final class NodeRequestException extends IOException {
+    private final int status;
+
+    NodeRequestException(int status, String message) {
+      super(message);
+      this.status = status;
+    }
+
+    public int status() {
+      return status;
+    }
+  }
+
+  private final URI base;
+  private final String token;
+  private final HttpClient http;
+  private final Duration timeout;
+
+  /** A client of the node at {@code url} (for example {@code http://127.0.0.1:7070}); {@code token} may be null. */
+  public NodeClient(String url, String token) {
+    this(url, token, Duration.ofSeconds(10));
+  }
+
+  public NodeClient(String url, String token, Duration timeout) {
+    Objects.requireNonNull(url, "url");
+    URI u;
+    try {
+      u = URI.create(url.endsWith("/") ? url.substring(0, url.length() - 1) : url);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("bad node URL '" + url + "': " + e.getMessage());
+    }
+    if (u.getScheme() == null || !u.getScheme().startsWith("http") || u.getHost() == null) {
+      throw new IllegalArgumentException("bad node URL '" + url + "': expected http://host:port");
+    }
+    this.base = u;
+    this.token = token;
+    this.timeout = timeout;
+    this.http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(3)).build();
+  }
+
+  public String url() {
+    return base.toString();
+  }
+
+  private JsonNode call(String method, String path, JsonNode body) throws IOException {
+    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path)).timeout(timeout);
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    if (body != null) {
+      b.header("content-type", "application/json");
+      b.method(method, HttpRequest.BodyPublishers.ofString(Json.compact(body)));
+    } else {
+      b.method(method, HttpRequest.BodyPublishers.noBody());
+    }
+    HttpResponse<String> r;
+    try {
+      r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    } catch (ConnectException | HttpTimeoutException e) {
+      throw new NodeUnavailableException("cache node at " + base + " is unreachable: " + e.getClass().getSimpleName()
+          + (e.getMessage() == null ? "" : " " + e.getMessage()), e);
+    } catch (IOException e) {
+      throw new NodeUnavailableException("cache node at " + base + " is unreachable: " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NodeUnavailableException("interrupted while calling the cache node", e);
+    }
+    JsonNode json;
+    try {
+      json = r.body().isEmpty() ? Json.object() : Json.parse(r.body());
+    } catch (IOException e) {
+      throw new NodeRequestException(r.statusCode(), "the node answered " + r.statusCode() + " with a body that is not JSON");
+    }
+    if (r.statusCode() >= 400) {
+      throw new NodeRequestException(r.statusCode(), json.path("error").asText("HTTP " + r.statusCode()));
+    }
+    return json;
+  }
+
+  public JsonNode health() throws IOException {
+    return call("GET", "/health", null);
+  }
+
+  /** Registers the dataset directory {@code dir} (inside one of the node's HDD roots). */
+  public JsonNode registerDataset(Path dir) throws IOException {
+    return call("POST", "/v1/datasets", Json.object().put("path", dir.toAbsolutePath().normalize().toString()));
+  }
+
+  public JsonNode datasets() throws IOException {
+    return call("GET", "/v1/datasets", null);
+  }
+
+  public JsonNode dataset(String name) throws IOException {
+    return call("GET", "/v1/datasets/" + name, null);
+  }
+
+  /** Where {@code features} of {@code chunks} (all when null) live now. */
+  public JsonNode resolve(String job, String dataset, List<String> features, List<Integer> chunks) throws IOException {
+    ObjectNode b = Json.object().put("dataset", dataset);
+    if (job != null) {
+      b.put("job", job);
+    }
+    ArrayNode f = b.putArray("features");
+    features.forEach(f::add);
+    if (chunks != null) {
+      ArrayNode c = b.putArray("chunks");
+      chunks.forEach(c::add);
+    }
+    return call("POST", "/v1/resolve", b);
+  }
+
+  /** One read to report. */
+  public record Read(String feature, int chunk, long bytes, boolean fromSsd) {}
+
+  public JsonNode reportReads(String job, String dataset, List<Read> reads) throws IOException {
+    ObjectNode b = Json.object().put("job", job).put("dataset", dataset);
+    ArrayNode a = b.putArray("reads");
+    for (Read r : reads) {
+      a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes()).put("tier", r.fromSsd() ? "ssd" : "hdd");
+    }
+    return call("POST", "/v1/reads", b);
+  }
+
+  /** Declares a job's plan; {@code chunkOrder} may be null (dataset order). */
+  public JsonNode declarePlan(String job, String dataset, List<String> features, int epochs, List<Integer> chunkOrder,
+      boolean substitutable) throws IOException {
+    ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("epochs", epochs).put("substitutable", substitutable);
+    ArrayNode f = b.putArray("features");
+    features.forEach(f::add);
+    if (chunkOrder != null) {
+      ArrayNode c = b.putArray("chunkOrder");
+      chunkOrder.forEach(c::add);
+    }
+    return call("POST", "/v1/plans", b);
+  }
+
+  public JsonNode endPlan(String job) throws IOException {
+    return call("DELETE", "/v1/plans/" + job, null);
+  }
+
+  public JsonNode tiers() throws IOException {
+    return call("GET", "/v1/tiers", null);
+  }
+
+  public JsonNode policy() throws IOException {
+    return call("GET", "/v1/policy", null);
+  }
+
+  public JsonNode setPolicy(JsonNode changes) throws IOException {
+    return call("PUT", "/v1/policy", changes);
+  }
+
+  private static ObjectNode target(String dataset, List<String> features, List<Integer> chunks) {
+    ObjectNode b = Json.object().put("dataset", dataset);
+    if (features != null) {
+      ArrayNode f = b.putArray("features");
+      features.forEach(f::add);
+    }
+    if (chunks != null) {
+      ArrayNode c = b.putArray("chunks");
+      chunks.forEach(c::add);
+    }
+    return b;
+  }
+
+  public JsonNode promote(String dataset, List<String> features, List<Integer> chunks) throws IOException {
+    return call("POST", "/v1/promote", target(dataset, features, chunks));
+  }
+
+  public JsonNode evict(String dataset, List<String> features, List<Integer> chunks) throws IOException {
+    return call("POST", "/v1/evict", target(dataset, features, chunks));
+  }
+
+  public JsonNode pin(String dataset, String feature) throws IOException {
+    ObjectNode b = Json.object().put("dataset", dataset);
+    if (feature != null) {
+      b.put("feature", feature);
+    }
+    return call("POST", "/v1/pin", b);
+  }
+
+  public JsonNode unpin(String dataset, String feature) throws IOException {
+    ObjectNode b = Json.object().put("dataset", dataset);
+    if (feature != null) {
+      b.put("feature", feature);
+    }
+    return call("POST", "/v1/unpin", b);
+  }
+
+  /** The raw text of {@code /metrics}. */
+  public String metrics() throws IOException {
+    HttpRequest req = HttpRequest.newBuilder(base.resolve("/metrics")).timeout(timeout).GET().build();
+    try {
+      return http.send(req, HttpResponse.BodyHandlers.ofString()).body();
+    } catch (IOException e) {
+      throw new NodeUnavailableException("cache node at " + base + " is unreachable: " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NodeUnavailableException("interrupted while calling the cache node", e);
+    }
+  }
+}

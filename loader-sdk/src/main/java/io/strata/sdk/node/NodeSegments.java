@@ -1,0 +1,269 @@
+package io.strata.sdk.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.tier.SegmentSource;
+import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The SSD tier as a cache node sees it, for one job on one dataset: residency comes from the
+ * node ({@code resolve}, refreshed every {@code refreshMillis}), segments are mapped locally
+ * (shared, reference counted), and every read is aggregated and reported to the node in the
+ * background, with the job's plan declared up front.
+ *
+ * <p>When the node is down, resolving fails: chunks already mapped keep being read from their
+ * segments (a mapping stays valid after the file is unlinked), the rest come from ORC, reports are
+ * dropped, and every refresh tries again; when the node answers again the plan is declared anew.
+ */
+public final class NodeSegments implements SegmentSource, AutoCloseable {
+  private final NodeClient client;
+  private final String job;
+  private final Dataset dataset;
+  private final List<String> features;
+  private final long refreshMillis;
+  private final Map<String, Path> residency = new HashMap<>();
+  private final Map<Path, Mapping> mapped = new HashMap<>();
+  private final Map<String, long[]> pendingReads = new LinkedHashMap<>();
+  private final AtomicLong generation = new AtomicLong();
+  private final Thread reporter;
+  private Plan plan;
+  private volatile boolean connected;
+  private volatile boolean closed;
+  private long lastRefresh;
+  private String lastError;
+
+  private record Plan(int epochs, List<Integer> chunkOrder, boolean substitutable) {}
+
+  private static final class Mapping {
+    final SegmentFile file;
+    int refs;
+
+    Mapping(SegmentFile file) {
+      this.file = file;
+    }
+  }
+
+  /**
+   * Attaches to the node for {@code job} reading {@code features} of {@code dataset}. Does not
+   * fail when the node is down; {@link #connected()} says whether it answered.
+   */
+  public NodeSegments(NodeClient client, String job, Dataset dataset, List<String> features, long refreshMillis) {
+    this.client = client;
+    this.job = job;
+    this.dataset = dataset;
+    this.features = List.copyOf(features);
+    this.refreshMillis = refreshMillis;
+    refresh();
+    this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
+  }
+
+  /** Declares the job's plan now and again whenever the node comes back. */
+  public synchronized void declarePlan(int epochs, List<Integer> chunkOrder, boolean substitutable) {
+    plan = new Plan(epochs, chunkOrder == null ? null : List.copyOf(chunkOrder), substitutable);
+    if (connected) {
+      try {
+        client.declarePlan(job, dataset.name(), features, epochs, plan.chunkOrder(), substitutable);
+      } catch (IOException e) {
+        disconnected(e);
+      }
+    }
+  }
+
+  public boolean connected() {
+    return connected;
+  }
+
+  /** The last error from the node, or null. */
+  public synchronized String lastError() {
+    return lastError;
+  }
+
+  private synchronized void disconnected(IOException e) {
+    connected = false;
+    lastError = e.getMessage();
+  }
+
+  /** Asks the node where the features live now. */
+  public void refresh() {
+    JsonNode r;
+    try {
+      r = client.resolve(job, dataset.name(), features, null);
+    } catch (IOException e) {
+      disconnected(e);
+      synchronized (this) {
+        lastRefresh = System.currentTimeMillis();
+      }
+      return;
+    }
+    boolean wasConnected;
+    Map<String, Path> next = new HashMap<>();
+    if (r.path("version").asText().equals(dataset.version())) {
+      for (JsonNode s : r.path("segments")) {
+        Path p = Path.of(s.path("path").asText());
+        int chunk = s.path("chunk").asInt();
+        for (JsonNode f : s.path("features")) {
+          next.put(f.asText() + "\0" + chunk, p);
+        }
+      }
+    }
+    synchronized (this) {
+      wasConnected = connected;
+      connected = true;
+      lastRefresh = System.currentTimeMillis();
+      if (!next.equals(residency)) {
+        residency.clear();
+        residency.putAll(next);
+        generation.incrementAndGet();
+      }
+    }
+    if (!wasConnected && plan != null) {
+      declarePlan(plan.epochs(), plan.chunkOrder(), plan.substitutable());
+    }
+  }
+
+  @Override
+  public long generation() {
+    boolean due;
+    synchronized (this) {
+      due = !closed && System.currentTimeMillis() - lastRefresh >= refreshMillis;
+      if (due) {
+        lastRefresh = System.currentTimeMillis();
+      }
+    }
+    if (due) {
+      refresh();
+    }
+    return generation.get();
+  }
+
+  @Override
+  public SegmentSource.Lease lease(Dataset ds, String feature, int chunk) throws IOException {
+    Path p;
+    synchronized (this) {
+      p = residency.get(feature + "\0" + chunk);
+    }
+    if (p == null) {
+      return null;
+    }
+    SegmentFile file;
+    synchronized (this) {
+      Mapping m = mapped.get(p);
+      if (m == null) {
+        try {
+          m = new Mapping(SegmentFile.open(p, SegmentFile.Verify.FIRST_OPEN));
+        } catch (NoSuchFileException | CorruptFileException e) {
+          // Evicted since the node answered, or damaged: the HDD tier serves it.
+          residency.remove(feature + "\0" + chunk);
+          return null;
+        }
+        SegmentFile f = m.file;
+        if (!f.info().dataset().equals(ds.name()) || !f.info().datasetVersion().equals(ds.version())
+            || f.info().chunk() != chunk || !f.hasColumn(feature)) {
+          f.close();
+          residency.remove(feature + "\0" + chunk);
+          return null;
+        }
+        mapped.put(p, m);
+      }
+      m.refs++;
+      file = m.file;
+    }
+    return new SegmentSource.Lease() {
+      private boolean released;
+
+      @Override
+      public Column column(String f) {
+        return file.column(f);
+      }
+
+      @Override
+      public void close() {
+        synchronized (NodeSegments.this) {
+          if (released) {
+            return;
+          }
+          released = true;
+          Mapping m = mapped.get(p);
+          if (m != null && --m.refs == 0) {
+            mapped.remove(p);
+            m.file.close();
+          }
+        }
+      }
+    };
+  }
+
+  @Override
+  public void read(Dataset ds, String feature, int chunk, long bytes, boolean fromSsd) {
+    synchronized (pendingReads) {
+      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + (fromSsd ? 1 : 0), k -> new long[1]);
+      a[0] += bytes;
+    }
+  }
+
+  private void reportLoop() {
+    while (!closed) {
+      try {
+        Thread.sleep(250);
+      } catch (InterruptedException e) {
+        return;
+      }
+      flush();
+    }
+  }
+
+  /** Sends the reads aggregated since the last report; dropped when the node is down. */
+  public void flush() {
+    List<NodeClient.Read> reads = new ArrayList<>();
+    synchronized (pendingReads) {
+      for (Map.Entry<String, long[]> e : pendingReads.entrySet()) {
+        String[] k = e.getKey().split("\0");
+        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], k[2].equals("1")));
+      }
+      pendingReads.clear();
+    }
+    if (reads.isEmpty() || !connected) {
+      return;
+    }
+    try {
+      client.reportReads(job, dataset.name(), reads);
+    } catch (IOException e) {
+      disconnected(e);
+    }
+  }
+
+  /** Flushes reads, ends the plan on the node and unmaps every segment. */
+  @Override
+  public void close() {
+    closed = true;
+    reporter.interrupt();
+    try {
+      reporter.join(2000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    flush();
+    if (connected && plan != null) {
+      try {
+        client.endPlan(job);
+      } catch (IOException ignored) {
+        // The node forgets plans on restart anyway.
+      }
+    }
+    synchronized (this) {
+      mapped.values().forEach(m -> m.file.close());
+      mapped.clear();
+    }
+  }
+}

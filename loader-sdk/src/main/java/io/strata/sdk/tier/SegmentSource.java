@@ -1,0 +1,31 @@
+package io.strata.sdk.tier;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import java.io.IOException;
+
+/**
+ * Where a reader finds resident feature chunks on the SSD tier: a local {@link SegmentStore}, or
+ * a cache node ({@code io.strata.sdk.node.NodeSegments}). Thread-safe.
+ */
+public interface SegmentSource {
+  /** A mapped segment, held until closed. */
+  interface Lease extends AutoCloseable {
+    Column column(String feature);
+
+    @Override
+    void close();
+  }
+
+  /** A lease on a segment holding {@code feature} of {@code chunk}, or null when it is not resident. */
+  Lease lease(Dataset dataset, String feature, int chunk) throws IOException;
+
+  /**
+   * A number that changes whenever chunks may have become resident; readers recheck chunks they
+   * found absent when it changes.
+   */
+  long generation();
+
+  /** Told about every read a reader makes (for reporting to a node); nothing by default. */
+  default void read(Dataset dataset, String feature, int chunk, long bytes, boolean fromSsd) {}
+}

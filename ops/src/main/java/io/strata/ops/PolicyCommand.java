@@ -1,0 +1,184 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.CaffeinePolicy;
+import io.strata.node.policy.LruPolicy;
+import io.strata.node.policy.OptPolicy;
+import io.strata.node.policy.Simulator;
+import io.strata.node.policy.StrataPolicy;
+import io.strata.node.policy.Trace;
+import io.strata.node.policy.TraceGenerator;
+import io.strata.sdk.internal.Json;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata policy ...}: the tiering policy offline (simulate, trace). */
+@Command(name = "policy", mixinStandardHelpOptions = true, description = "Tiering policy: simulate on traces, generate traces.",
+    subcommands = {PolicyCommand.Simulate.class, PolicyCommand.GenerateTrace.class})
+final class PolicyCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** Parses 10g, 512m, 1.5t, 3000 (bytes). */
+  static long parseBytes(String s) {
+    String t = s.strip().toLowerCase(Locale.ROOT);
+    long mult = 1;
+    if (t.endsWith("b")) {
+      t = t.substring(0, t.length() - 1);
+    }
+    char last = t.isEmpty() ? ' ' : t.charAt(t.length() - 1);
+    switch (last) {
+      case 'k' -> mult = 1L << 10;
+      case 'm' -> mult = 1L << 20;
+      case 'g' -> mult = 1L << 30;
+      case 't' -> mult = 1L << 40;
+      default -> mult = 1;
+    }
+    if (mult > 1) {
+      t = t.substring(0, t.length() - 1);
+    }
+    try {
+      double v = Double.parseDouble(t);
+      if (v < 0 || Double.isNaN(v)) {
+        throw new NumberFormatException();
+      }
+      return (long) (v * mult);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("bad byte size '" + s + "' (examples: 3000, 512m, 10g)");
+    }
+  }
+
+  @Command(name = "simulate", mixinStandardHelpOptions = true,
+      description = "Replay a trace (CSV: time,job,dataset,feature,chunk,bytes) through Strata's policy, LRU, Caffeine W-TinyLFU and offline Belady (OPT).")
+  static final class Simulate implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--trace", required = true, description = "Trace CSV file.")
+    Path trace;
+
+    @Option(names = "--ssd-budget", required = true, split = ",",
+        description = "SSD budget in bytes (3000, 512m, 10g) or as a share of the trace's distinct bytes (10%%); several allowed, comma-separated.")
+    List<String> budgets;
+
+    @Option(names = "--flash-budget", defaultValue = "0", description = "Flash write budget per hour for Strata's policy (0: none).")
+    String flashBudget;
+
+    @Option(names = "--json", description = "Print the results as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      if (!Files.isRegularFile(trace)) {
+        throw new java.nio.file.NoSuchFileException(trace.toString(), null, "no such trace file");
+      }
+      Trace t = Trace.read(trace);
+      if (t.size() == 0) {
+        throw new IllegalArgumentException(trace + " has no reads");
+      }
+      double flash = parseBytes(flashBudget);
+      ObjectNode result = Json.object();
+      result.put("trace", trace.toString()).put("reads", t.size()).put("jobs", t.jobs()).put("chunks", t.keys())
+          .put("distinctBytes", t.distinctBytes()).put("totalBytes", t.totalBytes());
+      ArrayNode runs = result.putArray("runs");
+      if (!json) {
+        out.printf("trace %s: %s reads by %d jobs of %d feature chunks; %s distinct, %s read%n", trace, Terminal.count(t.size()),
+            t.jobs(), t.keys(), Terminal.bytes(t.distinctBytes()), Terminal.bytes(t.totalBytes()));
+      }
+      for (String b : budgets) {
+        long budget = b.strip().endsWith("%")
+            ? (long) (t.distinctBytes() * Double.parseDouble(b.strip().replace("%", "")) / 100)
+            : parseBytes(b);
+        List<Simulator.Result> results = new ArrayList<>();
+        results.add(Simulator.run(t, new StrataPolicy(budget, flash), false));
+        results.add(Simulator.run(t, new StrataPolicy(budget, flash), true));
+        results.add(Simulator.run(t, new LruPolicy(budget), false));
+        results.add(Simulator.run(t, new CaffeinePolicy(budget), false));
+        results.add(Simulator.run(t, new OptPolicy(t, budget), false));
+        Simulator.Result strata = results.get(0);
+        Simulator.Result lru = results.get(2);
+        Simulator.Result opt = results.get(4);
+        ObjectNode run = runs.addObject();
+        run.put("ssdBudgetBytes", budget).put("ssdBudgetShare", (double) budget / t.distinctBytes());
+        ArrayNode policies = run.putArray("policies");
+        Terminal.Table table = new Terminal.Table("policy", "byte hit ratio", "HDD bytes read", "HDD bytes absorbed", "flash written", "vs OPT", "absorbed vs LRU", "flash vs LRU");
+        for (Simulator.Result r : results) {
+          ObjectNode o = policies.addObject();
+          o.put("policy", r.policy()).put("byteHitRatio", r.byteHitRatio()).put("hddBytesRead", r.hddBytes())
+              .put("hddBytesAbsorbed", r.hitBytes()).put("flashBytesWritten", r.flashBytes()).put("hits", r.hits())
+              .put("seconds", r.seconds());
+          table.row(r.policy(), String.format(Locale.ROOT, "%.3f", r.byteHitRatio()), Terminal.bytes(r.hddBytes()),
+              Terminal.bytes(r.hitBytes()), Terminal.bytes(r.flashBytes()),
+              String.format(Locale.ROOT, "%.2f", r.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio())),
+              String.format(Locale.ROOT, "%.2fx", (double) r.hitBytes() / Math.max(1, lru.hitBytes())),
+              String.format(Locale.ROOT, "%.2f", (double) r.flashBytes() / Math.max(1, lru.flashBytes())));
+        }
+        run.put("strataVsOpt", strata.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio()));
+        run.put("strataAbsorbedVsLru", (double) strata.hitBytes() / Math.max(1, lru.hitBytes()));
+        run.put("strataFlashVsLru", (double) strata.flashBytes() / Math.max(1, lru.flashBytes()));
+        if (!json) {
+          out.printf("%nSSD budget %s (%.1f%% of distinct bytes)%n", Terminal.bytes(budget), 100.0 * budget / t.distinctBytes());
+          table.print(out);
+        }
+      }
+      if (json) {
+        out.println(Json.compact(result));
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "trace", mixinStandardHelpOptions = true,
+      description = "Generate a realistic multi-job trace: Zipf feature popularity, jobs reading 20-37%% of a dataset's features for 1-3 epochs, staggered starts, several datasets.")
+  static final class GenerateTrace implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = {"-o", "--out"}, required = true, description = "CSV file to write.")
+    Path out;
+
+    @Option(names = "--datasets", defaultValue = "4")
+    int datasets;
+
+    @Option(names = "--features", defaultValue = "60", description = "Feature columns per dataset.")
+    int features;
+
+    @Option(names = "--chunks", defaultValue = "48", description = "Chunks per dataset.")
+    int chunks;
+
+    @Option(names = "--jobs", defaultValue = "40")
+    int jobs;
+
+    @Option(names = "--zipf", defaultValue = "1.1", description = "Zipf exponent of feature popularity.")
+    double zipf;
+
+    @Option(names = "--arrival", defaultValue = "60", description = "Mean seconds between job starts.")
+    double arrival;
+
+    @Option(names = "--seed", defaultValue = "1")
+    long seed;
+
+    @Override
+    public Integer call() throws Exception {
+      Trace t = TraceGenerator.generate(new TraceGenerator.Spec(datasets, features, chunks, jobs, zipf, arrival, seed));
+      t.write(out);
+      spec.commandLine().getOut().printf("wrote %s: %s reads by %d jobs of %d feature chunks, %s distinct%n", out,
+          Terminal.count(t.size()), t.jobs(), t.keys(), Terminal.bytes(t.distinctBytes()));
+      return 0;
+    }
+  }
+}
