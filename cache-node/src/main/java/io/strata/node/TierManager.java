@@ -587,6 +587,7 @@ final class TierManager implements AutoCloseable {
         keyBytes.set(key, ref.bytes());
         if (policy.resident(key) && !closed) {
           residentRefs.put(key, ref);
+          policy.restore(key, ref.bytes());
           counters.promotions++;
         } else {
           // Evicted while being written.

@@ -12,6 +12,7 @@ import picocli.CommandLine.Command;
     versionProvider = Main.Version.class,
     description = "Strata: a tiered feature cache for machine-learning training.",
     subcommands = {
+      NodeCommand.class,
       DatasetCommand.class,
       PromoteCommand.class,
       LoaderCommand.class,

@@ -40,7 +40,8 @@ class LoaderRestartIT {
 
   private static List<String> args(Path checkpoint, Path cache) {
     List<String> a = new ArrayList<>(List.of("loader", "run", "--dataset", dataset.toString(), "--ssd", ssd.toString(),
-        "--batch", "48", "--epochs", "2", "--seed", "17", "--print-checksums", "--json", "--prefetch", "6"));
+        "--batch", "48", "--epochs", "2", "--seed", "17", "--print-checksums", "--json", "--prefetch", "6",
+        "--step-ms", "20"));
     if (checkpoint != null) {
       a.addAll(List.of("--checkpoint", checkpoint.toString()));
     }

@@ -527,9 +527,15 @@ public final class StrataPolicy implements CachePolicy {
     }
   }
 
-  /** Marks a key resident without spending flash budget (a segment found on disk at start-up). */
+  /**
+   * Marks a key resident without spending flash budget (a segment found on disk at start-up, an
+   * operator's promotion), or corrects the size of a resident key once its segment is written.
+   */
   public void restore(int key, long bytes) {
     ensure(key);
+    if (resident[key]) {
+      used += bytes - size[key];
+    }
     size[key] = bytes;
     if (!resident[key]) {
       resident[key] = true;

@@ -1,0 +1,228 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.node.CacheNode;
+import io.strata.node.NodeConfig;
+import io.strata.node.Sizes;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.node.NodeClient;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata node start|stop|status}. */
+@Command(name = "node", mixinStandardHelpOptions = true, description = "Run and inspect the cache node.",
+    subcommands = {NodeCommand.Start.class, NodeCommand.Stop.class, NodeCommand.Status.class})
+final class NodeCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  /** Written by a running node: its process and URL. */
+  static final String INFO = "node.json";
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /** The URL of the node: --node, $STRATA_NODE, the node.json of the default home, or the default port. */
+  static String nodeUrl(String explicit) {
+    if (explicit != null) {
+      return explicit;
+    }
+    String env = System.getenv("STRATA_NODE");
+    if (env != null && !env.isBlank()) {
+      return env;
+    }
+    try {
+      Path info = NodeConfig.defaultHome().resolve(INFO);
+      if (Files.exists(info)) {
+        return Json.parse(Files.readAllBytes(info)).path("url").asText();
+      }
+    } catch (IOException ignored) {
+      // Fall back to the default address.
+    }
+    return "http://127.0.0.1:" + NodeConfig.DEFAULT_PORT;
+  }
+
+  @Command(name = "start", mixinStandardHelpOptions = true, description = "Start a cache node (in the background unless --foreground).")
+  static final class Start implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--home", description = "Node home (default: $STRATA_HOME/node or ~/.strata/node).")
+    Path home;
+
+    @Option(names = "--config", description = "JSON configuration file (see docs/API.md).")
+    Path config;
+
+    @Option(names = "--port", description = "Port (default 7070; 0 picks a free one).")
+    Integer port;
+
+    @Option(names = "--hdd-root", description = "HDD root directory (repeatable); datasets must lie inside one.")
+    List<Path> hddRoots;
+
+    @Option(names = "--ssd-budget", description = "SSD tier budget, for example 20g.")
+    String ssdBudget;
+
+    @Option(names = "--foreground", description = "Run in this process until stopped (Ctrl-C or SIGTERM).")
+    boolean foreground;
+
+    NodeConfig build() throws IOException {
+      NodeConfig c = config != null ? NodeConfig.read(config)
+          : NodeConfig.embedded(home != null ? home : NodeConfig.defaultHome(), NodeConfig.DEFAULT_PORT);
+      if (port != null) {
+        c = c.withPort(port);
+      }
+      if (hddRoots != null && !hddRoots.isEmpty()) {
+        List<Path> roots = new ArrayList<>(c.hddRoots());
+        hddRoots.forEach(r -> roots.add(r.toAbsolutePath().normalize()));
+        c = c.withHddRoots(roots);
+      }
+      if (ssdBudget != null) {
+        c = c.withSsdBudget(Sizes.parse(ssdBudget));
+      }
+      return c;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      NodeConfig c = build();
+      Path info = c.home().resolve(INFO);
+      Optional<ProcessHandle> running = running(info);
+      if (running.isPresent()) {
+        throw new IllegalStateException("a node is already running from " + c.home() + " (pid " + running.get().pid()
+            + "); stop it with 'strata node stop'");
+      }
+      if (!foreground) {
+        return background(out, c, info);
+      }
+      CacheNode node = CacheNode.start(c);
+      AtomicFiles.write(info, Json.compact(Json.object().put("pid", ProcessHandle.current().pid()).put("url", node.url()))
+          .getBytes(StandardCharsets.UTF_8));
+      CountDownLatch stopped = new CountDownLatch(1);
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          node.close();
+          Files.deleteIfExists(info);
+        } catch (IOException ignored) {
+          // Exiting anyway.
+        }
+        stopped.countDown();
+      }, "strata-node-shutdown"));
+      out.printf("strata node listening on %s (home %s, SSD budget %s)%n", node.url(), c.home(),
+          Terminal.bytes(c.ssdBudgetBytes()));
+      for (String note : node.startupNotes()) {
+        out.println("  " + note);
+      }
+      out.flush();
+      stopped.await();
+      return 0;
+    }
+
+    private int background(PrintWriter out, NodeConfig c, Path info) throws Exception {
+      Files.deleteIfExists(info);
+      List<String> args = new ArrayList<>(List.of("node", "start", "--foreground", "--home", c.home().toString()));
+      if (config != null) {
+        args.addAll(List.of("--config", config.toString()));
+      }
+      if (port != null) {
+        args.addAll(List.of("--port", port.toString()));
+      }
+      if (hddRoots != null) {
+        hddRoots.forEach(r -> args.addAll(List.of("--hdd-root", r.toString())));
+      }
+      if (ssdBudget != null) {
+        args.addAll(List.of("--ssd-budget", ssdBudget));
+      }
+      Path log = c.home().resolve("node.log");
+      Files.createDirectories(c.home());
+      Process p = BenchCommand.spawn(List.of("-Xmx1g"), args, log);
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      while (!Files.exists(info)) {
+        if (!p.isAlive()) {
+          throw new IOException("the node exited (" + p.exitValue() + "): " + Files.readString(log).strip());
+        }
+        if (System.nanoTime() > deadline) {
+          p.destroy();
+          throw new IOException("the node did not start within 60 s; see " + log);
+        }
+        Thread.sleep(50);
+      }
+      JsonNode n = Json.parse(Files.readAllBytes(info));
+      out.printf("strata node started: %s (pid %d, home %s, log %s)%n", n.path("url").asText(), n.path("pid").asLong(), c.home(), log);
+      return 0;
+    }
+  }
+
+  static Optional<ProcessHandle> running(Path info) {
+    try {
+      if (!Files.exists(info)) {
+        return Optional.empty();
+      }
+      long pid = Json.parse(Files.readAllBytes(info)).path("pid").asLong(-1);
+      return ProcessHandle.of(pid).filter(ProcessHandle::isAlive);
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Command(name = "stop", mixinStandardHelpOptions = true, description = "Stop the node started from a home directory.")
+  static final class Stop implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--home", description = "Node home (default: $STRATA_HOME/node or ~/.strata/node).")
+    Path home;
+
+    @Override
+    public Integer call() throws Exception {
+      Path h = home != null ? home : NodeConfig.defaultHome();
+      Optional<ProcessHandle> p = running(h.resolve(INFO));
+      if (p.isEmpty()) {
+        throw new IllegalStateException("no node is running from " + h);
+      }
+      p.get().destroy();
+      p.get().onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      spec.commandLine().getOut().printf("stopped the node (pid %d)%n", p.get().pid());
+      return 0;
+    }
+  }
+
+  @Command(name = "status", mixinStandardHelpOptions = true, description = "Is the node up, and what does it hold.")
+  static final class Status implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--node", description = "Node URL (default: $STRATA_NODE, the default home's node, or http://127.0.0.1:7070).")
+    String node;
+
+    @Option(names = "--json", description = "Print as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      NodeClient c = new NodeClient(nodeUrl(node), System.getenv("STRATA_TOKEN"));
+      JsonNode t = c.tiers();
+      PrintWriter out = spec.commandLine().getOut();
+      if (json) {
+        out.println(Json.compact(t));
+        return 0;
+      }
+      out.printf("node %s up %s: %d datasets, %d jobs; SSD %s of %s in %d segments%n", c.url(),
+          Terminal.seconds(t.path("uptimeSeconds").asDouble()), t.path("hdd").path("datasets").asInt(), t.path("jobs").size(),
+          Terminal.bytes(t.path("ssd").path("bytes").asLong()), Terminal.bytes(t.path("ssd").path("budgetBytes").asLong()),
+          t.path("ssd").path("segments").asInt());
+      return 0;
+    }
+  }
+}
