@@ -351,12 +351,12 @@ final class TierManager implements AutoCloseable {
     long rows = ds.chunks().get(chunk).rows();
     int width = t.kind().width();
     if (width > 0) {
-      return rows * width + 1024;
+      return rows * width + 4096;
     }
     if (width == 0) {
-      return rows / 8 + 1024;
+      return rows / 8 + 4096;
     }
-    return rows * (t.isVariableWidth() ? 24 : 40) + 1024;
+    return rows * (t.isVariableWidth() ? 24 : 40) + 4096;
   }
 
   private static void checkFeatureAndChunk(Dataset ds, String feature, int chunk) {
@@ -522,12 +522,8 @@ final class TierManager implements AutoCloseable {
     return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted);
   }
 
-  private boolean withinQuota(int key) {
-    String ds = keys.get(key).dataset();
-    Long quota = quotas.get(ds);
-    if (quota == null) {
-      return true;
-    }
+  /** SSD bytes a dataset holds or has in flight. */
+  private long datasetBytes(String ds) {
     long used = 0;
     for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
       if (keys.get(e.getKey()).dataset().equals(ds)) {
@@ -539,7 +535,12 @@ final class TierManager implements AutoCloseable {
         used += keyBytes.get(p);
       }
     }
-    return used + keyBytes.get(key) <= quota;
+    return used;
+  }
+
+  private boolean withinQuota(int key) {
+    Long quota = quotas.get(keys.get(key).dataset());
+    return quota == null || datasetBytes(keys.get(key).dataset()) + keyBytes.get(key) <= quota;
   }
 
   /** Queues the promotion of one feature chunk; false (and the policy told) if refused. */
@@ -587,8 +588,13 @@ final class TierManager implements AutoCloseable {
         keyBytes.set(key, ref.bytes());
         if (policy.resident(key) && !closed) {
           residentRefs.put(key, ref);
-          policy.restore(key, ref.bytes());
           counters.promotions++;
+          policy.resize(key, ref.bytes(), now(), this::evicted);
+          Long quota = quotas.get(info.dataset());
+          if (quota != null && residentRefs.containsKey(key) && datasetBytes(info.dataset()) > quota) {
+            policy.removed(key);
+            evicted(key);
+          }
         } else {
           // Evicted while being written.
           evictor.execute(() -> removeQuietly(ref));

@@ -211,6 +211,54 @@ class CacheNodeTest {
   }
 
   @Test
+  void evictingUnderAReaderNeverPullsDataFromUnderIt() throws Exception {
+    client.promote("events", SHARED, null);
+    assertTrue(node.awaitIdle(30_000));
+    List<Long> expected = new ArrayList<>();
+    try (Dataset ds = Dataset.open(datasetDir);
+        Loader plain = Loader.builder(ds).features(SHARED).sampleBatches(64).seed(5).build()) {
+      for (Batch b : plain) {
+        try (b) {
+          expected.add(Columns.checksum(b.column("embedding")) ^ Columns.checksum(b.column("merchant_category")));
+        }
+      }
+    }
+    List<Long> got = new ArrayList<>();
+    try (Dataset ds = Dataset.open(datasetDir);
+        Loader l = Loader.builder(ds).features(SHARED).sampleBatches(64).seed(5).node(client, "reader").nodeRefresh(20)
+            .prefetch(1, 1).build()) {
+      int i = 0;
+      for (Batch b : l) {
+        try (b) {
+          if (i == 2) {
+            // Evict everything while this batch (mapped segments) is in use and the loader holds leases.
+            assertTrue(client.evict("events", null, null).path("evicted").asInt() > 0);
+            assertTrue(node.awaitIdle(30_000));
+          }
+          got.add(Columns.checksum(b.column("embedding")) ^ Columns.checksum(b.column("merchant_category")));
+        }
+        i++;
+      }
+      assertTrue(l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD) > 0);
+    }
+    assertEquals(expected, got, "every value stays right across the eviction");
+  }
+
+  @Test
+  void quotasCapADatasetsShareOfTheSsdTier() throws Exception {
+    client.setPolicy(Json.object().set("quotas", Json.object().put("events", 2L << 20)));
+    assertEquals(2L << 20, client.policy().path("quotas").path("events").asLong());
+    try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "quota").features(ds.featureNames()).epochs(2).build()) {
+      run(l);
+    }
+    assertTrue(node.awaitIdle(30_000));
+    long held = client.dataset("events").path("ssdBytes").asLong();
+    assertTrue(held > 0 && held <= 2L << 20, "the dataset holds " + held);
+    client.setPolicy(Json.object().set("quotas", Json.object().putNull("events")));
+    assertTrue(client.policy().path("quotas").isEmpty());
+  }
+
+  @Test
   void badRequestsGetJsonErrorsNamingTheProblem() throws Exception {
     Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-outside"));
     Object[][] cases = {

@@ -577,6 +577,23 @@ public final class StrataPolicy implements CachePolicy {
       throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
     }
     budget = bytes;
+    shrink(now, evictions);
+  }
+
+  /**
+   * Sets the size of a resident key to what its segment really takes, evicting (farthest next
+   * use first) if that pushes the tier over its budget.
+   */
+  public void resize(int key, long bytes, double now, Evictions evictions) {
+    ensure(key);
+    if (resident[key]) {
+      used += bytes - size[key];
+    }
+    size[key] = bytes;
+    shrink(now, evictions);
+  }
+
+  private void shrink(double now, Evictions evictions) {
     while (used > budget && residentCount > 0) {
       int worst = -1;
       double worstEta = -2;
