@@ -18,6 +18,7 @@ module io.strata.sdk {
   exports io.strata.sdk.loader;
   exports io.strata.sdk.gpu;
   exports io.strata.sdk.node;
+  exports io.strata.sdk.derive;
   exports io.strata.sdk.internal to
       io.strata.store,
       io.strata.node,

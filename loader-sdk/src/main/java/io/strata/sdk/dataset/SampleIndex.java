@@ -147,6 +147,23 @@ public final class SampleIndex implements AutoCloseable {
     return -1;
   }
 
+  /** The ordinal of the sample holding {@code row}, or -1 if no sample does. */
+  public long ordinalOfRow(long row) {
+    long lo = 0;
+    long hi = count - 1;
+    long found = -1;
+    while (lo <= hi) {
+      long mid = (lo + hi) >>> 1;
+      if (entries.get(LONG, mid * ENTRY + 8) <= row) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return found >= 0 && row < end(found) ? found : -1;
+  }
+
   public Path path() {
     return path;
   }
