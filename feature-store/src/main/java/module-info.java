@@ -2,4 +2,8 @@
 module io.strata.store {
   requires transitive io.strata.sdk;
   requires rocksdbjni;
+  requires com.fasterxml.jackson.databind;
+  requires java.management;
+
+  exports io.strata.store;
 }

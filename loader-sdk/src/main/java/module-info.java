@@ -8,6 +8,7 @@ module io.strata.sdk {
   requires hadoop.client.api;
   requires com.fasterxml.jackson.databind;
   requires java.net.http;
+  requires java.management;
   requires org.bytedeco.javacpp;
   requires org.bytedeco.cuda;
 

@@ -80,6 +80,11 @@ final class NodeApi {
       tiers.endJob(ctx.pathParam("job"));
       return Json.object().put("ended", ctx.pathParam("job"));
     }));
+    r.post("/v1/features").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      return tiers.derive(text(b, "dataset", true), text(b, "spec", true));
+    }));
+    r.get("/v1/features").handler(ctx -> run(ctx, tiers::derivedFeatures));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));
     r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(body(ctx))));

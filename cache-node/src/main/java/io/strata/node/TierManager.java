@@ -75,6 +75,7 @@ final class TierManager implements AutoCloseable {
 
   private final NodeConfig config;
   private final SegmentStore store;
+  private final io.strata.store.FeatureStore features;
   private final StrataPolicy policy;
   private final double startNanos = System.nanoTime();
   private final Map<String, Path> registry = new TreeMap<>();
@@ -111,6 +112,7 @@ final class TierManager implements AutoCloseable {
       startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
     }
     startupNotes.addAll(store.dropped());
+    this.features = io.strata.store.FeatureStore.openWriter(config.home().resolve("features"));
     this.policy = new StrataPolicy(config.ssdBudgetBytes(), config.flashWriteBudgetBytesPerHour());
     this.open = Caffeine.newBuilder()
         .maximumSize(64)
@@ -347,6 +349,9 @@ final class TierManager implements AutoCloseable {
 
   /** Segment bytes of a chunk before it is written: exact for fixed widths, an estimate otherwise. */
   private static long estimateBytes(Dataset ds, String feature, int chunk) {
+    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+      return ds.chunks().get(chunk).rows() * 16 + 4096;
+    }
     FeatureType t = ds.feature(feature).type();
     long rows = ds.chunks().get(chunk).rows();
     int width = t.kind().width();
@@ -359,11 +364,30 @@ final class TierManager implements AutoCloseable {
     return rows * (t.isVariableWidth() ? 24 : 40) + 4096;
   }
 
-  private static void checkFeatureAndChunk(Dataset ds, String feature, int chunk) {
-    try {
-      ds.feature(feature);
-    } catch (IllegalArgumentException e) {
-      throw NodeException.badRequest(e.getMessage());
+  private void checkFeatureAndChunk(Dataset ds, String feature, int chunk) {
+    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+      String canonical;
+      try {
+        canonical = io.strata.sdk.derive.Spec.parse(feature).canonical();
+      } catch (IllegalArgumentException e) {
+        throw NodeException.badRequest(e.getMessage());
+      }
+      if (!canonical.equals(feature)) {
+        throw NodeException.badRequest("derived features are named by their canonical spec: '" + canonical + "', not '" + feature + "'");
+      }
+      try {
+        if (features.lookup(ds.name(), ds.version(), canonical).isEmpty()) {
+          throw NodeException.notFound("derived feature " + canonical + " of " + ds.name() + " is not materialized (POST /v1/features first)");
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    } else {
+      try {
+        ds.feature(feature);
+      } catch (IllegalArgumentException e) {
+        throw NodeException.badRequest(e.getMessage());
+      }
     }
     if (chunk < 0 || chunk >= ds.chunks().size()) {
       throw NodeException.badRequest("chunk " + chunk + " is outside dataset " + ds.name() + " (0.." + (ds.chunks().size() - 1) + ")");
@@ -578,7 +602,15 @@ final class TierManager implements AutoCloseable {
       ChunkInfo c = ds.chunks().get(info.chunk());
       SegmentRef ref;
       try (Arena arena = Arena.ofConfined()) {
-        SequencedMap<String, Column> cols = ds.readChunk(info.chunk(), List.of(info.feature()), arena);
+        SequencedMap<String, Column> cols;
+        if (io.strata.sdk.derive.Spec.isDerived(info.feature())) {
+          String fp = features.lookup(ds.name(), ds.version(), info.feature())
+              .orElseThrow(() -> new IOException("derived feature " + info.feature() + " is no longer in the feature store"));
+          cols = new LinkedHashMap<>();
+          cols.put(info.feature(), features.chunk(fp, info.chunk(), arena));
+        } else {
+          cols = ds.readChunk(info.chunk(), List.of(info.feature()), arena);
+        }
         throttle(io.strata.sdk.Columns.dataBytes(cols.firstEntry().getValue()));
         ref = store.write(new SegmentInfo(ds.name(), ds.version(), info.chunk(), c.firstRow(), c.endRow(), List.of(info.feature())), cols);
       }
@@ -657,6 +689,74 @@ final class TierManager implements AutoCloseable {
     } catch (IOException ignored) {
       // The file is gone from the catalog; a failed unlink is retried at the next start-up scan.
     }
+  }
+
+  // ---------------------------------------------------------------- derived features
+
+  /**
+   * Gets or computes a derived feature of a dataset in the node's feature store (requests for
+   * the same feature wait for one computation), then puts every chunk on the SSD tier as a
+   * segment named by the canonical spec. Runs on a worker thread; may take long.
+   */
+  ObjectNode derive(String datasetName, String specText) throws IOException {
+    Dataset ds = dataset(datasetName);
+    io.strata.sdk.derive.Derivation d;
+    try {
+      d = io.strata.sdk.derive.Derivation.of(io.strata.sdk.derive.Spec.parse(specText), ds);
+    } catch (IllegalArgumentException e) {
+      throw NodeException.badRequest(e.getMessage());
+    }
+    io.strata.sdk.derive.Derivation.SourceReader reader = (fs, first, count, arena) -> ds.orc().readRows(first, count, fs, arena);
+    boolean cached = features.complete(d, reader) != null;
+    long t0 = System.nanoTime();
+    io.strata.store.FeatureMeta m = features.getOrCompute(d, reader, io.strata.sdk.Progress.NONE);
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    String canonical = d.spec().canonical();
+    int placed = 0;
+    for (int c = 0; c < ds.chunks().size(); c++) {
+      int k;
+      synchronized (this) {
+        k = key(ds, canonical, c);
+        if (residentRefs.containsKey(k) || pending.contains(k) || policy.residentBytes() + keyBytes.get(k) > policy.budget()) {
+          continue;
+        }
+        policy.restore(k, keyBytes.get(k));
+        pending.add(k);
+      }
+      ChunkInfo chunk = ds.chunks().get(c);
+      try (Arena arena = Arena.ofConfined()) {
+        SequencedMap<String, Column> cols = new LinkedHashMap<>();
+        cols.put(canonical, features.chunk(m.fingerprint(), c, arena));
+        SegmentRef ref = store.write(new SegmentInfo(ds.name(), ds.version(), c, chunk.firstRow(), chunk.endRow(), List.of(canonical)), cols);
+        synchronized (this) {
+          pending.remove(k);
+          keyBytes.set(k, ref.bytes());
+          residentRefs.put(k, ref);
+          counters.flashBytes += ref.bytes();
+          policy.resize(k, ref.bytes(), now(), this::evicted);
+          placed++;
+        }
+      } catch (IOException | RuntimeException e) {
+        synchronized (this) {
+          pending.remove(k);
+          policy.removed(k);
+        }
+        throw e;
+      }
+    }
+    ObjectNode o = m.toJson();
+    o.put("cached", cached).put("seconds", seconds).put("segmentsWritten", placed);
+    return o;
+  }
+
+  ArrayNode derivedFeatures() throws IOException {
+    ArrayNode a = Json.array();
+    for (io.strata.store.FeatureMeta m : features.list()) {
+      ObjectNode o = m.toJson();
+      o.remove("statistics");
+      a.add(o);
+    }
+    return a;
   }
 
   // ---------------------------------------------------------------- operator actions
@@ -945,6 +1045,7 @@ final class TierManager implements AutoCloseable {
     open.invalidateAll();
     open.cleanUp();
     store.close();
+    features.close();
     Files.deleteIfExists(config.home().resolve(RUNNING_MARKER));
   }
 }

@@ -4,7 +4,13 @@ import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.derive.DerivedStore;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.Spec;
+import io.strata.sdk.tier.DerivedChunkSource;
 import io.strata.sdk.tier.SegmentSource;
+import java.util.HashMap;
+import java.util.Map;
 import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.tier.TieredReader;
 import java.io.IOException;
@@ -49,6 +55,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private final SegmentSource store;
   private final io.strata.sdk.node.NodeSegments node;
   private final List<String> features;
+  private final Map<String, DerivedChunkSource> derived;
   private final Plan plan;
   private final int planHash;
   private final long stepsPerEpoch;
@@ -72,12 +79,29 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     if (features.isEmpty()) {
       throw new IllegalArgumentException("choose at least one feature");
     }
+    Map<String, DerivedChunkSource> derivedSources = new HashMap<>();
+    List<String> storageNames = new ArrayList<>();
     for (String f : features) {
-      dataset.feature(f);
+      if (Spec.isDerived(f)) {
+        Derivation d = Derivation.of(Spec.parse(f), dataset);
+        if (b.nodeClient != null) {
+          try {
+            b.nodeClient.derive(dataset.name(), d.spec().canonical());
+          } catch (IOException e) {
+            // Without the node, the feature is computed here.
+          }
+        }
+        derivedSources.put(f, new DerivedFeature(d, b.derivedStore, b.nodeJob != null ? b.nodeJob : b.name));
+        storageNames.add(d.spec().canonical());
+      } else {
+        dataset.feature(f);
+        storageNames.add(f);
+      }
     }
+    this.derived = Map.copyOf(derivedSources);
     this.plan = b.plan();
     if (b.nodeClient != null) {
-      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, b.nodeJob, dataset, features, b.nodeRefreshMillis);
+      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, b.nodeJob, dataset, storageNames, b.nodeRefreshMillis);
       List<Integer> order = null;
       if (!plan.shuffle) {
         order = new ArrayList<>();
@@ -85,7 +109,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
           order.add(c);
         }
       }
-      node.declarePlan(b.epochs, order, b.substitutable);
+      node.declarePlan(b.epochs, order, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
       this.store = node;
     } else {
       this.node = null;
@@ -258,7 +282,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private Permutation order;
 
     Producer(boolean writeCache) {
-      this.reader = new TieredReader(dataset, store, features, tierStats);
+      this.reader = new TieredReader(dataset, store, features, tierStats, derived);
       this.writeCache = writeCache;
     }
 
@@ -381,12 +405,13 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private String nodeJob;
     private long nodeRefreshMillis = 2000;
     private boolean substitutable;
+    private DerivedStore derivedStore;
 
     private Builder(Dataset dataset) {
       this.dataset = Objects.requireNonNull(dataset, "dataset");
     }
 
-    /** The features to read (projection). */
+    /** The features to read (projection): column names, or derived specs such as {@code "log1p(price)"}. */
     public Builder features(String... names) {
       this.features = List.of(names);
       return this;
@@ -506,6 +531,16 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     /** Lets the node reorder reads within an epoch so that resident chunks come first (declared with the plan). */
     public Builder substitutable(boolean substitutable) {
       this.substitutable = substitutable;
+      return this;
+    }
+
+    /**
+     * The feature store for derived features (specs such as {@code "log1p(price)"} among the
+     * features): complete features are read from it; a store that can write computes missing ones
+     * once (others asking wait); otherwise they are computed here and the computation recorded.
+     */
+    public Builder derivedStore(DerivedStore store) {
+      this.derivedStore = store;
       return this;
     }
 

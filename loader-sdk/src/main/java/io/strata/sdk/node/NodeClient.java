@@ -170,6 +170,20 @@ public final class NodeClient {
     return call("DELETE", "/v1/plans/" + job, null);
   }
 
+  /**
+   * Asks the node for a derived feature of {@code dataset}: it computes it if no job has yet
+   * (callers asking meanwhile wait for that one computation), stores it and puts its chunks on
+   * the SSD tier. Returns the feature's fingerprint and state.
+   */
+  public JsonNode derive(String dataset, String spec) throws IOException {
+    return call("POST", "/v1/features", Json.object().put("dataset", dataset).put("spec", spec));
+  }
+
+  /** The derived features the node's feature store holds. */
+  public JsonNode derivedFeatures() throws IOException {
+    return call("GET", "/v1/features", null);
+  }
+
   public JsonNode tiers() throws IOException {
     return call("GET", "/v1/tiers", null);
   }

@@ -43,7 +43,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private long lastRefresh;
   private String lastError;
 
-  private record Plan(int epochs, List<Integer> chunkOrder, boolean substitutable) {}
+  private record Plan(int epochs, List<Integer> chunkOrder, boolean substitutable, List<String> features) {}
 
   private static final class Mapping {
     final SegmentFile file;
@@ -68,12 +68,15 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
   }
 
-  /** Declares the job's plan now and again whenever the node comes back. */
-  public synchronized void declarePlan(int epochs, List<Integer> chunkOrder, boolean substitutable) {
-    plan = new Plan(epochs, chunkOrder == null ? null : List.copyOf(chunkOrder), substitutable);
-    if (connected) {
+  /**
+   * Declares the job's plan over {@code planFeatures} (the raw features: derived ones are served
+   * whole) now, and again whenever the node comes back.
+   */
+  public synchronized void declarePlan(int epochs, List<Integer> chunkOrder, boolean substitutable, List<String> planFeatures) {
+    plan = new Plan(epochs, chunkOrder == null ? null : List.copyOf(chunkOrder), substitutable, List.copyOf(planFeatures));
+    if (connected && !plan.features().isEmpty()) {
       try {
-        client.declarePlan(job, dataset.name(), features, epochs, plan.chunkOrder(), substitutable);
+        client.declarePlan(job, dataset.name(), plan.features(), epochs, plan.chunkOrder(), substitutable);
       } catch (IOException e) {
         disconnected(e);
       }
@@ -128,7 +131,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       }
     }
     if (!wasConnected && plan != null) {
-      declarePlan(plan.epochs(), plan.chunkOrder(), plan.substitutable());
+      declarePlan(plan.epochs(), plan.chunkOrder(), plan.substitutable(), plan.features());
     }
   }
 

@@ -4,6 +4,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
 import io.strata.sdk.dataset.ChunkInfo;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -38,6 +39,8 @@ public final class TieredReader implements AutoCloseable {
   private final Column[][] columns;
   private final List<Integer> fromOrc = new ArrayList<>();
   private final OrcBlockCache orcBlocks;
+  private final DerivedChunkSource[] derived;
+  private final ChunkCache derivedCache;
   private final int[] blockFirst = new int[1];
 
   /**
@@ -46,13 +49,28 @@ public final class TieredReader implements AutoCloseable {
    * {@code stats} receives the per-tier counts (shared by several readers if wanted).
    */
   public TieredReader(Dataset dataset, SegmentSource store, List<String> features, TierStats stats) {
+    this(dataset, store, features, stats, Map.of());
+  }
+
+  /**
+   * A reader whose features may include derived ones: {@code derived} maps such a feature (as
+   * named in {@code features}) to where its chunks come from when no segment holds them.
+   */
+  public TieredReader(Dataset dataset, SegmentSource store, List<String> features, TierStats stats,
+      Map<String, DerivedChunkSource> derived) {
     this.dataset = dataset;
     this.store = store;
     this.features = List.copyOf(features);
     this.stats = stats;
-    for (String f : features) {
-      dataset.feature(f);
+    this.derived = new DerivedChunkSource[features.size()];
+    for (int i = 0; i < features.size(); i++) {
+      String f = features.get(i);
+      this.derived[i] = derived.get(f);
+      if (this.derived[i] == null) {
+        dataset.feature(f);
+      }
     }
+    this.derivedCache = new ChunkCache(DEFAULT_ORC_BLOCK_BUDGET);
     int chunks = dataset.chunks().size();
     this.leases = new SegmentSource.Lease[features.size()][chunks];
     this.looked = new boolean[features.size()][chunks];
@@ -71,8 +89,9 @@ public final class TieredReader implements AutoCloseable {
   /** Builders for this reader's features, sized for {@code rows} rows. */
   public List<ColumnBuilder> builders(SegmentAllocator allocator, int rows) {
     List<ColumnBuilder> out = new ArrayList<>(features.size());
-    for (String f : features) {
-      out.add(new ColumnBuilder(dataset.feature(f).type(), allocator, rows));
+    for (int i = 0; i < features.size(); i++) {
+      FeatureType t = derived[i] != null ? derived[i].type() : dataset.feature(features.get(i)).type();
+      out.add(new ColumnBuilder(t, allocator, rows));
     }
     return out;
   }
@@ -154,6 +173,13 @@ public final class TieredReader implements AutoCloseable {
     long ssdBytes = 0;
     for (int i = 0; i < features.size(); i++) {
       Column col = resident(i, chunk);
+      if (col == null && derived[i] != null) {
+        long t = System.nanoTime();
+        Column d = derivedCache.get(derived[i], chunk);
+        out.get(i).appendRange(d, local, n);
+        stats.record(derived[i].stored() ? TierStats.Tier.SSD : TierStats.Tier.HDD, rangeBytes(d, local, n), System.nanoTime() - t);
+        continue;
+      }
       if (col == null) {
         fromOrc.add(i);
         continue;
@@ -214,7 +240,7 @@ public final class TieredReader implements AutoCloseable {
     if (store == null) {
       return null;
     }
-    String feature = features.get(i);
+    String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
     SegmentSource.Lease l = store.lease(dataset, feature, chunk);
     if (l == null) {
       return null;
@@ -253,5 +279,6 @@ public final class TieredReader implements AutoCloseable {
   public void close() throws IOException {
     releaseLeases();
     orcBlocks.close();
+    derivedCache.close();
   }
 }

@@ -1,0 +1,490 @@
+package io.strata.store;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.derive.DerivedStore;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.stream.Stream;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompressionType;
+import org.rocksdb.DBOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * Derived features computed once and shared by every job, in RocksDB.
+ *
+ * <p>Layout: column family {@code meta} holds each feature's state ({@link FeatureMeta}, key
+ * {@code f:<fingerprint>}), the index from (dataset, version, spec) to fingerprint ({@code n:}),
+ * and cached source column checksums ({@code c:}); column family {@code data} holds the encoded
+ * chunks ({@code <fingerprint>:<chunk, 8 digits>}), ZSTD-compressed. Every chunk is written
+ * together with the feature's progress in one synced write batch, so a killed computation leaves
+ * a consistent, resumable feature that is never served until complete.
+ *
+ * <p>One process writes (the cache node or a batch job; RocksDB's lock enforces it); others open
+ * the store as secondary readers that never block the writer and catch up with it on demand.
+ * Jobs in the writer's process that ask for the same fingerprint at the same time wait for one
+ * computation ({@link #getOrCompute}). Every native handle is closed in {@link #close()}, in
+ * dependency order.
+ */
+public final class FeatureStore implements DerivedStore, AutoCloseable {
+  private static final byte[] META = "meta".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] DATA = "data".getBytes(StandardCharsets.UTF_8);
+
+  static {
+    RocksDB.loadLibrary();
+  }
+
+  private final Path dir;
+  private final boolean writer;
+  private final DBOptions dbOptions;
+  private final ColumnFamilyOptions cfOptions;
+  private final RocksDB db;
+  private final ColumnFamilyHandle defaultCf;
+  private final ColumnFamilyHandle meta;
+  private final ColumnFamilyHandle data;
+  private final WriteOptions syncWrites;
+  private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
+  private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicLong computations = new java.util.concurrent.atomic.AtomicLong();
+  private volatile long lastCatchUp;
+  private volatile boolean closed;
+
+  private FeatureStore(Path dir, boolean writer, DBOptions dbo, ColumnFamilyOptions cfo, RocksDB db,
+      List<ColumnFamilyHandle> handles, WriteOptions wo) {
+    this.dir = dir;
+    this.writer = writer;
+    this.dbOptions = dbo;
+    this.cfOptions = cfo;
+    this.db = db;
+    this.defaultCf = handles.get(0);
+    this.meta = handles.get(1);
+    this.data = handles.get(2);
+    this.syncWrites = wo;
+  }
+
+  /** Opens (creating if needed) the store in {@code dir} for writing; one process at a time. */
+  public static FeatureStore openWriter(Path dir) throws IOException {
+    return open(dir, true);
+  }
+
+  /** Opens the store in {@code dir} for reading, beside its writer (a RocksDB secondary instance). */
+  public static FeatureStore openReader(Path dir) throws IOException {
+    if (!Files.isDirectory(dir.resolve("rocksdb"))) {
+      throw new java.nio.file.NoSuchFileException(dir.toString(), null, "no feature store (it is created by its writer)");
+    }
+    return open(dir, false);
+  }
+
+  private static FeatureStore open(Path dir, boolean writer) throws IOException {
+    Files.createDirectories(dir.resolve("usage"));
+    DBOptions dbo = new DBOptions().setCreateIfMissing(writer).setCreateMissingColumnFamilies(writer).setMaxOpenFiles(-1);
+    ColumnFamilyOptions cfo = new ColumnFamilyOptions().setCompressionType(CompressionType.ZSTD_COMPRESSION)
+        .setBottommostCompressionType(CompressionType.ZSTD_COMPRESSION);
+    List<ColumnFamilyDescriptor> cfs = List.of(
+        new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfo),
+        new ColumnFamilyDescriptor(META, cfo),
+        new ColumnFamilyDescriptor(DATA, cfo));
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    WriteOptions wo = new WriteOptions().setSync(true);
+    RocksDB db = null;
+    try {
+      String path = dir.resolve("rocksdb").toString();
+      if (writer) {
+        db = RocksDB.open(dbo, path, cfs, handles);
+      } else {
+        Path secondary = dir.resolve("secondary").resolve(Long.toString(ProcessHandle.current().pid()));
+        Files.createDirectories(secondary);
+        db = RocksDB.openAsSecondary(dbo, path, secondary.toString(), cfs, handles);
+      }
+      return new FeatureStore(dir, writer, dbo, cfo, db, handles, wo);
+    } catch (RocksDBException e) {
+      handles.forEach(ColumnFamilyHandle::close);
+      if (db != null) {
+        db.close();
+      }
+      wo.close();
+      cfo.close();
+      dbo.close();
+      String m = String.valueOf(e.getMessage());
+      if (writer && (m.contains("lock") || m.contains("LOCK"))) {
+        throw new IOException("feature store " + dir + " is already open for writing by another process;"
+            + " open it for reading, or stop that writer (" + m + ")", e);
+      }
+      throw new IOException("cannot open feature store " + dir + ": " + m, e);
+    }
+  }
+
+  public Path directory() {
+    return dir;
+  }
+
+  public boolean isWriter() {
+    return writer;
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new IllegalStateException("feature store " + dir + " is already closed");
+    }
+  }
+
+  private void requireWriter() {
+    if (!writer) {
+      throw new IllegalStateException("feature store " + dir + " is open for reading only");
+    }
+  }
+
+  /** A reader sees the writer's latest writes (at most every 100 ms). */
+  private void catchUp() throws IOException {
+    if (writer) {
+      return;
+    }
+    long now = System.currentTimeMillis();
+    if (now - lastCatchUp < 100) {
+      return;
+    }
+    lastCatchUp = now;
+    try {
+      db.tryCatchUpWithPrimary();
+    } catch (RocksDBException e) {
+      throw new IOException("feature store " + dir + ": catching up with the writer failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private byte[] get(ColumnFamilyHandle cf, String key) throws IOException {
+    checkOpen();
+    try {
+      return db.get(cf, bytes(key));
+    } catch (RocksDBException e) {
+      throw new IOException("feature store " + dir + ": read of " + key + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  static String dataKey(String fingerprint, int chunk) {
+    return fingerprint + ":" + String.format("%08d", chunk);
+  }
+
+  // ---------------------------------------------------------------- identity
+
+  /** The content checksum of a source column, computed once per dataset version and cached. */
+  public long columnChecksum(Dataset ds, String column, Derivation.SourceReader reader) throws IOException {
+    String key = "c:" + ds.name() + "\0" + ds.version() + "\0" + column;
+    Long cached = checksumCache.get(key);
+    if (cached != null) {
+      return cached;
+    }
+    catchUp();
+    byte[] stored = get(meta, key);
+    long sum;
+    if (stored != null) {
+      sum = Long.parseUnsignedLong(new String(stored, StandardCharsets.UTF_8), 16);
+    } else {
+      sum = Derivation.columnChecksum(ds, column, reader);
+      if (writer) {
+        put(meta, key, bytes(Long.toHexString(sum)));
+      }
+    }
+    checksumCache.put(key, sum);
+    return sum;
+  }
+
+  /** The fingerprint of a derivation (computing and caching source checksums as needed). */
+  public String fingerprint(Derivation d, Derivation.SourceReader reader) throws IOException {
+    Map<String, Long> sums = new HashMap<>();
+    for (String s : d.spec().sources()) {
+      sums.put(s, columnChecksum(d.dataset(), s, reader));
+    }
+    return d.fingerprint(sums);
+  }
+
+  private void put(ColumnFamilyHandle cf, String key, byte[] value) throws IOException {
+    try {
+      db.put(cf, bytes(key), value);
+    } catch (RocksDBException e) {
+      throw new IOException("feature store " + dir + ": write failed: " + e.getMessage(), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  public Optional<FeatureMeta> meta(String fingerprint) throws IOException {
+    catchUp();
+    byte[] v = get(meta, "f:" + fingerprint);
+    return v == null ? Optional.empty() : Optional.of(FeatureMeta.fromJson(Json.parse(v)));
+  }
+
+  /** The fingerprint of a complete feature for (dataset, version, canonical spec), if any. */
+  public Optional<String> lookup(String dataset, String version, String canonicalSpec) throws IOException {
+    catchUp();
+    byte[] v = get(meta, "n:" + dataset + "\0" + version + "\0" + canonicalSpec);
+    if (v == null) {
+      return Optional.empty();
+    }
+    String fp = new String(v, StandardCharsets.UTF_8);
+    return meta(fp).filter(FeatureMeta::complete).map(FeatureMeta::fingerprint);
+  }
+
+  /** A writer computes and stores the feature if needed; a reader answers only if it is complete. */
+  @Override
+  public String getOrCompute(Derivation d, Derivation.SourceReader reader) throws IOException {
+    return writer ? getOrCompute(d, reader, Progress.NONE).fingerprint() : complete(d, reader);
+  }
+
+  @Override
+  public String complete(Derivation d, Derivation.SourceReader reader) throws IOException {
+    String fp = fingerprint(d, reader);
+    return meta(fp).filter(FeatureMeta::complete).isPresent() ? fp : null;
+  }
+
+  @Override
+  public Column chunk(String fingerprint, int chunk, SegmentAllocator allocator) throws IOException {
+    FeatureMeta m = meta(fingerprint).orElseThrow(() -> new IOException("feature " + fingerprint + " is not in " + dir));
+    if (!m.complete()) {
+      throw new IOException("feature " + fingerprint + " (" + m.spec() + ") is not complete: " + m.done() + " of "
+          + m.chunks() + " chunks written; it is not served until it is");
+    }
+    if (chunk < 0 || chunk >= m.chunks()) {
+      throw new IllegalArgumentException("chunk " + chunk + " is outside feature " + fingerprint + " (" + m.chunks() + " chunks)");
+    }
+    byte[] v = get(data, dataKey(fingerprint, chunk));
+    if (v == null) {
+      throw new IOException("feature " + fingerprint + " lacks chunk " + chunk + " although it is marked complete");
+    }
+    try {
+      return ColumnCodec.decode(v, allocator);
+    } catch (ColumnCodec.CorruptValueException e) {
+      throw new IOException("feature " + fingerprint + " chunk " + chunk + " in " + dir + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Every feature the store knows, complete or not. */
+  public List<FeatureMeta> list() throws IOException {
+    catchUp();
+    checkOpen();
+    List<FeatureMeta> out = new ArrayList<>();
+    try (RocksIterator it = db.newIterator(meta)) {
+      for (it.seek(bytes("f:")); it.isValid(); it.next()) {
+        String k = new String(it.key(), StandardCharsets.UTF_8);
+        if (!k.startsWith("f:")) {
+          break;
+        }
+        out.add(FeatureMeta.fromJson(Json.parse(it.value())));
+      }
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- get-or-compute
+
+  /**
+   * The feature of {@code d}, complete: from the store if there, else computed now and stored
+   * (resuming a computation that was interrupted). Threads of this process asking for the same
+   * fingerprint meanwhile wait for this one computation and get the same result.
+   */
+  public FeatureMeta getOrCompute(Derivation d, Derivation.SourceReader reader, Progress progress) throws IOException {
+    requireWriter();
+    String fp = fingerprint(d, reader);
+    Optional<FeatureMeta> m = meta(fp);
+    if (m.isPresent() && m.get().complete()) {
+      FeatureMeta used = m.get().used();
+      writeMeta(used);
+      return used;
+    }
+    CompletableFuture<FeatureMeta> mine = new CompletableFuture<>();
+    CompletableFuture<FeatureMeta> running = inflight.putIfAbsent(fp, mine);
+    if (running != null) {
+      try {
+        return running.join();
+      } catch (CompletionException e) {
+        if (e.getCause() instanceof IOException io) {
+          throw io;
+        }
+        throw e;
+      }
+    }
+    try {
+      FeatureMeta done = compute(fp, d, reader, progress);
+      mine.complete(done);
+      return done;
+    } catch (IOException | RuntimeException e) {
+      mine.completeExceptionally(e);
+      throw e;
+    } finally {
+      inflight.remove(fp);
+    }
+  }
+
+  /** Computes (or resumes computing) every chunk; each chunk and the progress are one synced write. */
+  private FeatureMeta compute(String fp, Derivation d, Derivation.SourceReader reader, Progress progress) throws IOException {
+    computations.incrementAndGet();
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    Dataset ds = d.dataset();
+    FeatureMeta m = meta(fp).orElse(null);
+    Derivation.Statistics stats;
+    if (m == null) {
+      long t0 = threads.getCurrentThreadCpuTime();
+      stats = d.statistics(reader);
+      double statSeconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
+      m = new FeatureMeta(fp, d.spec().canonical(), ds.name(), ds.directory().toString(), ds.version(), d.type().toString(),
+          ds.chunks().size(), 0, false, 0, statSeconds, System.currentTimeMillis(), System.currentTimeMillis(), stats.values());
+      writeMeta(m);
+    } else {
+      stats = new Derivation.Statistics(m.statistics());
+    }
+    for (int c = m.done(); c < m.chunks(); c++) {
+      long t0 = threads.getCurrentThreadCpuTime();
+      byte[] value;
+      try (Arena arena = Arena.ofConfined()) {
+        value = ColumnCodec.encode(d.computeChunk(c, stats, reader, arena));
+      }
+      double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
+      FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
+      try (WriteBatch batch = new WriteBatch()) {
+        batch.put(data, bytes(dataKey(fp, c)), value);
+        batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
+        if (next.complete()) {
+          batch.put(meta, bytes("n:" + ds.name() + "\0" + ds.version() + "\0" + next.spec()), bytes(fp));
+        }
+        db.write(syncWrites, batch);
+      } catch (RocksDBException e) {
+        throw new IOException("feature store " + dir + ": writing chunk " + c + " of " + fp + " failed: " + e.getMessage(), e);
+      }
+      m = next;
+      progress.update(c + 1, m.chunks(), "chunks");
+    }
+    return m;
+  }
+
+  private void writeMeta(FeatureMeta m) throws IOException {
+    if (writer) {
+      put(meta, "f:" + m.fingerprint(), bytes(Json.compact(m.toJson())));
+    }
+  }
+
+  /** Computations started by this process (a feature computed once counts once). */
+  public long computations() {
+    return computations.get();
+  }
+
+  // ---------------------------------------------------------------- garbage collection
+
+  /**
+   * Deletes features whose dataset version is no longer current ({@code currentVersion} maps a
+   * dataset name to its version, empty when the dataset is gone), incomplete features older than
+   * {@code staleAfter}, and complete ones unused for {@code unusedFor}. Returns the fingerprints deleted.
+   */
+  public List<String> gc(Function<String, Optional<String>> currentVersion, Duration staleAfter, Duration unusedFor)
+      throws IOException {
+    requireWriter();
+    long now = System.currentTimeMillis();
+    List<String> deleted = new ArrayList<>();
+    for (FeatureMeta m : list()) {
+      Optional<String> v = currentVersion.apply(m.dataset());
+      boolean stale = v.isEmpty() || !v.get().equals(m.version());
+      boolean abandoned = !m.complete() && now - m.lastUsedMillis() > staleAfter.toMillis() && !inflight.containsKey(m.fingerprint());
+      boolean unused = m.complete() && now - m.lastUsedMillis() > unusedFor.toMillis();
+      if (stale || abandoned || unused) {
+        delete(m);
+        deleted.add(m.fingerprint());
+      }
+    }
+    return deleted;
+  }
+
+  private void delete(FeatureMeta m) throws IOException {
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.deleteRange(data, bytes(m.fingerprint() + ":"), bytes(m.fingerprint() + ";"));
+      batch.delete(meta, bytes("f:" + m.fingerprint()));
+      batch.delete(meta, bytes("n:" + m.dataset() + "\0" + m.version() + "\0" + m.spec()));
+      db.write(syncWrites, batch);
+    } catch (RocksDBException e) {
+      throw new IOException("feature store " + dir + ": deleting " + m.fingerprint() + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- usage log
+
+  /** Appends one record to this process's usage log ({@code usage/<pid>.jsonl}); never fails the job. */
+  @Override
+  public void recordUsage(Usage u) {
+    var o = Json.object().put("dataset", u.dataset()).put("datasetDir", u.datasetDir()).put("version", u.version())
+        .put("spec", u.spec()).put("job", u.job()).put("rows", u.rows()).put("bytes", u.bytes())
+        .put("cpuNanos", u.cpuNanos()).put("timeMillis", u.timeMillis());
+    Path log = dir.resolve("usage").resolve(ProcessHandle.current().pid() + ".jsonl");
+    try {
+      synchronized (this) {
+        Files.writeString(log, Json.compact(o) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+      }
+    } catch (IOException e) {
+      // Usage is advisory: a full disk must not stop a training job.
+    }
+  }
+
+  /** Every usage record of every process; lines that do not parse (a crash mid-write) are skipped. */
+  public List<Usage> usage() throws IOException {
+    List<Usage> out = new ArrayList<>();
+    try (Stream<Path> logs = Files.list(dir.resolve("usage"))) {
+      for (Path log : logs.filter(p -> p.toString().endsWith(".jsonl")).sorted().toList()) {
+        for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+          try {
+            JsonNode o = Json.parse(line);
+            out.add(new Usage(o.path("dataset").asText(), o.path("datasetDir").asText(), o.path("version").asText(),
+                o.path("spec").asText(), o.path("job").asText(), o.path("rows").asLong(), o.path("bytes").asLong(),
+                o.path("cpuNanos").asLong(), o.path("timeMillis").asLong()));
+          } catch (IOException | RuntimeException torn) {
+            // A record cut by a crash.
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Closes every native handle in dependency order. Idempotent. */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    defaultCf.close();
+    meta.close();
+    data.close();
+    db.close();
+    syncWrites.close();
+    cfOptions.close();
+    dbOptions.close();
+  }
+}

@@ -1,0 +1,75 @@
+package io.strata.sdk.loader;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Columns;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.derive.DerivedStore;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.tier.DerivedChunkSource;
+import java.io.IOException;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+
+/**
+ * A derived feature as a loader reads it: from the feature store when it holds the feature
+ * complete, computed chunk by chunk otherwise (with the computation recorded for the promotion
+ * job). Dataset-wide statistics are computed once per loader, on first need.
+ */
+final class DerivedFeature implements DerivedChunkSource {
+  private final Derivation derivation;
+  private final DerivedStore store;
+  private final String job;
+  private final String fingerprint;
+  private Derivation.Statistics statistics;
+
+  DerivedFeature(Derivation derivation, DerivedStore store, String job) throws IOException {
+    this.derivation = derivation;
+    this.store = store;
+    this.job = job;
+    this.fingerprint = store == null ? null : store.getOrCompute(derivation, reader(derivation.dataset()));
+  }
+
+  static Derivation.SourceReader reader(Dataset ds) {
+    return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+  }
+
+  @Override
+  public String storageName() {
+    return derivation.spec().canonical();
+  }
+
+  @Override
+  public FeatureType type() {
+    return derivation.type();
+  }
+
+  @Override
+  public boolean stored() {
+    return fingerprint != null;
+  }
+
+  private synchronized Derivation.Statistics statistics() throws IOException {
+    if (statistics == null) {
+      statistics = derivation.statistics(reader(derivation.dataset()));
+    }
+    return statistics;
+  }
+
+  @Override
+  public Column chunk(int chunk, SegmentAllocator allocator) throws IOException {
+    if (fingerprint != null) {
+      return store.chunk(fingerprint, chunk, allocator);
+    }
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    long t0 = threads.getCurrentThreadCpuTime();
+    Column c = derivation.computeChunk(chunk, statistics(), reader(derivation.dataset()), allocator);
+    if (store != null) {
+      Dataset ds = derivation.dataset();
+      store.recordUsage(new DerivedStore.Usage(ds.name(), ds.directory().toString(), ds.version(), storageName(), job,
+          c.length(), Columns.dataBytes(c), threads.getCurrentThreadCpuTime() - t0, System.currentTimeMillis()));
+    }
+    return c;
+  }
+}
