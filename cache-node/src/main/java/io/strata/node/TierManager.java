@@ -948,6 +948,7 @@ final class TierManager implements AutoCloseable {
     t.put("flashBytesPerHour", flashRate());
     t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
     t.put("rejectedPromotions", counters.rejectedPromotions).put("evictions", counters.evictions);
+    t.put("derivedComputations", features.computations());
     ArrayNode top = o.putArray("topStreams");
     groupBytes.entrySet().stream()
         .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())

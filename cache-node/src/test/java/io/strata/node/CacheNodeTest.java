@@ -211,6 +211,50 @@ class CacheNodeTest {
   }
 
   @Test
+  void concurrentJobsAskingTheNodeForADerivedFeatureShareOneComputation() throws Exception {
+    String spec = "zscore(seq_mean(log1p(amount), last=32))";
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(3);
+    List<java.util.concurrent.Future<JsonNode>> answers = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      answers.add(pool.submit(() -> client.derive("events", spec)));
+    }
+    List<String> fps = new ArrayList<>();
+    for (var a : answers) {
+      JsonNode r = a.get();
+      assertTrue(r.path("complete").asBoolean(), r.toString());
+      fps.add(r.path("fingerprint").asText());
+    }
+    pool.shutdown();
+    assertEquals(1, fps.stream().distinct().count());
+    assertEquals(1, client.tiers().path("traffic").path("derivedComputations").asLong(), "computed once");
+    // A job reads it from the SSD tier like any feature, byte-identical to computing it itself.
+    List<Long> computed = new ArrayList<>();
+    List<Long> fromNode = new ArrayList<>();
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      try (Loader l = Loader.builder(ds).features("amount", spec).sampleBatches(64).seed(4).build()) {
+        for (Batch b : l) {
+          try (b) {
+            computed.add(Columns.checksum(b.column(spec)));
+          }
+        }
+      }
+      try (Loader l = Loader.builder(ds).features("amount", spec).sampleBatches(64).seed(4).node(client, "derived-job").build()) {
+        for (Batch b : l) {
+          try (b) {
+            fromNode.add(Columns.checksum(b.column(spec)));
+          }
+        }
+        assertTrue(l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD) > 0);
+      }
+    }
+    assertEquals(computed, fromNode);
+    assertEquals(1, client.derivedFeatures().size());
+    HttpResponse<String> bad = raw("POST", "/v1/features", "{\"dataset\": \"events\", \"spec\": \"log1p(merchant_category)\"}", null);
+    assertEquals(400, bad.statusCode());
+    assertTrue(bad.body().contains("must be numeric"), bad.body());
+  }
+
+  @Test
   void evictingUnderAReaderNeverPullsDataFromUnderIt() throws Exception {
     client.promote("events", SHARED, null);
     assertTrue(node.awaitIdle(30_000));

@@ -25,7 +25,7 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code strata bench ...}: benchmarks that need real processes. JMH ones live in bench/. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
     description = "Benchmarks with real processes: memory of concurrent loaders, restart time.",
-    subcommands = {BenchCommand.Memory.class, BenchCommand.Restart.class})
+    subcommands = {BenchCommand.Memory.class, BenchCommand.Restart.class, BenchCommand.Derived.class})
 final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
 
@@ -173,6 +173,77 @@ final class BenchCommand implements Runnable {
         table.print(out);
       }
       return 0;
+    }
+  }
+
+  @Command(name = "derived", mixinStandardHelpOptions = true,
+      description = "A first job computes an expensive derived feature and stores it; a later job, another process, gets it from the store.")
+  static final class Derived implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    Path dataset;
+
+    @Option(names = "--spec", defaultValue = "zscore(seq_mean(log1p(amount), last=64))",
+        description = "The derived feature; default ${DEFAULT-VALUE}.")
+    String derived;
+
+    @Option(names = "--later-jobs", defaultValue = "3", description = "Later jobs to run; default ${DEFAULT-VALUE}.")
+    int laterJobs;
+
+    @Option(names = "--json", description = "Print the figures as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      Path store = Files.createTempDirectory("strata-bench-derived");
+      try {
+        List<JsonNode> runs = new ArrayList<>();
+        for (int j = 0; j <= laterJobs; j++) {
+          Path log = store.resolve("job-" + j + ".log");
+          Process p = spawn(List.of("-Xmx2g"), List.of("features", "derive", "--dataset", dataset.toString(), "--spec", derived,
+              "--store", store.resolve("fs").toString(), "--json", "--checksum"), log);
+          if (!p.waitFor(30, TimeUnit.MINUTES) || p.exitValue() != 0) {
+            throw new IOException("job " + j + " failed: " + Files.readString(log));
+          }
+          String line = Files.readAllLines(log).stream().filter(l -> l.startsWith("{")).findFirst().orElse(null);
+          if (line == null) {
+            throw new IOException("job " + j + " printed no result: " + Files.readString(log));
+          }
+          runs.add(Json.parse(line));
+        }
+        JsonNode first = runs.getFirst();
+        ObjectNode result = Json.object();
+        result.put("benchmark", "derived").put("spec", first.path("spec").asText()).put("dataset", dataset.toString());
+        result.put("firstJobSeconds", first.path("seconds").asDouble()).put("firstJobState", first.path("state").asText());
+        ArrayNode later = result.putArray("laterJobSeconds");
+        boolean identical = true;
+        double best = Double.MAX_VALUE;
+        for (JsonNode r : runs.subList(1, runs.size())) {
+          later.add(r.path("seconds").asDouble());
+          best = Math.min(best, r.path("seconds").asDouble());
+          identical &= r.path("checksum").asText().equals(first.path("checksum").asText())
+              && r.path("state").asText().equals("already stored");
+        }
+        double median = runs.subList(1, runs.size()).stream().mapToDouble(r -> r.path("seconds").asDouble()).sorted()
+            .toArray()[(runs.size() - 1) / 2];
+        result.put("speedup", first.path("seconds").asDouble() / median).put("byteIdentical", identical);
+        result.put("storedBytes", first.path("bytes").asLong()).put("chunks", first.path("chunks").asInt());
+        if (json) {
+          out.println(Json.compact(result));
+        } else {
+          out.printf("derived feature %s on %s (%d chunks, %s stored)%n", first.path("spec").asText(), dataset,
+              first.path("chunks").asInt(), Terminal.bytes(first.path("bytes").asLong()));
+          out.printf("  first job (computes and stores): %s%n", Terminal.seconds(first.path("seconds").asDouble()));
+          out.printf("  later jobs (from the store):     %s%n", later);
+          out.printf("  speedup (median later job): %.1fx; values byte-identical: %s%n", first.path("seconds").asDouble() / median,
+              identical);
+        }
+        return identical ? 0 : Main.FAILURE;
+      } finally {
+        DemoCommand.deleteTree(store);
+      }
     }
   }
 

@@ -54,8 +54,11 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--ssd", description = "SSD tier directory with promoted segments.")
     Path ssd;
 
-    @Option(names = "--features", split = ",", description = "Features to read (default: all served).")
+    @Option(names = "--features", split = ";", description = "Features to read, separated by ';': column names or derived specs (default: all served).")
     List<String> features;
+
+    @Option(names = "--feature-store", description = "Feature store for derived features (opened read-only beside its writer).")
+    Path featureStore;
 
     @Option(names = "--mode", defaultValue = "samples", description = "samples, rows or windows; default ${DEFAULT-VALUE}.")
     Mode mode;
@@ -130,8 +133,11 @@ final class LoaderCommand implements Runnable {
       PrintWriter out = spec.commandLine().getOut();
       long started = System.nanoTime();
       try (Dataset ds = Dataset.open(dataset);
-          SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
+          SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
+          io.strata.store.FeatureStore fstore = featureStore == null ? null : io.strata.store.FeatureStore.openReader(featureStore)) {
         Loader.Builder b = Loader.builder(ds)
+            .derivedStore(fstore)
+            .name("loader-" + ProcessHandle.current().pid())
             .features(features != null ? features : ds.featureNames())
             .segments(store)
             .seed(seed)

@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
       LoaderCommand.class,
       BenchCommand.class,
       PolicyCommand.class,
+      FeaturesCommand.class,
       SegmentCommand.class,
       DemoCommand.class,
       CommandLine.HelpCommand.class
@@ -71,7 +72,8 @@ public final class Main implements Runnable {
     if (m == null || m.isBlank()) {
       m = ex.getClass().getSimpleName();
     }
-    return m;
+    // One line: multi-line messages (a spec error's caret display) keep their first line.
+    return m.lines().findFirst().orElse(m);
   }
 
   public static void main(String[] args) {

@@ -1,0 +1,283 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.derive.DerivedStore;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.Spec;
+import io.strata.sdk.internal.Json;
+import io.strata.node.Sizes;
+import io.strata.store.FeatureMeta;
+import io.strata.store.FeatureStore;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata features ...}: derived features in a feature store. */
+@Command(name = "features", mixinStandardHelpOptions = true, description = "Derived features: derive, list, promote, gc.",
+    subcommands = {FeaturesCommand.Derive.class, FeaturesCommand.ListCmd.class, FeaturesCommand.Promote.class,
+        FeaturesCommand.Gc.class})
+final class FeaturesCommand implements Runnable {
+  @picocli.CommandLine.Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  static Derivation.SourceReader orc(Dataset ds) {
+    return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+  }
+
+  @Command(name = "derive", mixinStandardHelpOptions = true,
+      description = "Compute a derived feature once and keep it in the store (resumes an interrupted computation).")
+  static final class Derive implements Callable<Integer> {
+    @picocli.CommandLine.Spec CommandSpec spec;
+
+    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    Path dataset;
+
+    @Option(names = "--spec", required = true, description = "Derived feature, for example \"zscore(log1p(amount))\".")
+    String derived;
+
+    @Option(names = "--store", required = true, description = "Feature store directory (opened for writing).")
+    Path store;
+
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
+    @Option(names = "--checksum", description = "Then fetch every chunk from the store and print a checksum of the values.")
+    boolean checksum;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      try (Dataset ds = Dataset.open(dataset); FeatureStore fs = FeatureStore.openWriter(store)) {
+        Derivation d = Derivation.of(Spec.parse(derived), ds);
+        String fp = fs.fingerprint(d, orc(ds));
+        Optional<FeatureMeta> before = fs.meta(fp);
+        Terminal.Bar bar = new Terminal.Bar("derive", spec.commandLine().getErr());
+        long t0 = System.nanoTime();
+        FeatureMeta m = fs.getOrCompute(d, orc(ds), bar);
+        long sum = 0;
+        if (checksum) {
+          for (int c = 0; c < m.chunks(); c++) {
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+              sum = sum * 31 + io.strata.sdk.Columns.checksum(fs.chunk(m.fingerprint(), c, arena));
+            }
+          }
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        bar.done();
+        String state = before.map(b -> b.complete() ? "already stored" : "resumed at chunk " + b.done()).orElse("computed");
+        if (json) {
+          ObjectNode o = m.toJson();
+          o.remove("statistics");
+          o.put("state", state).put("seconds", seconds);
+          if (checksum) {
+            o.put("checksum", Long.toHexString(sum));
+          }
+          out.println(Json.compact(o));
+        } else {
+          out.printf("%s %s (%s): %s, %d chunks, %s stored in %s%n", state, m.spec(), m.fingerprint(), m.type(), m.chunks(),
+              Terminal.bytes(m.bytes()), Terminal.seconds(seconds));
+        }
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "The derived features a store holds.")
+  static final class ListCmd implements Callable<Integer> {
+    @picocli.CommandLine.Spec CommandSpec spec;
+
+    @Option(names = "--store", required = true, description = "Feature store directory.")
+    Path store;
+
+    @Option(names = "--json", description = "Print as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      try (FeatureStore fs = Files.exists(store.resolve("rocksdb/LOCK")) ? openAny(store) : FeatureStore.openWriter(store)) {
+        List<FeatureMeta> all = fs.list();
+        if (json) {
+          ArrayNode a = Json.array();
+          all.forEach(m -> {
+            ObjectNode o = m.toJson();
+            o.remove("statistics");
+            a.add(o);
+          });
+          out.println(Json.compact(a));
+          return 0;
+        }
+        Terminal.Table t = new Terminal.Table("fingerprint", "spec", "dataset", "state", "chunks", "bytes", "compute");
+        for (FeatureMeta m : all) {
+          t.row(m.fingerprint(), m.spec(), m.dataset() + " " + m.version(), m.complete() ? "complete" : "building",
+              m.done() + "/" + m.chunks(), Terminal.bytes(m.bytes()), Terminal.seconds(m.computeSeconds()));
+        }
+        t.print(out);
+      }
+      return 0;
+    }
+
+    /** The writer if nobody holds it, else a reader beside the running writer. */
+    private static FeatureStore openAny(Path store) throws IOException {
+      try {
+        return FeatureStore.openWriter(store);
+      } catch (IOException e) {
+        return FeatureStore.openReader(store);
+      }
+    }
+  }
+
+  /** What jobs spent computing one derived feature on the fly. */
+  record Candidate(String dataset, String datasetDir, String spec, Set<String> jobs, long computations, double cpuSeconds,
+      long bytes, long rows) {
+    /** Bytes of the whole feature, extrapolated from the computed rows. */
+    long estimatedBytes(long datasetRows) {
+      return rows == 0 ? bytes : (long) ((double) bytes / rows * datasetRows);
+    }
+  }
+
+  @Command(name = "promote", mixinStandardHelpOptions = true,
+      description = "Materialize the derived features jobs compute on the fly most (CPU time per stored byte), within a budget; resumes after a kill.")
+  static final class Promote implements Callable<Integer> {
+    @picocli.CommandLine.Spec CommandSpec spec;
+
+    @Option(names = "--store", required = true, description = "Feature store directory (opened for writing).")
+    Path store;
+
+    @Option(names = "--budget", defaultValue = "10g", description = "Bytes of materialized features at most; default ${DEFAULT-VALUE}.")
+    String budget;
+
+    @Option(names = "--min-jobs", defaultValue = "1", description = "Only features computed by at least this many jobs.")
+    int minJobs;
+
+    @Option(names = "--dry-run", description = "Only show the plan.")
+    boolean dryRun;
+
+    @Option(names = "--json", description = "Print the plan and outcome as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter out = spec.commandLine().getOut();
+      long limit = Sizes.parse(budget);
+      try (FeatureStore fs = FeatureStore.openWriter(store)) {
+        Map<String, Candidate> byKey = new LinkedHashMap<>();
+        for (DerivedStore.Usage u : fs.usage()) {
+          String key = u.datasetDir() + "\0" + u.spec();
+          Candidate c = byKey.get(key);
+          Set<String> jobs = c == null ? new HashSet<>() : c.jobs();
+          jobs.add(u.job());
+          byKey.put(key, c == null
+              ? new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, 1, u.cpuNanos() / 1e9, u.bytes(), u.rows())
+              : new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, c.computations() + 1,
+                  c.cpuSeconds() + u.cpuNanos() / 1e9, c.bytes() + u.bytes(), c.rows() + u.rows()));
+        }
+        record Ranked(Candidate c, long bytes, double value) {}
+        List<Ranked> ranked = new ArrayList<>();
+        for (Candidate c : byKey.values()) {
+          if (c.jobs().size() < minJobs || !Files.isDirectory(Path.of(c.datasetDir()))) {
+            continue;
+          }
+          long rows = Manifest.read(Path.of(c.datasetDir())).rows();
+          long bytes = Math.max(1, c.estimatedBytes(rows));
+          ranked.add(new Ranked(c, bytes, c.cpuSeconds() / bytes));
+        }
+        ranked.sort(Comparator.comparingDouble(Ranked::value).reversed());
+        long used = fs.list().stream().filter(FeatureMeta::complete).mapToLong(FeatureMeta::bytes).sum();
+        ObjectNode result = Json.object();
+        ArrayNode plan = result.putArray("features");
+        Terminal.Table table = new Terminal.Table("spec", "dataset", "jobs", "computed", "CPU spent", "size", "action");
+        int materialized = 0;
+        for (Ranked r : ranked) {
+          Candidate c = r.c();
+          String action;
+          try (Dataset ds = Dataset.open(Path.of(c.datasetDir()))) {
+            Derivation d = Derivation.of(Spec.parse(c.spec()), ds);
+            String fp = fs.fingerprint(d, orc(ds));
+            Optional<FeatureMeta> m = fs.meta(fp);
+            if (m.isPresent() && m.get().complete()) {
+              action = "already stored";
+            } else if (used + r.bytes() > limit) {
+              action = "over budget";
+            } else if (dryRun) {
+              action = "would materialize";
+              used += r.bytes();
+            } else {
+              Terminal.Bar bar = new Terminal.Bar("materialize " + c.spec(), spec.commandLine().getErr());
+              FeatureMeta done = fs.getOrCompute(d, orc(ds), bar);
+              bar.done();
+              used += done.bytes();
+              materialized++;
+              action = m.isPresent() ? "resumed at chunk " + m.get().done() + ", materialized" : "materialized";
+            }
+          }
+          plan.addObject().put("spec", c.spec()).put("dataset", c.dataset()).put("jobs", c.jobs().size())
+              .put("computations", c.computations()).put("cpuSeconds", c.cpuSeconds()).put("estimatedBytes", r.bytes())
+              .put("action", action);
+          table.row(c.spec(), c.dataset(), c.jobs().size(), c.computations(), Terminal.seconds(c.cpuSeconds()),
+              Terminal.bytes(r.bytes()), action);
+        }
+        result.put("materialized", materialized).put("storedBytes", used).put("budgetBytes", limit);
+        if (json) {
+          out.println(Json.compact(result));
+        } else {
+          table.print(out);
+          out.printf("%d materialized; %s of %s used%n", materialized, Terminal.bytes(used), Terminal.bytes(limit));
+        }
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "gc", mixinStandardHelpOptions = true,
+      description = "Delete derived features of datasets that changed or are gone, abandoned builds, and features unused for a while.")
+  static final class Gc implements Callable<Integer> {
+    @picocli.CommandLine.Spec CommandSpec spec;
+
+    @Option(names = "--store", required = true, description = "Feature store directory (opened for writing).")
+    Path store;
+
+    @Option(names = "--unused-days", defaultValue = "30", description = "Delete complete features unused this long; default ${DEFAULT-VALUE}.")
+    int unusedDays;
+
+    @Override
+    public Integer call() throws Exception {
+      try (FeatureStore fs = FeatureStore.openWriter(store)) {
+        Map<String, String> dirs = new LinkedHashMap<>();
+        fs.list().forEach(m -> dirs.put(m.dataset(), m.datasetDir()));
+        List<String> deleted = fs.gc(name -> {
+          try {
+            String dir = dirs.get(name);
+            return dir != null && Files.isDirectory(Path.of(dir)) ? Optional.of(Manifest.read(Path.of(dir)).version()) : Optional.empty();
+          } catch (IOException e) {
+            return Optional.empty();
+          }
+        }, Duration.ofDays(1), Duration.ofDays(unusedDays));
+        spec.commandLine().getOut().printf("deleted %d derived features%s%n", deleted.size(),
+            deleted.isEmpty() ? "" : ": " + String.join(", ", deleted));
+      }
+      return 0;
+    }
+  }
+}
