@@ -91,6 +91,7 @@ final class TierManager implements AutoCloseable {
   private final Map<String, JobInfo> jobs = new LinkedHashMap<>();
   private final Set<String> pins = new HashSet<>();
   private final Map<String, Long> quotas = new TreeMap<>();
+  private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
   private final Counters counters = new Counters();
   private final Map<Integer, long[]> groupBytes = new HashMap<>();
   private final ArrayDeque<double[]> history = new ArrayDeque<>();
@@ -159,7 +160,9 @@ final class TierManager implements AutoCloseable {
       throw NodeException.notFound("no dataset '" + name + "' is registered");
     }
     try {
-      return Dataset.open(dir);
+      Dataset ds = Dataset.open(dir);
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+      return ds;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -224,6 +227,7 @@ final class TierManager implements AutoCloseable {
         throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
       }
       registry.put(name, real);
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
       saveRegistry();
     }
     open.invalidate(name);
@@ -254,6 +258,12 @@ final class TierManager implements AutoCloseable {
       Path dir = Path.of(e.path("path").asText("/nonexistent"));
       if (Files.isDirectory(dir)) {
         registry.put(name, dir);
+        try {
+          orcBytes.put(name, io.strata.sdk.dataset.Manifest.read(dir).files().stream()
+              .mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+        } catch (IOException | RuntimeException ex) {
+          // Reported when the dataset is opened.
+        }
       } else {
         startupNotes.add("registered dataset " + name + " is gone from " + dir);
       }
@@ -299,6 +309,7 @@ final class TierManager implements AutoCloseable {
     ObjectNode o = Json.object();
     o.put("name", ds.name()).put("version", ds.version()).put("path", ds.directory().toString()).put("rows", ds.rows());
     o.put("chunks", ds.chunks().size());
+    o.put("orcBytes", orcBytes.getOrDefault(ds.name(), 0L));
     ArrayNode features = o.putArray("features");
     for (FeatureInfo f : ds.columns()) {
       ObjectNode fo = features.addObject().put("name", f.name());
@@ -933,11 +944,14 @@ final class TierManager implements AutoCloseable {
     ssd.put("segments", store.segments().size()).put("pendingPromotions", pending.size());
     ObjectNode hdd = o.putObject("hdd");
     hdd.put("datasets", registry.size());
+    hdd.put("bytes", registry.keySet().stream().mapToLong(n -> orcBytes.getOrDefault(n, 0L)).sum());
     ArrayNode roots = hdd.putArray("roots");
     config.hddRoots().forEach(r -> roots.add(r.toString()));
     ObjectNode dram = o.putObject("dram");
     dram.put("budgetBytes", config.dramBudgetBytes());
     dram.put("openDatasets", open.estimatedSize());
+    long[] mem = hostMemory();
+    dram.put("hostBytes", mem[0]).put("pageCacheBytes", mem[1]);
     ObjectNode t = o.putObject("traffic");
     long total = counters.ssdBytes + counters.hddBytes;
     t.put("reads", counters.reads).put("ssdReads", counters.ssdReads);
@@ -962,6 +976,24 @@ final class TierManager implements AutoCloseable {
     ArrayNode notes = o.putArray("startupNotes");
     startupNotes.forEach(notes::add);
     return o;
+  }
+
+  /** MemTotal and Cached of /proc/meminfo in bytes (zeros where it cannot be read): the page cache is the DRAM tier. */
+  private static long[] hostMemory() {
+    long[] out = new long[2];
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+        String[] p = line.trim().split("\\s+");
+        if (p.length >= 2 && p[0].equals("MemTotal:")) {
+          out[0] = Long.parseLong(p[1]) * 1024;
+        } else if (p.length >= 2 && p[0].equals("Cached:")) {
+          out[1] = Long.parseLong(p[1]) * 1024;
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // Not Linux: the DRAM tier is reported as unknown.
+    }
+    return out;
   }
 
   /** Flash bytes written over the last hour of samples, scaled to an hour. */

@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
@@ -15,11 +16,13 @@ import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -29,10 +32,12 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(
     name = "dataset",
     mixinStandardHelpOptions = true,
-    description = "Dataset tools: generate, import, describe, verify.",
+    description = "Dataset tools: generate, import, register, list, describe, verify.",
     subcommands = {
       DatasetCommand.Generate.class,
       DatasetCommand.Import.class,
+      DatasetCommand.Register.class,
+      DatasetCommand.ListCmd.class,
       DatasetCommand.Describe.class,
       DatasetCommand.Verify.class
     })
@@ -134,6 +139,9 @@ final class DatasetCommand implements Runnable {
     @Parameters(arity = "1..*", paramLabel = "ORC", description = "ORC files or directories of them.")
     List<Path> inputs;
 
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
     @Override
     public Integer call() throws Exception {
       String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
@@ -141,6 +149,15 @@ final class DatasetCommand implements Runnable {
       Manifest m = DatasetImporter.importFiles(new DatasetImporter.Options(n, inputs, out, sampleColumn, !noVerify, replace), bar);
       bar.done();
       PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        ObjectNode j = Json.object().put("dataset", m.name()).put("directory", out.toAbsolutePath().toString())
+            .put("version", m.version()).put("rows", m.rows()).put("files", m.files().size()).put("chunks", m.chunks().size());
+        ArrayNode un = j.putArray("unsupported");
+        m.features().stream().filter(f -> !f.supported())
+            .forEach(f -> un.addObject().put("column", f.name()).put("orcType", f.orcType()).put("reason", f.unsupportedReason()));
+        w.println(Json.pretty(j));
+        return 0;
+      }
       w.printf("imported %s (%s): %s rows in %d files, %d chunks%n", m.name(), m.version(), Terminal.count(m.rows()),
           m.files().size(), m.chunks().size());
       for (FeatureInfo f : m.features()) {
@@ -152,18 +169,106 @@ final class DatasetCommand implements Runnable {
     }
   }
 
-  @Command(name = "describe", mixinStandardHelpOptions = true, description = "Show a dataset's columns, files and chunks.")
-  static final class Describe implements Callable<Integer> {
+  @Command(name = "register", mixinStandardHelpOptions = true,
+      description = "Register a dataset directory with the node (it must lie inside one of the node's HDD roots).")
+  static final class Register implements Callable<Integer> {
     @Spec CommandSpec spec;
 
     @Parameters(paramLabel = "DIR", description = "Dataset directory.")
     Path dir;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = "--json", description = "Print the node's answer as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      JsonNode d = node.client().registerDataset(dir.toAbsolutePath().normalize());
+      PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        w.println(Json.compact(d));
+      } else {
+        w.printf("registered %s (%s): %s rows, %d chunks, %d features%n", d.path("name").asText(), d.path("version").asText(),
+            Terminal.count(d.path("rows").asLong()), d.path("chunks").asInt(), d.path("features").size());
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "list", mixinStandardHelpOptions = true, description = "The datasets registered with the node.")
+  static final class ListCmd implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = "--json", description = "Print the node's answer as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      JsonNode all = node.client().datasets();
+      PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        w.println(Json.compact(all));
+        return 0;
+      }
+      Terminal.Table t = new Terminal.Table("dataset", "version", "rows", "chunks", "features", "ORC", "SSD", "path");
+      for (JsonNode d : all) {
+        t.row(d.path("name").asText(), d.path("version").asText(), Terminal.count(d.path("rows").asLong()), d.path("chunks").asInt(),
+            d.path("features").size(), Terminal.bytes(d.path("orcBytes").asLong()), Terminal.bytes(d.path("ssdBytes").asLong()),
+            d.path("path").asText());
+      }
+      t.print(w);
+      return 0;
+    }
+  }
+
+  @Command(name = "describe", mixinStandardHelpOptions = true,
+      description = "Show a dataset's columns, files and chunks: a local directory, or a dataset registered with the node.")
+  static final class Describe implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "DATASET", description = "Dataset directory, or the name of a dataset registered with the node (a bare name that is not a directory here).")
+    String target;
+
+    @Mixin NodeOptions node;
 
     @Option(names = "--json", description = "Print as JSON.")
     boolean json;
 
     @Override
     public Integer call() throws Exception {
+      Path dir = Path.of(target);
+      // A path (an existing directory, or anything with a separator) is read locally; a bare name is asked of the node.
+      if (!Files.isDirectory(dir) && !target.contains(java.io.File.separator)) {
+        return onNode();
+      }
+      return local(dir);
+    }
+
+    private int onNode() throws Exception {
+      JsonNode d = node.client().dataset(target);
+      PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        w.println(Json.pretty(d));
+        return 0;
+      }
+      w.printf("dataset %s  version %s  (registered with %s from %s)%n", d.path("name").asText(), d.path("version").asText(),
+          node.client().url(), d.path("path").asText());
+      w.printf("%s rows, %d chunks, %s of ORC; %s on the SSD tier%s%n", Terminal.count(d.path("rows").asLong()),
+          d.path("chunks").asInt(), Terminal.bytes(d.path("orcBytes").asLong()), Terminal.bytes(d.path("ssdBytes").asLong()),
+          d.has("quotaBytes") ? " (quota " + Terminal.bytes(d.path("quotaBytes").asLong()) + ")" : "");
+      Terminal.Table t = new Terminal.Table("column", "type", "status");
+      for (JsonNode f : d.path("features")) {
+        t.row(f.path("name").asText(), f.path("type").asText("-"),
+            f.has("unsupported") ? "unsupported: " + f.path("unsupported").asText() : "served");
+      }
+      t.print(w);
+      return 0;
+    }
+
+    private int local(Path dir) throws Exception {
       Manifest m = Manifest.read(dir);
       PrintWriter w = spec.commandLine().getOut();
       long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
@@ -213,6 +318,9 @@ final class DatasetCommand implements Runnable {
     @Option(names = "--ssd", required = true, description = "SSD tier directory (segment store).")
     Path ssd;
 
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
     @Override
     public Integer call() throws Exception {
       PrintWriter w = spec.commandLine().getOut();
@@ -251,6 +359,11 @@ final class DatasetCommand implements Runnable {
           bar.update(segments, refs.size(), "segments");
         }
         bar.done();
+      }
+      if (json) {
+        w.println(Json.compact(Json.object().put("segments", segments).put("rows", rows).put("bytes", bytes).put("identical", true)
+            .put("seconds", (System.nanoTime() - start) / 1e9)));
+        return 0;
       }
       w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
           Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),

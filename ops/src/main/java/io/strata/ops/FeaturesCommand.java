@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Dataset;
@@ -26,6 +27,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Model.CommandSpec;
 
@@ -46,18 +48,21 @@ final class FeaturesCommand implements Runnable {
   }
 
   @Command(name = "derive", mixinStandardHelpOptions = true,
-      description = "Compute a derived feature once and keep it in the store (resumes an interrupted computation).")
+      description = {"Compute a derived feature once and keep it (resumes an interrupted computation).",
+          "With --store, in that local store (DATASET is a directory); otherwise on the node, which also puts it on the SSD tier."})
   static final class Derive implements Callable<Integer> {
     @picocli.CommandLine.Spec CommandSpec spec;
 
-    @Option(names = "--dataset", required = true, description = "Dataset directory.")
-    Path dataset;
+    @Option(names = "--dataset", required = true, paramLabel = "DATASET", description = "Registered dataset name, or a directory with --store.")
+    String dataset;
 
     @Option(names = "--spec", required = true, description = "Derived feature, for example \"zscore(log1p(amount))\".")
     String derived;
 
-    @Option(names = "--store", required = true, description = "Feature store directory (opened for writing).")
+    @Option(names = "--store", description = "Local feature store directory (opened for writing) instead of the node's.")
     Path store;
+
+    @Mixin NodeOptions node;
 
     @Option(names = "--json", description = "Print the result as JSON.")
     boolean json;
@@ -68,7 +73,22 @@ final class FeaturesCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
-      try (Dataset ds = Dataset.open(dataset); FeatureStore fs = FeatureStore.openWriter(store)) {
+      if (store == null) {
+        if (checksum) {
+          throw new IllegalArgumentException("--checksum needs --store (a local store)");
+        }
+        JsonNode r = node.client().derive(dataset, derived);
+        if (json) {
+          out.println(Json.compact(r));
+        } else {
+          out.printf("%s %s (%s) on %s: %s, %d chunks, %s stored, %d segments written to the SSD tier, in %s%n",
+              r.path("cached").asBoolean() ? "already stored" : "computed", r.path("spec").asText(), r.path("fingerprint").asText(),
+              node.client().url(), r.path("type").asText(), r.path("chunks").asInt(), Terminal.bytes(r.path("bytes").asLong()),
+              r.path("segmentsWritten").asInt(), Terminal.seconds(r.path("seconds").asDouble()));
+        }
+        return 0;
+      }
+      try (Dataset ds = Dataset.open(Path.of(dataset)); FeatureStore fs = FeatureStore.openWriter(store)) {
         Derivation d = Derivation.of(Spec.parse(derived), ds);
         String fp = fs.fingerprint(d, orc(ds));
         Optional<FeatureMeta> before = fs.meta(fp);
@@ -103,12 +123,15 @@ final class FeaturesCommand implements Runnable {
     }
   }
 
-  @Command(name = "list", mixinStandardHelpOptions = true, description = "The derived features a store holds.")
+  @Command(name = "list", mixinStandardHelpOptions = true,
+      description = "The derived features a store holds: a local store (--store) or the node's.")
   static final class ListCmd implements Callable<Integer> {
     @picocli.CommandLine.Spec CommandSpec spec;
 
-    @Option(names = "--store", required = true, description = "Feature store directory.")
+    @Option(names = "--store", description = "Local feature store directory instead of the node's.")
     Path store;
+
+    @Mixin NodeOptions node;
 
     @Option(names = "--json", description = "Print as JSON.")
     boolean json;
@@ -116,25 +139,31 @@ final class FeaturesCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
-      try (FeatureStore fs = Files.exists(store.resolve("rocksdb/LOCK")) ? openAny(store) : FeatureStore.openWriter(store)) {
-        List<FeatureMeta> all = fs.list();
-        if (json) {
+      JsonNode all;
+      if (store == null) {
+        all = node.client().derivedFeatures();
+      } else {
+        try (FeatureStore fs = Files.exists(store.resolve("rocksdb/LOCK")) ? openAny(store) : FeatureStore.openWriter(store)) {
           ArrayNode a = Json.array();
-          all.forEach(m -> {
+          for (FeatureMeta m : fs.list()) {
             ObjectNode o = m.toJson();
             o.remove("statistics");
             a.add(o);
-          });
-          out.println(Json.compact(a));
-          return 0;
+          }
+          all = a;
         }
-        Terminal.Table t = new Terminal.Table("fingerprint", "spec", "dataset", "state", "chunks", "bytes", "compute");
-        for (FeatureMeta m : all) {
-          t.row(m.fingerprint(), m.spec(), m.dataset() + " " + m.version(), m.complete() ? "complete" : "building",
-              m.done() + "/" + m.chunks(), Terminal.bytes(m.bytes()), Terminal.seconds(m.computeSeconds()));
-        }
-        t.print(out);
       }
+      if (json) {
+        out.println(Json.compact(all));
+        return 0;
+      }
+      Terminal.Table t = new Terminal.Table("fingerprint", "spec", "dataset", "state", "chunks", "bytes", "compute");
+      for (JsonNode m : all) {
+        t.row(m.path("fingerprint").asText(), m.path("spec").asText(), m.path("dataset").asText() + " " + m.path("version").asText(),
+            m.path("complete").asBoolean() ? "complete" : "building", m.path("done").asInt() + "/" + m.path("chunks").asInt(),
+            Terminal.bytes(m.path("bytes").asLong()), Terminal.seconds(m.path("computeSeconds").asDouble()));
+      }
+      t.print(out);
       return 0;
     }
 
@@ -261,6 +290,9 @@ final class FeaturesCommand implements Runnable {
     @Option(names = "--unused-days", defaultValue = "30", description = "Delete complete features unused this long; default ${DEFAULT-VALUE}.")
     int unusedDays;
 
+    @Option(names = "--json", description = "Print the deleted fingerprints as JSON.")
+    boolean json;
+
     @Override
     public Integer call() throws Exception {
       try (FeatureStore fs = FeatureStore.openWriter(store)) {
@@ -274,6 +306,12 @@ final class FeaturesCommand implements Runnable {
             return Optional.empty();
           }
         }, Duration.ofDays(1), Duration.ofDays(unusedDays));
+        if (json) {
+          ArrayNode a = Json.array();
+          deleted.forEach(a::add);
+          spec.commandLine().getOut().println(Json.compact(Json.object().put("deleted", deleted.size()).set("fingerprints", a)));
+          return 0;
+        }
         spec.commandLine().getOut().printf("deleted %d derived features%s%n", deleted.size(),
             deleted.isEmpty() ? "" : ": " + String.join(", ", deleted));
       }

@@ -54,6 +54,13 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--ssd", description = "SSD tier directory with promoted segments.")
     Path ssd;
 
+    @Option(names = "--node", paramLabel = "URL",
+        description = "Read through this cache node (declares the plan, maps the segments it names, reports reads); token from $STRATA_TOKEN.")
+    String node;
+
+    @Option(names = "--job", description = "Job name reported to the node (default: loader-<pid>).")
+    String job;
+
     @Option(names = "--features", split = ";", description = "Features to read, separated by ';': column names or derived specs (default: all served).")
     List<String> features;
 
@@ -132,12 +139,16 @@ final class LoaderCommand implements Runnable {
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
       long started = System.nanoTime();
+      if (node != null && ssd != null) {
+        throw new IllegalArgumentException("give --node or --ssd, not both: the node owns its SSD tier");
+      }
+      String jobName = job != null ? job : "loader-" + ProcessHandle.current().pid();
       try (Dataset ds = Dataset.open(dataset);
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
           io.strata.store.FeatureStore fstore = featureStore == null ? null : io.strata.store.FeatureStore.openReader(featureStore)) {
         Loader.Builder b = Loader.builder(ds)
             .derivedStore(fstore)
-            .name("loader-" + ProcessHandle.current().pid())
+            .name(jobName)
             .features(features != null ? features : ds.featureNames())
             .segments(store)
             .seed(seed)
@@ -145,6 +156,10 @@ final class LoaderCommand implements Runnable {
             .shard(rank, world)
             .prefetch(prefetch, threads)
             .shuffle(!noShuffle);
+        if (node != null) {
+          String token = System.getenv("STRATA_TOKEN");
+          b.node(new io.strata.sdk.node.NodeClient(node, token == null || token.isBlank() ? null : token), jobName);
+        }
         switch (mode) {
           case samples -> b.sampleBatches(batch);
           case rows -> {
@@ -170,10 +185,13 @@ final class LoaderCommand implements Runnable {
         boolean gpuUsable = gpu != null && GpuShipper.available();
         long shippedBytes = 0;
         long shipNanos = 0;
+        com.fasterxml.jackson.databind.node.ArrayNode epochStats = Json.array();
         try (Loader loader = b.build()) {
           first = loader.position();
+          EpochMarks marks = new EpochMarks(loader.tierStats(), epochStats);
           for (Batch batchRead : loader) {
             try (batchRead) {
+              marks.batch(batchRead.epoch(), batchRead.rows());
               long crc = 0;
               for (Column c : batchRead.columns().values()) {
                 crc = crc * 31 + Columns.checksum(c);
@@ -207,6 +225,7 @@ final class LoaderCommand implements Runnable {
               break;
             }
           }
+          marks.close();
           double seconds = (System.nanoTime() - started) / 1e9;
           TierStats s = loader.tierStats();
           ObjectNode j = Json.object();
@@ -214,8 +233,10 @@ final class LoaderCommand implements Runnable {
           j.put("startEpoch", first.epoch()).put("startStep", first.step());
           j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6);
           j.put("batchesFromCache", loader.batchesFromCache());
+          j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
           j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
+          j.set("epochs", epochStats);
           if (gpu != null) {
             j.put("gpu", gpuUsable ? "device " + gpu : GpuShipper.unavailableReason());
             j.put("gpuBytes", shippedBytes).put("gpuSeconds", shipNanos / 1e9);
@@ -248,6 +269,51 @@ final class LoaderCommand implements Runnable {
         }
       }
       return 0;
+    }
+  }
+
+  /**
+   * Bytes per tier and time of each epoch, as the consumer sees epochs change. The prefetcher runs
+   * ahead by up to its depth, so an epoch's figures include a few batches of the next one.
+   */
+  private static final class EpochMarks {
+    private final TierStats stats;
+    private final com.fasterxml.jackson.databind.node.ArrayNode out;
+    private int epoch = -1;
+    private long ssd0;
+    private long hdd0;
+    private long t0;
+    private long batches;
+    private long rows;
+
+    EpochMarks(TierStats stats, com.fasterxml.jackson.databind.node.ArrayNode out) {
+      this.stats = stats;
+      this.out = out;
+    }
+
+    void batch(int e, long batchRows) {
+      if (e != epoch) {
+        close();
+        epoch = e;
+        ssd0 = stats.bytes(TierStats.Tier.SSD);
+        hdd0 = stats.bytes(TierStats.Tier.HDD);
+        t0 = System.nanoTime();
+      }
+      batches++;
+      rows += batchRows;
+    }
+
+    void close() {
+      if (epoch < 0) {
+        return;
+      }
+      long ssd = stats.bytes(TierStats.Tier.SSD) - ssd0;
+      long hdd = stats.bytes(TierStats.Tier.HDD) - hdd0;
+      out.addObject().put("epoch", epoch).put("batches", batches).put("rows", rows).put("ssdBytes", ssd).put("hddBytes", hdd)
+          .put("byteHitRatio", ssd + hdd == 0 ? 0 : (double) ssd / (ssd + hdd)).put("seconds", (System.nanoTime() - t0) / 1e9);
+      epoch = -1;
+      batches = 0;
+      rows = 0;
     }
   }
 }

@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -78,6 +79,9 @@ final class NodeCommand implements Runnable {
     @Option(names = "--foreground", description = "Run in this process until stopped (Ctrl-C or SIGTERM).")
     boolean foreground;
 
+    @Option(names = "--json", description = "Print the started node's pid, URL, home and log as JSON.")
+    boolean json;
+
     NodeConfig build() throws IOException {
       NodeConfig c = config != null ? NodeConfig.read(config)
           : NodeConfig.embedded(home != null ? home : NodeConfig.defaultHome(), NodeConfig.DEFAULT_PORT);
@@ -121,10 +125,17 @@ final class NodeCommand implements Runnable {
         }
         stopped.countDown();
       }, "strata-node-shutdown"));
-      out.printf("strata node listening on %s (home %s, SSD budget %s)%n", node.url(), c.home(),
-          Terminal.bytes(c.ssdBudgetBytes()));
-      for (String note : node.startupNotes()) {
-        out.println("  " + note);
+      if (json) {
+        com.fasterxml.jackson.databind.node.ObjectNode o = Json.object().put("pid", ProcessHandle.current().pid())
+            .put("url", node.url()).put("home", c.home().toString()).put("ssdBudgetBytes", c.ssdBudgetBytes());
+        node.startupNotes().forEach(o.putArray("startupNotes")::add);
+        out.println(Json.compact(o));
+      } else {
+        out.printf("strata node listening on %s (home %s, SSD budget %s)%n", node.url(), c.home(),
+            Terminal.bytes(c.ssdBudgetBytes()));
+        for (String note : node.startupNotes()) {
+          out.println("  " + note);
+        }
       }
       out.flush();
       stopped.await();
@@ -161,6 +172,11 @@ final class NodeCommand implements Runnable {
         Thread.sleep(50);
       }
       JsonNode n = Json.parse(Files.readAllBytes(info));
+      if (json) {
+        out.println(Json.compact(Json.object().put("pid", n.path("pid").asLong()).put("url", n.path("url").asText())
+            .put("home", c.home().toString()).put("log", log.toString())));
+        return 0;
+      }
       out.printf("strata node started: %s (pid %d, home %s, log %s)%n", n.path("url").asText(), n.path("pid").asLong(), c.home(), log);
       return 0;
     }
@@ -185,6 +201,9 @@ final class NodeCommand implements Runnable {
     @Option(names = "--home", description = "Node home (default: $STRATA_HOME/node or ~/.strata/node).")
     Path home;
 
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
     @Override
     public Integer call() throws Exception {
       Path h = home != null ? home : NodeConfig.defaultHome();
@@ -194,7 +213,11 @@ final class NodeCommand implements Runnable {
       }
       p.get().destroy();
       p.get().onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
-      spec.commandLine().getOut().printf("stopped the node (pid %d)%n", p.get().pid());
+      if (json) {
+        spec.commandLine().getOut().println(Json.compact(Json.object().put("stopped", p.get().pid())));
+      } else {
+        spec.commandLine().getOut().printf("stopped the node (pid %d)%n", p.get().pid());
+      }
       return 0;
     }
   }
@@ -203,25 +226,34 @@ final class NodeCommand implements Runnable {
   static final class Status implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Option(names = "--node", description = "Node URL (default: $STRATA_NODE, the default home's node, or http://127.0.0.1:7070).")
-    String node;
+    @Mixin NodeOptions node;
+
+    @Option(names = "--home", description = "Ask the node started from this home (reads its node.json).")
+    Path home;
 
     @Option(names = "--json", description = "Print as JSON.")
     boolean json;
 
     @Override
     public Integer call() throws Exception {
-      NodeClient c = new NodeClient(nodeUrl(node), System.getenv("STRATA_TOKEN"));
+      if (home != null && node.node == null) {
+        Path info = home.resolve(INFO);
+        if (running(info).isEmpty()) {
+          throw new IllegalStateException("no node is running from " + home);
+        }
+        node.node = Json.parse(Files.readAllBytes(info)).path("url").asText();
+      }
+      NodeClient c = node.client();
       JsonNode t = c.tiers();
       PrintWriter out = spec.commandLine().getOut();
       if (json) {
         out.println(Json.compact(t));
         return 0;
       }
-      out.printf("node %s up %s: %d datasets, %d jobs; SSD %s of %s in %d segments%n", c.url(),
+      out.printf("node %s up %s: %d datasets, %d jobs; SSD %s of %s in %d segments; byte hit ratio %.1f%%%n", c.url(),
           Terminal.seconds(t.path("uptimeSeconds").asDouble()), t.path("hdd").path("datasets").asInt(), t.path("jobs").size(),
           Terminal.bytes(t.path("ssd").path("bytes").asLong()), Terminal.bytes(t.path("ssd").path("budgetBytes").asLong()),
-          t.path("ssd").path("segments").asInt());
+          t.path("ssd").path("segments").asInt(), 100 * t.path("traffic").path("byteHitRatio").asDouble());
       return 0;
     }
   }

@@ -1,7 +1,9 @@
 package io.strata.ops;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.Sizes;
 import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.CaffeinePolicy;
 import io.strata.node.policy.LruPolicy;
@@ -17,15 +19,19 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
-/** {@code strata policy ...}: the tiering policy offline (simulate, trace). */
-@Command(name = "policy", mixinStandardHelpOptions = true, description = "Tiering policy: simulate on traces, generate traces.",
-    subcommands = {PolicyCommand.Simulate.class, PolicyCommand.GenerateTrace.class})
+/** {@code strata policy ...}: a node's tiering policy (get, set) and the policy offline (simulate, trace). */
+@Command(name = "policy", mixinStandardHelpOptions = true,
+    description = "Tiering policy: show and change a node's (get, set); simulate on traces, generate traces.",
+    subcommands = {PolicyCommand.GetPolicy.class, PolicyCommand.SetPolicy.class, PolicyCommand.Simulate.class, PolicyCommand.GenerateTrace.class})
 final class PolicyCommand implements Runnable {
   @Spec CommandSpec spec;
 
@@ -34,32 +40,99 @@ final class PolicyCommand implements Runnable {
     spec.commandLine().usage(spec.commandLine().getOut());
   }
 
-  /** Parses 10g, 512m, 1.5t, 3000 (bytes). */
-  static long parseBytes(String s) {
-    String t = s.strip().toLowerCase(Locale.ROOT);
-    long mult = 1;
-    if (t.endsWith("b")) {
-      t = t.substring(0, t.length() - 1);
-    }
-    char last = t.isEmpty() ? ' ' : t.charAt(t.length() - 1);
-    switch (last) {
-      case 'k' -> mult = 1L << 10;
-      case 'm' -> mult = 1L << 20;
-      case 'g' -> mult = 1L << 30;
-      case 't' -> mult = 1L << 40;
-      default -> mult = 1;
-    }
-    if (mult > 1) {
-      t = t.substring(0, t.length() - 1);
-    }
-    try {
-      double v = Double.parseDouble(t);
-      if (v < 0 || Double.isNaN(v)) {
-        throw new NumberFormatException();
+  static void printPolicy(PrintWriter out, JsonNode p) {
+    Terminal.Table t = new Terminal.Table("setting", "value");
+    t.row("SSD budget", Terminal.bytes(p.path("ssdBudgetBytes").asLong()));
+    long flash = p.path("flashWriteBudgetBytesPerHour").asLong();
+    t.row("flash write budget", flash == 0 ? "none" : Terminal.bytes(flash) + "/h");
+    t.row("popularity discount", p.path("popularityDiscount").asText());
+    long rate = p.path("promotionBytesPerSecond").asLong();
+    t.row("promotion rate limit", rate == 0 ? "none" : Terminal.bytes(rate) + "/s");
+    p.path("quotas").fields().forEachRemaining(e -> t.row("quota " + e.getKey(), Terminal.bytes(e.getValue().asLong())));
+    p.path("pins").forEach(x -> t.row("pinned", x.asText()));
+    p.path("decisions").fields().forEachRemaining(e -> t.row("decisions: " + e.getKey(), e.getValue().asText()));
+    t.print(out);
+  }
+
+  @Command(name = "get", mixinStandardHelpOptions = true,
+      description = "Show a node's policy: SSD budget, flash write budget, admission knobs, quotas, pins, decision counts.")
+  static final class GetPolicy implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = "--json", description = "Print the node's answer as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      JsonNode p = node.client().policy();
+      if (json) {
+        spec.commandLine().getOut().println(Json.compact(p));
+      } else {
+        printPolicy(spec.commandLine().getOut(), p);
       }
-      return (long) (v * mult);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("bad byte size '" + s + "' (examples: 3000, 512m, 10g)");
+      return 0;
+    }
+  }
+
+  @Command(name = "set", mixinStandardHelpOptions = true,
+      description = "Change a node's policy; a smaller SSD budget evicts at once.")
+  static final class SetPolicy implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = "--ssd-budget", paramLabel = "SIZE", description = "SSD tier budget (3000, 512m, 10g).")
+    String ssdBudget;
+
+    @Option(names = "--flash-budget", paramLabel = "SIZE", description = "Flash write budget per hour (0: none).")
+    String flashBudget;
+
+    @Option(names = "--popularity-discount", paramLabel = "X",
+        description = "Admission knob: how much less a stream read by one job weighs than one read by many (at least 1).")
+    Double popularityDiscount;
+
+    @Option(names = "--quota", paramLabel = "DATASET=SIZE",
+        description = "SSD quota of a dataset (repeatable); SIZE 'none' removes the quota.")
+    Map<String, String> quotas;
+
+    @Option(names = "--json", description = "Print the new policy as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      ObjectNode change = Json.object();
+      if (ssdBudget != null) {
+        change.put("ssdBudgetBytes", Sizes.parse(ssdBudget));
+      }
+      if (flashBudget != null) {
+        change.put("flashWriteBudgetBytesPerHour", Sizes.parse(flashBudget));
+      }
+      if (popularityDiscount != null) {
+        change.put("popularityDiscount", popularityDiscount);
+      }
+      if (quotas != null) {
+        ObjectNode q = change.putObject("quotas");
+        quotas.forEach((ds, size) -> {
+          if (size.equalsIgnoreCase("none")) {
+            q.putNull(ds);
+          } else {
+            q.put(ds, Sizes.parse(size));
+          }
+        });
+      }
+      if (change.isEmpty()) {
+        throw new ParameterException(spec.commandLine(),
+            "nothing to change: give --ssd-budget, --flash-budget, --popularity-discount or --quota");
+      }
+      JsonNode p = node.client().setPolicy(change);
+      if (json) {
+        spec.commandLine().getOut().println(Json.compact(p));
+      } else {
+        printPolicy(spec.commandLine().getOut(), p);
+      }
+      return 0;
     }
   }
 
@@ -91,7 +164,7 @@ final class PolicyCommand implements Runnable {
       if (t.size() == 0) {
         throw new IllegalArgumentException(trace + " has no reads");
       }
-      double flash = parseBytes(flashBudget);
+      double flash = Sizes.parse(flashBudget);
       ObjectNode result = Json.object();
       result.put("trace", trace.toString()).put("reads", t.size()).put("jobs", t.jobs()).put("chunks", t.keys())
           .put("distinctBytes", t.distinctBytes()).put("totalBytes", t.totalBytes());
@@ -103,7 +176,7 @@ final class PolicyCommand implements Runnable {
       for (String b : budgets) {
         long budget = b.strip().endsWith("%")
             ? (long) (t.distinctBytes() * Double.parseDouble(b.strip().replace("%", "")) / 100)
-            : parseBytes(b);
+            : Sizes.parse(b);
         List<Simulator.Result> results = new ArrayList<>();
         results.add(Simulator.run(t, new StrataPolicy(budget, flash), false));
         results.add(Simulator.run(t, new StrataPolicy(budget, flash), true));
@@ -172,10 +245,18 @@ final class PolicyCommand implements Runnable {
     @Option(names = "--seed", defaultValue = "1")
     long seed;
 
+    @Option(names = "--json", description = "Print the trace's size as JSON.")
+    boolean json;
+
     @Override
     public Integer call() throws Exception {
       Trace t = TraceGenerator.generate(new TraceGenerator.Spec(datasets, features, chunks, jobs, zipf, arrival, seed));
       t.write(out);
+      if (json) {
+        spec.commandLine().getOut().println(Json.compact(Json.object().put("trace", out.toString()).put("reads", t.size())
+            .put("jobs", t.jobs()).put("chunks", t.keys()).put("distinctBytes", t.distinctBytes())));
+        return 0;
+      }
       spec.commandLine().getOut().printf("wrote %s: %s reads by %d jobs of %d feature chunks, %s distinct%n", out,
           Terminal.count(t.size()), t.jobs(), t.keys(), Terminal.bytes(t.distinctBytes()));
       return 0;

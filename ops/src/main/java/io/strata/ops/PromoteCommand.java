@@ -1,7 +1,11 @@
 package io.strata.ops;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.PrintWriter;
@@ -9,20 +13,27 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code strata promote}: move feature streams of a dataset to the SSD tier. */
+/**
+ * {@code strata promote}: move feature streams of a dataset to the SSD tier, through a node (by
+ * dataset name) or into a local segment directory ({@code --ssd}, by dataset directory).
+ */
 @Command(name = "promote", mixinStandardHelpOptions = true,
-    description = "Promote feature streams of a dataset from ORC (HDD tier) to segments (SSD tier).")
+    description = {"Promote feature streams of a dataset from ORC (HDD tier) to segments (SSD tier).",
+        "With --ssd, into that local directory (DATASET is a directory); otherwise on the node (DATASET is a registered name)."})
 final class PromoteCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
-  @Option(names = "--dataset", required = true, description = "Dataset directory.")
-  Path dataset;
+  @Mixin NodeOptions node;
 
-  @Option(names = "--ssd", required = true, description = "SSD tier directory (segment store).")
+  @Option(names = "--dataset", required = true, paramLabel = "DATASET", description = "Registered dataset name, or a directory with --ssd.")
+  String dataset;
+
+  @Option(names = "--ssd", description = "Local SSD tier directory (segment store) instead of a node.")
   Path ssd;
 
   @Option(names = "--features", split = ",", description = "Features to promote (default: all served features).")
@@ -31,10 +42,49 @@ final class PromoteCommand implements Callable<Integer> {
   @Option(names = "--chunks", split = ",", description = "Chunk indexes to promote (default: all).")
   List<Integer> chunks;
 
+  @Option(names = "--no-wait", description = "On a node: return once the promotions are scheduled.")
+  boolean noWait;
+
+  @Option(names = "--json", description = "Print the result as one JSON object.")
+  boolean json;
+
   @Override
   public Integer call() throws Exception {
+    return ssd != null ? local() : onNode();
+  }
+
+  private int onNode() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
-    try (Dataset ds = Dataset.open(dataset); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
+    NodeClient c = node.client();
+    long started = System.nanoTime();
+    JsonNode r = c.promote(dataset, features, chunks);
+    int scheduled = r.path("scheduled").asInt();
+    ObjectNode result = Json.object().put("dataset", dataset).put("scheduled", scheduled).put("bytes", r.path("bytes").asLong());
+    if (!noWait && scheduled > 0) {
+      Terminal.Bar bar = new Terminal.Bar("promote", spec.commandLine().getErr());
+      int pending;
+      do {
+        Thread.sleep(200);
+        pending = c.tiers().path("ssd").path("pendingPromotions").asInt();
+        bar.update(Math.max(0, scheduled - pending), scheduled, "chunks");
+      } while (pending > 0);
+      bar.done();
+      result.put("seconds", (System.nanoTime() - started) / 1e9);
+    }
+    if (json) {
+      w.println(Json.compact(result));
+    } else if (noWait || scheduled == 0) {
+      w.printf("%d promotions of %s scheduled (about %s)%n", scheduled, dataset, Terminal.bytes(r.path("bytes").asLong()));
+    } else {
+      w.printf("promoted %d feature chunks of %s (about %s) in %s%n", scheduled, dataset, Terminal.bytes(r.path("bytes").asLong()),
+          Terminal.seconds(result.path("seconds").asDouble()));
+    }
+    return 0;
+  }
+
+  private int local() throws Exception {
+    PrintWriter w = spec.commandLine().getOut();
+    try (Dataset ds = Dataset.open(Path.of(dataset)); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
       List<String> f = features != null ? features : ds.featureNames();
       if (chunks != null) {
         for (int c : chunks) {
@@ -46,9 +96,14 @@ final class PromoteCommand implements Callable<Integer> {
       Terminal.Bar bar = new Terminal.Bar("promote", spec.commandLine().getErr());
       Promoter.Report r = Promoter.promote(ds, store, f, chunks, bar);
       bar.done();
-      w.printf("promoted %d features of %s: %d chunks, %s rows, %s of segments in %s (%.1f MB/s)%n", f.size(), ds.name(),
-          r.chunks(), Terminal.count(r.rows()), Terminal.bytes(r.bytesWritten()), Terminal.seconds(r.seconds()),
-          r.bytesWritten() / 1e6 / Math.max(1e-9, r.seconds()));
+      if (json) {
+        w.println(Json.compact(Json.object().put("dataset", ds.name()).put("features", f.size()).put("chunks", r.chunks())
+            .put("rows", r.rows()).put("bytes", r.bytesWritten()).put("seconds", r.seconds())));
+      } else {
+        w.printf("promoted %d features of %s: %d chunks, %s rows, %s of segments in %s (%.1f MB/s)%n", f.size(), ds.name(),
+            r.chunks(), Terminal.count(r.rows()), Terminal.bytes(r.bytesWritten()), Terminal.seconds(r.seconds()),
+            r.bytesWritten() / 1e6 / Math.max(1e-9, r.seconds()));
+      }
     }
     return 0;
   }

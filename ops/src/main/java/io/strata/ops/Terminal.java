@@ -48,9 +48,16 @@ final class Terminal {
   static final class Table {
     private final List<String[]> rows = new ArrayList<>();
     private final String[] header;
+    private boolean alignNumbers = true;
 
     Table(String... header) {
       this.header = header;
+    }
+
+    /** Left-aligns every cell (for label/value tables whose values are prose). */
+    Table leftAligned() {
+      alignNumbers = false;
+      return this;
     }
 
     Table row(Object... cells) {
@@ -70,25 +77,25 @@ final class Terminal {
           w[i] = Math.max(w[i], r[i].length());
         }
       }
-      line(out, header, w);
+      line(out, header, w, false);
       StringBuilder sep = new StringBuilder();
       for (int i = 0; i < w.length; i++) {
         sep.append(i == 0 ? "" : "  ").append("-".repeat(w[i]));
       }
       out.println(sep);
       for (String[] r : rows) {
-        line(out, r, w);
+        line(out, r, w, alignNumbers);
       }
       out.flush();
     }
 
-    private static void line(PrintWriter out, String[] cells, int[] w) {
+    private static void line(PrintWriter out, String[] cells, int[] w, boolean alignNumbers) {
       StringBuilder sb = new StringBuilder();
       for (int i = 0; i < cells.length; i++) {
         if (i > 0) {
           sb.append("  ");
         }
-        boolean numeric = !cells[i].isEmpty() && (Character.isDigit(cells[i].charAt(0)) || cells[i].charAt(0) == '-') && i > 0;
+        boolean numeric = alignNumbers && !cells[i].isEmpty() && (Character.isDigit(cells[i].charAt(0)) || cells[i].charAt(0) == '-') && i > 0;
         String pad = " ".repeat(w[i] - cells[i].length());
         sb.append(numeric ? pad + cells[i] : cells[i] + pad);
       }

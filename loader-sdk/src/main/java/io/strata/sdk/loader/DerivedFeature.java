@@ -23,6 +23,7 @@ final class DerivedFeature implements DerivedChunkSource {
   private final String job;
   private final String fingerprint;
   private Derivation.Statistics statistics;
+  private final java.util.concurrent.atomic.AtomicLong computed = new java.util.concurrent.atomic.AtomicLong();
 
   DerivedFeature(Derivation derivation, DerivedStore store, String job) throws IOException {
     this.derivation = derivation;
@@ -57,6 +58,11 @@ final class DerivedFeature implements DerivedChunkSource {
     return statistics;
   }
 
+  /** Chunks this loader computed itself (not served by a store or the SSD tier). */
+  long chunksComputed() {
+    return computed.get();
+  }
+
   @Override
   public Column chunk(int chunk, SegmentAllocator allocator) throws IOException {
     if (fingerprint != null) {
@@ -65,6 +71,7 @@ final class DerivedFeature implements DerivedChunkSource {
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     long t0 = threads.getCurrentThreadCpuTime();
     Column c = derivation.computeChunk(chunk, statistics(), reader(derivation.dataset()), allocator);
+    computed.incrementAndGet();
     if (store != null) {
       Dataset ds = derivation.dataset();
       store.recordUsage(new DerivedStore.Usage(ds.name(), ds.directory().toString(), ds.version(), storageName(), job,

@@ -179,6 +179,20 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     return tierStats;
   }
 
+  /**
+   * Chunks of derived features this loader computed itself, because neither a store nor the SSD
+   * tier held them (zero when every derived chunk was reused).
+   */
+  public long derivedChunksComputed() {
+    long n = 0;
+    for (DerivedChunkSource d : derived.values()) {
+      if (d instanceof DerivedFeature f) {
+        n += f.chunksComputed();
+      }
+    }
+    return n;
+  }
+
   /** Batches served from the persistent batch cache so far. */
   public long batchesFromCache() {
     return fromCache;

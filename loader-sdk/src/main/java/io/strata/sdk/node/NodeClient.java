@@ -43,6 +43,9 @@ public final class NodeClient {
     }
   }
 
+  /** How long {@link #derive} waits for the node to compute a feature. */
+  public static final Duration DERIVE_TIMEOUT = Duration.ofHours(2);
+
   private final URI base;
   private final String token;
   private final HttpClient http;
@@ -75,7 +78,11 @@ public final class NodeClient {
   }
 
   private JsonNode call(String method, String path, JsonNode body) throws IOException {
-    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path)).timeout(timeout);
+    return call(method, path, body, timeout);
+  }
+
+  private JsonNode call(String method, String path, JsonNode body, Duration limit) throws IOException {
+    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path)).timeout(limit);
     if (token != null) {
       b.header("Authorization", "Bearer " + token);
     }
@@ -173,10 +180,11 @@ public final class NodeClient {
   /**
    * Asks the node for a derived feature of {@code dataset}: it computes it if no job has yet
    * (callers asking meanwhile wait for that one computation), stores it and puts its chunks on
-   * the SSD tier. Returns the feature's fingerprint and state.
+   * the SSD tier. Returns the feature's fingerprint and state. Computing may take long: this call
+   * waits up to {@link #DERIVE_TIMEOUT}.
    */
   public JsonNode derive(String dataset, String spec) throws IOException {
-    return call("POST", "/v1/features", Json.object().put("dataset", dataset).put("spec", spec));
+    return call("POST", "/v1/features", Json.object().put("dataset", dataset).put("spec", spec), DERIVE_TIMEOUT);
   }
 
   /** The derived features the node's feature store holds. */

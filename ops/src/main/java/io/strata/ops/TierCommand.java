@@ -1,0 +1,88 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.internal.Json;
+import java.io.PrintWriter;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code strata tier status}: what the tiers hold and whether the cache earns its keep. */
+@Command(name = "tier", mixinStandardHelpOptions = true, description = "Inspect the node's tiers.",
+    subcommands = {TierCommand.Status.class})
+final class TierCommand implements Runnable {
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  @Command(name = "status", mixinStandardHelpOptions = true,
+      description = "Occupancy per tier, byte hit ratio, HDD bytes avoided, flash write rate, top reused feature streams, running jobs.")
+  static final class Status implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = "--json", description = "Print the node's answer as one JSON object.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      JsonNode t = node.client().tiers();
+      PrintWriter out = spec.commandLine().getOut();
+      if (json) {
+        out.println(Json.compact(t));
+        return 0;
+      }
+      JsonNode ssd = t.path("ssd");
+      JsonNode hdd = t.path("hdd");
+      JsonNode dram = t.path("dram");
+      JsonNode tr = t.path("traffic");
+      Terminal.Table tiers = new Terminal.Table("tier", "holds", "budget", "use", "read", "detail");
+      long budget = ssd.path("budgetBytes").asLong();
+      long held = ssd.path("bytes").asLong();
+      tiers.row("SSD (segments)", Terminal.bytes(held), Terminal.bytes(budget),
+          budget == 0 ? "-" : String.format(Locale.ROOT, "%.1f%%", 100.0 * held / budget),
+          Terminal.bytes(tr.path("ssdBytes").asLong()),
+          ssd.path("segments").asInt() + " segments, " + ssd.path("pendingPromotions").asInt() + " promotions pending");
+      tiers.row("HDD (ORC)", Terminal.bytes(hdd.path("bytes").asLong()), "-", "-", Terminal.bytes(tr.path("hddBytes").asLong()),
+          hdd.path("datasets").asInt() + " datasets");
+      tiers.row("DRAM (page cache)", Terminal.bytes(dram.path("pageCacheBytes").asLong()), Terminal.bytes(dram.path("budgetBytes").asLong()),
+          "-", "-", "host page cache of " + Terminal.bytes(dram.path("hostBytes").asLong()) + " memory; "
+              + dram.path("openDatasets").asInt() + " datasets open");
+      out.printf("node %s, up %s%n%n", node.client().url(), Terminal.seconds(t.path("uptimeSeconds").asDouble()));
+      tiers.print(out);
+      out.println();
+      Terminal.Table traffic = new Terminal.Table("byte hit ratio", "HDD bytes avoided", "flash written", "flash rate", "promotions", "evictions", "reads");
+      traffic.row(String.format(Locale.ROOT, "%.1f%%", 100 * tr.path("byteHitRatio").asDouble()),
+          Terminal.bytes(tr.path("hddBytesAvoided").asLong()), Terminal.bytes(tr.path("flashBytesWritten").asLong()),
+          Terminal.bytes((long) tr.path("flashBytesPerHour").asDouble()) + "/h", tr.path("promotions").asLong(),
+          tr.path("evictions").asLong(), Terminal.count(tr.path("reads").asLong()));
+      traffic.print(out);
+      if (t.path("topStreams").size() > 0) {
+        out.println();
+        Terminal.Table top = new Terminal.Table("top feature stream", "SSD bytes", "HDD bytes", "hit ratio");
+        for (JsonNode s : t.path("topStreams")) {
+          long a = s.path("ssdBytes").asLong();
+          long b = s.path("hddBytes").asLong();
+          top.row(s.path("stream").asText(), Terminal.bytes(a), Terminal.bytes(b),
+              String.format(Locale.ROOT, "%.1f%%", 100.0 * a / Math.max(1, a + b)));
+        }
+        top.print(out);
+      }
+      if (t.path("jobs").size() > 0) {
+        out.println();
+        Terminal.Table jobs = new Terminal.Table("job", "dataset", "features");
+        t.path("jobs").forEach(j -> jobs.row(j.path("job").asText(), j.path("dataset").asText(), j.path("features").asInt()));
+        jobs.print(out);
+      }
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,259 @@
+package io.strata.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.node.CacheNode;
+import io.strata.node.NodeConfig;
+import io.strata.sdk.internal.Json;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** Every {@code strata} command against a real node on a loopback port, and the node unreachable. */
+class NodeCommandsTest {
+  @TempDir static Path home;
+  static CacheNode node;
+  static String url;
+  static Path dataset;
+
+  @BeforeAll
+  static void start() throws Exception {
+    dataset = home.resolve("hdd/events");
+    Cli.Result g = Cli.run("dataset", "generate", "--out", dataset.toString(), "--name", "events", "--rows", "60000",
+        "--rows-per-chunk", "20000", "--features", "12", "--mean-sample-length", "60");
+    assertEquals(0, g.code(), g.err());
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(256L << 20));
+    url = node.url();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    node.close();
+  }
+
+  /** Runs a command against the test's node and expects success. */
+  private Cli.Result ok(String... args) {
+    List<String> a = new ArrayList<>(List.of(args));
+    a.addAll(List.of("--node", url));
+    Cli.Result r = Cli.run(a.toArray(String[]::new));
+    assertEquals(0, r.code(), String.join(" ", args) + " failed: " + r.err() + r.out());
+    return r;
+  }
+
+  private JsonNode json(String... args) throws Exception {
+    List<String> a = new ArrayList<>(List.of(args));
+    a.add("--json");
+    return Json.parse(ok(a.toArray(String[]::new)).out());
+  }
+
+  @Test
+  void everyNodeCommandWorksAgainstARealNode() throws Exception {
+    // Datasets: register, list, describe by name.
+    assertTrue(ok("dataset", "register", dataset.toString()).out().contains("registered events"));
+    JsonNode list = json("dataset", "list");
+    assertEquals("events", list.get(0).path("name").asText());
+    assertTrue(list.get(0).path("orcBytes").asLong() > 0, list.toString());
+    assertTrue(ok("dataset", "list").out().contains("events"));
+    assertTrue(ok("dataset", "describe", "events").out().contains("embedding"));
+    assertEquals(3, json("dataset", "describe", "events").path("chunks").asInt());
+
+    // Policy: get, set (budget, flash budget, discount, quota), back to no quota.
+    JsonNode p = json("policy", "get");
+    assertEquals(256L << 20, p.path("ssdBudgetBytes").asLong());
+    JsonNode set = json("policy", "set", "--ssd-budget", "200m", "--flash-budget", "50g", "--popularity-discount", "3",
+        "--quota", "events=100m");
+    assertEquals(200L << 20, set.path("ssdBudgetBytes").asLong());
+    assertEquals(50L << 30, set.path("flashWriteBudgetBytesPerHour").asLong());
+    assertEquals(3.0, set.path("popularityDiscount").asDouble());
+    assertEquals(100L << 20, set.path("quotas").path("events").asLong());
+    assertTrue(ok("policy", "set", "--quota", "events=none").out().contains("SSD budget"));
+    assertFalse(json("policy", "get").path("quotas").has("events"));
+
+    // Promote on the node (waits), then the tier status shows the segments.
+    JsonNode pr = json("promote", "--dataset", "events", "--features", "amount,score");
+    assertEquals(6, pr.path("scheduled").asInt(), pr.toString());
+    JsonNode tiers = json("tier", "status");
+    assertEquals(6, tiers.path("ssd").path("segments").asInt(), tiers.toString());
+    assertTrue(tiers.path("hdd").path("bytes").asLong() > 0, tiers.toString());
+    String human = ok("tier", "status").out();
+    assertTrue(human.contains("SSD (segments)") && human.contains("byte hit ratio") && human.contains("HDD (ORC)"), human);
+
+    // Pin a feature: promoted and protected; evicting it is refused until unpinned.
+    JsonNode pin = json("pin", "--dataset", "events", "--feature", "merchant_id");
+    assertTrue(pin.path("pinned").asBoolean());
+    node.awaitIdle(30_000);
+    Cli.Result refused = Cli.run("evict", "--dataset", "events", "--features", "merchant_id", "--node", url);
+    assertEquals(1, refused.code());
+    assertEquals("strata: feature merchant_id of events is pinned: unpin it first", refused.err().strip());
+    assertTrue(ok("unpin", "--dataset", "events", "--feature", "merchant_id").out().contains("unpinned events/merchant_id"));
+    assertEquals(3, json("evict", "--dataset", "events", "--features", "merchant_id").path("evicted").asInt());
+    assertEquals(3, json("evict", "--dataset", "events", "--features", "score").path("evicted").asInt());
+
+    // A job through the node: its reads show up in the tier status.
+    JsonNode job = json("loader", "run", "--dataset", dataset.toString(), "--features", "amount;score", "--mode", "rows",
+        "--batch", "5000", "--job", "cli-job");
+    assertEquals(60000, job.path("rows").asLong(), job.toString());
+    assertTrue(job.path("ssdBytes").asLong() > 0, "amount was promoted: " + job);
+    node.awaitIdle(30_000);
+    JsonNode after = json("tier", "status");
+    assertTrue(after.path("traffic").path("ssdBytes").asLong() > 0 && after.path("traffic").path("hddBytes").asLong() > 0, after.toString());
+
+    // Derived features on the node.
+    JsonNode d = json("features", "derive", "--dataset", "events", "--spec", "log1p(amount)");
+    assertEquals("log1p(amount)", d.path("spec").asText());
+    assertTrue(d.path("complete").asBoolean(), d.toString());
+    assertTrue(ok("features", "derive", "--dataset", "events", "--spec", "LOG1P( amount )").out().startsWith("already stored"));
+    assertEquals(1, json("features", "list").size());
+    assertTrue(ok("features", "list").out().contains("log1p(amount)"));
+
+    // Node status names the node.
+    assertTrue(ok("node", "status").out().contains("1 datasets"));
+  }
+
+  @Test
+  void theNodeRefusingARequestIsOneLineAndExitCode1() {
+    for (String[] args : List.of(
+        new String[] {"pin", "--dataset", "nosuch"},
+        new String[] {"dataset", "describe", "nosuch"},
+        new String[] {"promote", "--dataset", "nosuch"},
+        new String[] {"policy", "set", "--quota", "nosuch=1g"},
+        new String[] {"features", "derive", "--dataset", "nosuch", "--spec", "log1p(x)"})) {
+      List<String> a = new ArrayList<>(List.of(args));
+      a.addAll(List.of("--node", url));
+      Cli.Result r = Cli.run(a.toArray(String[]::new));
+      assertEquals(1, r.code(), String.join(" ", args) + ": " + r.err());
+      assertEquals(1, r.err().strip().lines().count(), r.err());
+      assertTrue(r.err().startsWith("strata: ") && r.err().contains("nosuch"), r.err());
+    }
+  }
+
+  /** Every command that talks to a node, with arguments it would accept. */
+  static final List<String[]> NODE_COMMANDS = List.of(
+      new String[] {"node", "status"},
+      new String[] {"tier", "status"},
+      new String[] {"policy", "get"},
+      new String[] {"policy", "set", "--ssd-budget", "1g"},
+      new String[] {"pin", "--dataset", "events"},
+      new String[] {"unpin", "--dataset", "events"},
+      new String[] {"promote", "--dataset", "events"},
+      new String[] {"evict", "--dataset", "events"},
+      new String[] {"dataset", "register", "/tmp"},
+      new String[] {"dataset", "list"},
+      new String[] {"dataset", "describe", "events"},
+      new String[] {"features", "derive", "--dataset", "events", "--spec", "log1p(amount)"},
+      new String[] {"features", "list"});
+
+  @Test
+  void anUnreachableNodeIsOneClearLineAndExitCode1() throws Exception {
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    String dead = "http://127.0.0.1:" + port;
+    for (String[] args : NODE_COMMANDS) {
+      for (boolean json : new boolean[] {false, true}) {
+        List<String> a = new ArrayList<>(List.of(args));
+        a.addAll(List.of("--node", dead));
+        if (json) {
+          a.add("--json");
+        }
+        Cli.Result r = Cli.run(a.toArray(String[]::new));
+        assertEquals(1, r.code(), a + ": " + r.err());
+        assertEquals("strata: cache node at " + dead + " is unreachable: ConnectException", r.err().strip(), a.toString());
+        assertEquals("", r.out(), a.toString());
+      }
+    }
+    Cli.Result loader = Cli.run("loader", "run", "--dataset", dataset.toString(), "--node", dead, "--features", "amount",
+        "--max-batches", "1", "--json");
+    assertEquals(0, loader.code(), "a loader keeps reading ORC while the node is down: " + loader.err());
+  }
+
+  @Test
+  void wrongArgumentsAreOneLineAndExitCode2() {
+    for (String[] args : List.of(
+        new String[] {"policy", "set"},
+        new String[] {"policy", "set", "--ssd-budget", "lots"},
+        new String[] {"pin"},
+        new String[] {"promote", "--dataset", "events", "--chunks", "first"},
+        new String[] {"tier", "status", "--bogus"},
+        new String[] {"tier"},
+        new String[] {"evict", "--dataset"},
+        new String[] {"node", "status", "--node", "ftp://x"},
+        new String[] {"loader", "run", "--dataset", "x", "--node", url, "--ssd", "y"})) {
+      Cli.Result r = Cli.run(args);
+      if (args.length == 1 && args[0].equals("tier")) {
+        assertEquals(0, r.code(), "a command group prints its usage");
+        assertTrue(r.out().contains("status"), r.out());
+        continue;
+      }
+      assertEquals(2, r.code(), String.join(" ", args) + ": " + r.err());
+      assertTrue(r.err().startsWith("strata: "), r.err());
+      assertFalse(r.err().contains("\tat "), r.err());
+      assertTrue(r.err().strip().lines().count() <= 2, "one line and a hint at most: " + r.err());
+    }
+  }
+
+  /** Every command prints help, and every command that prints a result can print it as JSON. */
+  @Test
+  void everyCommandHasHelpAndJson() {
+    CommandLine root = new CommandLine(new Main());
+    List<CommandLine> leaves = new ArrayList<>();
+    collect(root, leaves);
+    assertTrue(leaves.size() >= 25, "commands: " + leaves.size());
+    for (CommandLine c : leaves) {
+      String name = c.getCommandSpec().qualifiedName();
+      if (name.equals("strata help")) {
+        continue;
+      }
+      List<String> args = new ArrayList<>(List.of(name.substring("strata ".length()).split(" ")));
+      args.add("--help");
+      Cli.Result r = Cli.run(args.toArray(String[]::new));
+      assertEquals(0, r.code(), name + " --help: " + r.err());
+      assertTrue(r.out().startsWith("Usage: " + name), name + ": " + r.out());
+      assertTrue(c.getCommandSpec().findOption("--json") != null, name + " has no --json");
+    }
+  }
+
+  private static void collect(CommandLine c, List<CommandLine> leaves) {
+    if (c.getSubcommands().isEmpty()) {
+      leaves.add(c);
+    }
+    // Aliases appear twice in the map; distinct instances only.
+    c.getSubcommands().values().stream().distinct().forEach(s -> collect(s, leaves));
+  }
+
+  @Test
+  void nodeStartStatusStopInTheBackground() throws Exception {
+    Path h = home.resolve("bg");
+    Cli.Result start = Cli.run("node", "start", "--home", h.toString(), "--port", "0", "--json");
+    assertEquals(0, start.code(), start.err());
+    JsonNode s = Json.parse(start.out());
+    try {
+      Cli.Result again = Cli.run("node", "start", "--home", h.toString(), "--port", "0");
+      assertEquals(1, again.code());
+      assertTrue(again.err().contains("already running"), again.err());
+      JsonNode st = Json.parse(Cli.run("node", "status", "--home", h.toString(), "--json").out());
+      assertTrue(st.has("ssd"), st.toString());
+    } finally {
+      Cli.Result stop = Cli.run("node", "stop", "--home", h.toString(), "--json");
+      assertEquals(0, stop.code(), stop.err());
+      assertEquals(s.path("pid").asLong(), Json.parse(stop.out()).path("stopped").asLong());
+    }
+    Cli.Result status = Cli.run("node", "status", "--home", h.toString());
+    assertEquals(1, status.code());
+    assertTrue(status.err().contains("no node is running"), status.err());
+    try (Stream<Path> files = Files.list(h)) {
+      assertFalse(files.anyMatch(f -> f.getFileName().toString().equals("node.running")), "the stop was clean");
+    }
+  }
+}
