@@ -118,7 +118,7 @@ final class Terminal {
     Bar(String what, PrintWriter err) {
       this.what = what;
       this.err = err;
-      this.tty = System.console() != null && System.getenv("STRATA_NO_TTY") == null;
+      this.tty = System.console() != null && System.console().isTerminal() && System.getenv("STRATA_NO_TTY") == null;
     }
 
     @Override
