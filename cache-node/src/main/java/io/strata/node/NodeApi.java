@@ -32,6 +32,15 @@ final class NodeApi {
 
   Router router(Vertx vertx) {
     Router r = Router.router(vertx);
+    // Multipart decoding is refused before the body handler sees it: the API takes JSON only.
+    r.route().handler(ctx -> {
+      String type = ctx.request().getHeader("content-type");
+      if (type != null && type.regionMatches(true, 0, "multipart/", 0, 10)) {
+        error(ctx, 415, "multipart bodies are not accepted; send a JSON body");
+      } else {
+        ctx.next();
+      }
+    });
     r.route().handler(BodyHandler.create(false).setBodyLimit(config.maxBodyBytes()));
     r.route().handler(this::authorize);
     r.get("/health").handler(ctx -> ctx.json(Map.of("status", "ok", "uptimeSeconds", tiers.now())));

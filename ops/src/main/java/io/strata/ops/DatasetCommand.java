@@ -32,14 +32,15 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(
     name = "dataset",
     mixinStandardHelpOptions = true,
-    description = "Dataset tools: generate, import, register, list, describe, verify.",
+    description = "Dataset tools: generate, import, register, list, describe, verify, truth.",
     subcommands = {
       DatasetCommand.Generate.class,
       DatasetCommand.Import.class,
       DatasetCommand.Register.class,
       DatasetCommand.ListCmd.class,
       DatasetCommand.Describe.class,
-      DatasetCommand.Verify.class
+      DatasetCommand.Verify.class,
+      DatasetCommand.Truth.class
     })
 final class DatasetCommand implements Runnable {
   @Spec CommandSpec spec;
@@ -368,6 +369,41 @@ final class DatasetCommand implements Runnable {
       w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
           Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),
           Terminal.bytes(Runtime.getRuntime().maxMemory()));
+      return 0;
+    }
+  }
+
+  @Command(name = "truth", mixinStandardHelpOptions = true,
+      description = "Compute the checksum of every sample of every feature from the ORC files (orc-core only, no cache), for 'loader run --verify-against'.")
+  static final class Truth implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    Path dir;
+
+    @Option(names = {"-o", "--out"}, required = true, description = "Ground-truth file to write.")
+    Path outFile;
+
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      PrintWriter w = spec.commandLine().getOut();
+      long start = System.nanoTime();
+      GroundTruth t;
+      try (Dataset ds = Dataset.open(dir)) {
+        t = GroundTruth.compute(ds);
+      }
+      t.write(outFile);
+      double seconds = (System.nanoTime() - start) / 1e9;
+      if (json) {
+        w.println(Json.compact(Json.object().put("file", outFile.toString()).put("samples", t.samples)
+            .put("features", t.features.size()).put("seconds", seconds)));
+      } else {
+        w.printf("ground truth of %s: %s samples x %d features from ORC in %s -> %s%n", t.dataset, Terminal.count(t.samples),
+            t.features.size(), Terminal.seconds(seconds), outFile);
+      }
       return 0;
     }
   }

@@ -128,6 +128,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--ready-file", description = "Create this file after the last batch, before holding.")
     Path readyFile;
 
+    @Option(names = "--verify-against", paramLabel = "FILE",
+        description = "Check every sample of every batch against this ground-truth file ('strata dataset truth'); samples mode only.")
+    Path verifyAgainst;
+
     @Option(names = "--json", description = "Print the summary as JSON.")
     boolean json;
 
@@ -141,6 +145,9 @@ final class LoaderCommand implements Runnable {
       long started = System.nanoTime();
       if (node != null && ssd != null) {
         throw new IllegalArgumentException("give --node or --ssd, not both: the node owns its SSD tier");
+      }
+      if (verifyAgainst != null && mode != Mode.samples) {
+        throw new IllegalArgumentException("--verify-against checks samples: use it with --mode samples");
       }
       String jobName = job != null ? job : "loader-" + ProcessHandle.current().pid();
       try (Dataset ds = Dataset.open(dataset);
@@ -186,6 +193,8 @@ final class LoaderCommand implements Runnable {
         long shippedBytes = 0;
         long shipNanos = 0;
         com.fasterxml.jackson.databind.node.ArrayNode epochStats = Json.array();
+        GroundTruth.Checker checker = verifyAgainst == null ? null : new GroundTruth.Checker(GroundTruth.read(verifyAgainst), ds);
+        long lastProgress = System.nanoTime();
         try (Loader loader = b.build()) {
           first = loader.position();
           EpochMarks marks = new EpochMarks(loader.tierStats(), epochStats);
@@ -195,6 +204,14 @@ final class LoaderCommand implements Runnable {
               long crc = 0;
               for (Column c : batchRead.columns().values()) {
                 crc = crc * 31 + Columns.checksum(c);
+              }
+              if (checker != null) {
+                checker.check(batchRead);
+                if (System.nanoTime() - lastProgress > 2_000_000_000L) {
+                  out.printf("verified %d %d %d%n", checker.batches, checker.values, checker.mismatches);
+                  out.flush();
+                  lastProgress = System.nanoTime();
+                }
               }
               if (checkpoint != null) {
                 AtomicFiles.write(checkpoint, batchRead.checkpoint().toBytes());
@@ -237,6 +254,11 @@ final class LoaderCommand implements Runnable {
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
           j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
           j.set("epochs", epochStats);
+          if (checker != null) {
+            j.put("verifiedBatches", checker.batches).put("verifiedUnits", checker.units).put("verifiedValues", checker.values)
+                .put("mismatches", checker.mismatches);
+            checker.firstMismatches.forEach(j.putArray("firstMismatches")::add);
+          }
           if (gpu != null) {
             j.put("gpu", gpuUsable ? "device " + gpu : GpuShipper.unavailableReason());
             j.put("gpuBytes", shippedBytes).put("gpuSeconds", shipNanos / 1e9);
@@ -251,11 +273,19 @@ final class LoaderCommand implements Runnable {
               out.printf("GPU %d: shipped %s in %s (%.2f GB/s, packing into pinned memory included)%n", gpu,
                   Terminal.bytes(shippedBytes), Terminal.seconds(shipNanos / 1e9), shippedBytes / 1e9 / Math.max(1e-9, shipNanos / 1e9));
             }
+            if (checker != null) {
+              out.printf("checked %s sample values of %d batches against %s: %d mismatches%n", Terminal.count(checker.values),
+                  checker.batches, verifyAgainst, checker.mismatches);
+              checker.firstMismatches.forEach(m -> out.println("  mismatch: " + m));
+            }
             out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(TierStats.Tier.SSD)),
                 Terminal.seconds(s.nanos(TierStats.Tier.SSD) / 1e9), Terminal.bytes(s.bytes(TierStats.Tier.HDD)),
                 Terminal.seconds(s.nanos(TierStats.Tier.HDD) / 1e9));
           }
           out.flush();
+          if (checker != null && checker.mismatches > 0) {
+            return Main.FAILURE;
+          }
           if (readyFile != null) {
             Files.writeString(readyFile, Long.toString(ProcessHandle.current().pid()));
           }

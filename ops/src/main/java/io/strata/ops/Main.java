@@ -25,6 +25,7 @@ import picocli.CommandLine.Command;
       BenchCommand.class,
       SegmentCommand.class,
       DemoCommand.class,
+      SoakCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class Main implements Runnable {
