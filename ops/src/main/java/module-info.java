@@ -5,6 +5,7 @@ module io.strata.ops {
   requires io.strata.node;
   requires info.picocli;
   requires com.fasterxml.jackson.databind;
+  requires java.net.http;
 
   opens io.strata.ops to
       info.picocli;

@@ -24,8 +24,9 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata bench ...}: benchmarks that need real processes. JMH ones live in bench/. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-    description = "Benchmarks with real processes: memory of concurrent loaders, restart time.",
-    subcommands = {BenchCommand.Memory.class, BenchCommand.Restart.class, BenchCommand.Derived.class})
+    description = "Side-by-side benchmarks against peers; 'bench all' runs every one and writes BENCHMARKS.md's results and charts.",
+    subcommands = {BenchAll.class, BenchPeers.Sample.class, BenchPeers.Scan.class, BenchCommand.Memory.class, BenchPeers.Policy.class,
+      BenchCommand.Derived.class, BenchCommand.Restart.class, BenchPeers.Api.class, BenchPeers.Gpu.class})
 final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
 
@@ -83,6 +84,10 @@ final class BenchCommand implements Runnable {
         description = "Other JVM options of each loader; default: ${DEFAULT-VALUE}.")
     String jvmOpts;
 
+    @Option(names = "--memory-limit", paramLabel = "SIZE",
+        description = "Run each group of loaders in a memory cgroup of this size (page cache included): a dataset larger than the memory the jobs may use. Needs root.")
+    String memoryLimit;
+
     @Option(names = "--json", description = "Print the figures as one JSON object.")
     boolean json;
 
@@ -102,12 +107,18 @@ final class BenchCommand implements Runnable {
       }
       ObjectNode result = Json.object();
       result.put("benchmark", "memory").put("segmentBytes", segmentBytes).put("heap", heap).put("jvmOpts", jvmOpts);
+      long limit = memoryLimit == null ? 0 : io.strata.node.Sizes.parse(memoryLimit);
+      if (limit > 0) {
+        result.put("memoryLimitBytes", limit);
+      }
       ArrayNode runs = result.putArray("runs");
       Terminal.Table table = new Terminal.Table("processes", "private/process (max)", "anonymous/process (max)",
-          "shared/process", "PSS/process", "RSS/process");
+          "shared/process", "PSS/process", "RSS/process", "s to read all");
       for (int n : processes) {
         Path tmp = Files.createTempDirectory("strata-bench-memory");
         List<Process> procs = new ArrayList<>();
+        MemoryCgroup group = limit > 0 ? MemoryCgroup.create("strata-bench-" + ProcessHandle.current().pid() + "-" + n, limit) : null;
+        long started = System.nanoTime();
         try {
           for (int i = 0; i < n; i++) {
             procs.add(spawn(
@@ -116,6 +127,9 @@ final class BenchCommand implements Runnable {
                     "--no-shuffle", "--batch", Integer.toString(batch), "--prefetch", "2", "--ready-file",
                     tmp.resolve("ready-" + i).toString(), "--hold", "600"),
                 tmp.resolve("out-" + i)));
+            if (group != null) {
+              group.add(procs.getLast().pid());
+            }
           }
           long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
           for (int i = 0; i < n; i++) {
@@ -132,7 +146,10 @@ final class BenchCommand implements Runnable {
             }
           }
           ObjectNode run = runs.addObject();
-          run.put("processes", n);
+          run.put("processes", n).put("secondsToReadAll", (System.nanoTime() - started) / 1e9);
+          if (group != null) {
+            run.put("cgroupPeakBytes", group.peakBytes()).put("cgroupLimitHits", group.limitHits());
+          }
           ArrayNode per = run.putArray("perProcess");
           long maxPrivate = 0;
           long maxAnonymous = 0;
@@ -156,11 +173,15 @@ final class BenchCommand implements Runnable {
               .put("meanPssKiB", sumPss / n)
               .put("meanRssKiB", sumRss / n);
           table.row(n, Terminal.bytes(maxPrivate << 10), Terminal.bytes(maxAnonymous << 10), Terminal.bytes((sumShared / n) << 10),
-              Terminal.bytes((sumPss / n) << 10), Terminal.bytes((sumRss / n) << 10), Terminal.bytes(segmentBytes));
+              Terminal.bytes((sumPss / n) << 10), Terminal.bytes((sumRss / n) << 10),
+              BenchPeers.f2(run.path("secondsToReadAll").asDouble()));
         } finally {
           for (Process p : procs) {
             p.destroyForcibly();
             p.waitFor(30, TimeUnit.SECONDS);
+          }
+          if (group != null) {
+            group.close();
           }
           DemoCommand.deleteTree(tmp);
         }
@@ -168,8 +189,8 @@ final class BenchCommand implements Runnable {
       if (json) {
         out.println(Json.compact(result));
       } else {
-        out.printf("loader processes (%s), each reading every segment of %s (%s of segments)%n", String.join(" ", jvm),
-            dataset, Terminal.bytes(segmentBytes));
+        out.printf("loader processes (%s), each reading every segment of %s (%s of segments)%s%n", String.join(" ", jvm),
+            dataset, Terminal.bytes(segmentBytes), limit > 0 ? ", all of them in a memory cgroup of " + Terminal.bytes(limit) : "");
         table.print(out);
       }
       return 0;
@@ -268,6 +289,10 @@ final class BenchCommand implements Runnable {
     @Option(names = "--kill-after", defaultValue = "5", description = "Batches read before the SIGKILL; default ${DEFAULT-VALUE}.")
     int killAfter;
 
+    @Option(names = "--heap", defaultValue = "2g",
+        description = "Java heap of the loader processes (reading ORC stripes needs room); default ${DEFAULT-VALUE}.")
+    String heap;
+
     @Option(names = "--json", description = "Print the figures as one JSON object.")
     boolean json;
 
@@ -295,7 +320,7 @@ final class BenchCommand implements Runnable {
           first.addAll(extra);
           first.addAll(List.of("--print-checksums", "--step-ms", Integer.toString(stepMs)));
           Path log = tmp.resolve("first.log");
-          Process p = spawn(List.of("-Xmx512m"), first, log);
+          Process p = spawn(List.of("-Xmx" + heap), first, log);
           long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
           while (countBatches(log) < killAfter) {
             if (!p.isAlive() || System.nanoTime() > deadline) {
@@ -310,7 +335,7 @@ final class BenchCommand implements Runnable {
           second.add("3");
           second.addAll(extra);
           Path log2 = tmp.resolve("second.log");
-          Process q = spawn(List.of("-Xmx512m"), second, log2);
+          Process q = spawn(List.of("-Xmx" + heap), second, log2);
           if (!q.waitFor(5, TimeUnit.MINUTES) || q.exitValue() != 0) {
             throw new IOException("the restarted loader failed: " + Files.readString(log2));
           }

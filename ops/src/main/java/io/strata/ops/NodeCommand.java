@@ -160,17 +160,7 @@ final class NodeCommand implements Runnable {
       Path log = c.home().resolve("node.log");
       Files.createDirectories(c.home());
       Process p = BenchCommand.spawn(List.of("-Xmx1g"), args, log);
-      long deadline = System.nanoTime() + 60_000_000_000L;
-      while (!Files.exists(info)) {
-        if (!p.isAlive()) {
-          throw new IOException("the node exited (" + p.exitValue() + "): " + Files.readString(log).strip());
-        }
-        if (System.nanoTime() > deadline) {
-          p.destroy();
-          throw new IOException("the node did not start within 60 s; see " + log);
-        }
-        Thread.sleep(50);
-      }
+      awaitStart(p, info, log);
       JsonNode n = Json.parse(Files.readAllBytes(info));
       if (json) {
         out.println(Json.compact(Json.object().put("pid", n.path("pid").asLong()).put("url", n.path("url").asText())
@@ -179,6 +169,37 @@ final class NodeCommand implements Runnable {
       }
       out.printf("strata node started: %s (pid %d, home %s, log %s)%n", n.path("url").asText(), n.path("pid").asLong(), c.home(), log);
       return 0;
+    }
+  }
+
+  /**
+   * Starts {@code strata node start --foreground --home HOME args...} as a child JVM and waits
+   * until it has written its node.json; returns the process and the node's URL.
+   */
+  record Child(Process process, String url) {}
+
+  static Child startChild(List<String> jvm, Path home, List<String> args, Path log) throws IOException, InterruptedException {
+    Files.createDirectories(home);
+    Path info = home.resolve(INFO);
+    Files.deleteIfExists(info);
+    List<String> all = new ArrayList<>(List.of("node", "start", "--foreground", "--home", home.toString()));
+    all.addAll(args);
+    Process p = BenchCommand.spawn(jvm, all, log);
+    awaitStart(p, info, log);
+    return new Child(p, Json.parse(Files.readAllBytes(info)).path("url").asText());
+  }
+
+  private static void awaitStart(Process p, Path info, Path log) throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    while (!Files.exists(info)) {
+      if (!p.isAlive()) {
+        throw new IOException("the node exited (" + p.exitValue() + "): " + Files.readString(log).strip());
+      }
+      if (System.nanoTime() > deadline) {
+        p.destroy();
+        throw new IOException("the node did not start within 60 s; see " + log);
+      }
+      Thread.sleep(50);
     }
   }
 

@@ -109,13 +109,11 @@ final class SoakCommand implements Callable<Integer> {
       log.printf("ground truth from ORC ready (%s)%n", Terminal.seconds((System.nanoTime() - t0) / 1e9));
       // Segments are about 2.2x the ORC bytes for this generator's columns; the budget is a share of that.
       long budget = (long) (orcBytes * 2.2 * ssdShare);
-      Path home = dir.resolve("node");
-      Files.createDirectories(home);
-      Files.deleteIfExists(home.resolve("node.json"));
-      node = BenchCommand.spawn(List.of("-Xmx512m", "-XX:+UseSerialGC"), List.of("node", "start", "--foreground", "--home",
-          home.toString(), "--port", "0", "--hdd-root", dir.resolve("hdd").toString(), "--ssd-budget", Long.toString(budget)),
+      NodeCommand.Child child = NodeCommand.startChild(List.of("-Xmx512m", "-XX:+UseSerialGC"), dir.resolve("node"),
+          List.of("--port", "0", "--hdd-root", dir.resolve("hdd").toString(), "--ssd-budget", Long.toString(budget)),
           dir.resolve("node.log"));
-      String url = waitForNode(node, home, dir.resolve("node.log"));
+      node = child.process();
+      String url = child.url();
       NodeClient client = new NodeClient(url, null);
       client.registerDataset(hdd);
       log.printf("node %s (pid %d), SSD budget %s; %d jobs for %.1f min%n", url, node.pid(), Terminal.bytes(budget), jobs, minutes);
@@ -303,21 +301,6 @@ final class SoakCommand implements Callable<Integer> {
         return;
       }
     }
-  }
-
-  private static String waitForNode(Process node, Path home, Path log) throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + 60_000_000_000L;
-    Path info = home.resolve("node.json");
-    while (!Files.exists(info)) {
-      if (!node.isAlive()) {
-        throw new IOException("the node exited (" + node.exitValue() + "): " + Files.readString(log).strip());
-      }
-      if (System.nanoTime() > deadline) {
-        throw new IOException("the node did not start within 60 s; see " + log);
-      }
-      Thread.sleep(50);
-    }
-    return Json.parse(Files.readAllBytes(info)).path("url").asText();
   }
 
   /** RSS, open descriptors, mappings and mappings of deleted segment files of a process. */

@@ -54,16 +54,19 @@ public final class SegmentFile implements AutoCloseable {
   private final SegmentInfo info;
   private final Map<String, String> metadata;
   private final SequencedMap<String, Column> columns;
+  private final long base;
 
   private SegmentFile(
       Path path,
       Arena arena,
+      long base,
       long fileSize,
       SegmentInfo info,
       Map<String, String> metadata,
       SequencedMap<String, Column> columns) {
     this.path = path;
     this.arena = arena;
+    this.base = base;
     this.fileSize = fileSize;
     this.info = info;
     this.metadata = metadata;
@@ -245,7 +248,7 @@ public final class SegmentFile implements AutoCloseable {
         || cursor.buffer != buffers.byteSize() / Arrow.BUFFER_SIZE) {
       throw new CorruptFileException(path, "record batch has more nodes or buffers than its schema needs");
     }
-    return new SegmentFile(path, arena, size, info, Collections.unmodifiableMap(meta), columns);
+    return new SegmentFile(path, arena, map.address(), size, info, Collections.unmodifiableMap(meta), columns);
   }
 
   private static String require(Path path, Map<String, String> meta, String key) throws CorruptFileException {
@@ -412,6 +415,18 @@ public final class SegmentFile implements AutoCloseable {
 
   public Path path() {
     return path;
+  }
+
+  /**
+   * The file offset of a buffer of one of this segment's columns, for readers that map the file
+   * themselves (the benchmark's numpy peer reads the same buffers this way).
+   */
+  public long fileOffset(MemorySegment buffer) {
+    long off = buffer.address() - base;
+    if (buffer.byteSize() > 0 && (off < 0 || off + buffer.byteSize() > fileSize)) {
+      throw new IllegalArgumentException("the buffer is not part of segment " + path);
+    }
+    return off;
   }
 
   /** Size of the file in bytes. */

@@ -1,0 +1,338 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/** SVG charts and the Markdown section of {@code strata bench all}, drawn from the results' JSON. */
+final class BenchCharts {
+  private BenchCharts() {}
+
+  private static final String[] COLORS = {"#2f6fb0", "#d9822b", "#3a9a5b", "#b03a48", "#7a5cb0", "#8c8c8c"};
+
+  static String chart(String name, JsonNode r) {
+    switch (name) {
+      case "sample" -> {
+        List<String> labels = new ArrayList<>();
+        List<Double> values = new ArrayList<>();
+        r.path("peers").properties().forEach(e -> {
+          labels.add(e.getKey());
+          values.add(e.getValue().path("gbPerSecond").asDouble());
+        });
+        return bars("Sample batches: GB/s of column data (log scale)", "GB/s", labels, values, true);
+      }
+      case "scan" -> {
+        List<String> labels = new ArrayList<>();
+        List<Double> values = new ArrayList<>();
+        r.path("peers").properties().forEach(e -> {
+          labels.add(e.getKey());
+          values.add(e.getValue().path("seconds").asDouble());
+        });
+        return bars("Epoch scan of " + r.path("featuresScanned").asInt() + " of " + r.path("featuresTotal").asInt()
+            + " features: seconds (lower is better)", "s", labels, values, false);
+      }
+      case "memory" -> {
+        List<Double> xs = new ArrayList<>();
+        Map<String, List<Double>> s = new LinkedHashMap<>();
+        s.put("private per process (MiB)", new ArrayList<>());
+        s.put("PSS per process (MiB)", new ArrayList<>());
+        s.put("anonymous per process (MiB)", new ArrayList<>());
+        for (JsonNode run : r.path("runs")) {
+          xs.add(run.path("processes").asDouble());
+          s.get("private per process (MiB)").add(run.path("maxPrivateKiB").asDouble() / 1024);
+          s.get("PSS per process (MiB)").add(run.path("meanPssKiB").asDouble() / 1024);
+          s.get("anonymous per process (MiB)").add(run.path("maxAnonymousKiB").asDouble() / 1024);
+        }
+        return lines("Memory of concurrent loaders reading " + Terminal.bytes(r.path("segmentBytes").asLong()) + " of segments",
+            "processes", "MiB", xs, s);
+      }
+      case "policy" -> {
+        List<Double> xs = new ArrayList<>();
+        Map<String, List<Double>> s = new LinkedHashMap<>();
+        for (String p : List.of("strata", "lru", "opt")) {
+          s.put(p.equals("opt") ? "OPT" : p.equals("lru") ? "LRU" : "Strata", new ArrayList<>());
+        }
+        for (JsonNode b : r.path("budgets")) {
+          xs.add(b.path("ssdBudgetPercent").asDouble());
+          s.get("Strata").add(b.path("strata").asDouble());
+          s.get("LRU").add(b.path("lru").asDouble());
+          s.get("OPT").add(b.path("opt").asDouble());
+        }
+        return lines("Cache policy: byte hit ratio by SSD budget", "SSD budget, % of distinct bytes", "byte hit ratio", xs, s);
+      }
+      case "derived" -> {
+        List<String> labels = new ArrayList<>(List.of("first job (computes)"));
+        List<Double> values = new ArrayList<>(List.of(r.path("firstJobSeconds").asDouble()));
+        int i = 1;
+        for (JsonNode v : r.path("laterJobSeconds")) {
+          labels.add("later job " + i++);
+          values.add(v.asDouble());
+        }
+        return bars("Derived feature: seconds per job (lower is better)", "s", labels, values, false);
+      }
+      case "restart" -> {
+        return bars("Restart after SIGKILL: ms to the first batch (lower is better)", "ms",
+            List.of("without batch cache", "with batch cache"),
+            List.of(r.path("withoutBatchCache").path("timeToFirstBatchMs").asDouble(),
+                r.path("withBatchCache").path("timeToFirstBatchMs").asDouble()), false);
+      }
+      case "api" -> {
+        List<Double> xs = new ArrayList<>();
+        Map<String, List<Double>> s = new LinkedHashMap<>();
+        s.put("resolve req/s", new ArrayList<>());
+        s.put("/health req/s", new ArrayList<>());
+        for (JsonNode p : r.path("points")) {
+          xs.add(p.path("clients").asDouble());
+          s.get("resolve req/s").add(p.path("resolveRps").asDouble());
+          s.get("/health req/s").add(p.path("healthRps").asDouble());
+        }
+        return lines("Node API on loopback: requests/s by concurrent clients", "clients", "requests/s", xs, s);
+      }
+      default -> {
+        return null;
+      }
+    }
+  }
+
+  private static String esc(String s) {
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+  }
+
+  private static String num(double v) {
+    if (v == 0) {
+      return "0";
+    }
+    double a = Math.abs(v);
+    return String.format(Locale.ROOT, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : a >= 0.1 ? "%.2f" : "%.4f", v);
+  }
+
+  static String bars(String title, String unit, List<String> labels, List<Double> values, boolean log) {
+    int w = 720;
+    int left = 190;
+    int right = 90;
+    int row = 30;
+    int top = 40;
+    int h = top + row * labels.size() + 20;
+    double max = values.stream().mapToDouble(Double::doubleValue).max().orElse(1);
+    double min = values.stream().mapToDouble(Double::doubleValue).filter(v -> v > 0).min().orElse(1);
+    double lo = log ? Math.pow(10, Math.floor(Math.log10(min))) : 0;
+    StringBuilder s = header(w, h, title);
+    for (int i = 0; i < labels.size(); i++) {
+      double v = values.get(i);
+      double frac = log ? (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / Math.max(1e-9, Math.log10(max) - Math.log10(lo))
+          : v / Math.max(1e-12, max);
+      int y = top + i * row;
+      int bw = (int) Math.max(1, frac * (w - left - right));
+      s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>%n", left - 8, y + 19, esc(labels.get(i))));
+      s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>%n", left, y + 5, bw, row - 10,
+          labels.get(i).startsWith("strata") || labels.get(i).startsWith("with batch") || labels.get(i).startsWith("later")
+              ? COLORS[0] : COLORS[5]));
+      s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s %s</text>%n", left + bw + 6, y + 19, num(v), esc(unit)));
+    }
+    return s.append("</svg>\n").toString();
+  }
+
+  static String lines(String title, String xLabel, String yLabel, List<Double> xs, Map<String, List<Double>> series) {
+    int w = 720;
+    int h = 360;
+    int left = 70;
+    int right = 20;
+    int top = 40;
+    int bottom = 80;
+    double xMin = xs.stream().mapToDouble(Double::doubleValue).min().orElse(0);
+    double xMax = xs.stream().mapToDouble(Double::doubleValue).max().orElse(1);
+    double yMax = series.values().stream().flatMap(List::stream).mapToDouble(Double::doubleValue).max().orElse(1) * 1.1;
+    if (xMax == xMin) {
+      xMax = xMin + 1;
+    }
+    StringBuilder s = header(w, h, title);
+    int pw = w - left - right;
+    int ph = h - top - bottom;
+    s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>%n", left, top + ph, left + pw, top + ph));
+    s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>%n", left, top, left, top + ph));
+    for (int k = 0; k <= 4; k++) {
+      double v = yMax * k / 4;
+      int y = top + ph - (int) (ph * k / 4.0);
+      s.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>%n", left, y, left + pw, y));
+      s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>%n", left - 6, y + 4, num(v)));
+    }
+    for (double x : xs) {
+      int px = left + (int) (pw * (x - xMin) / (xMax - xMin));
+      s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n", px, top + ph + 16, num(x)));
+    }
+    s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>%n", left + pw / 2, top + ph + 34, esc(xLabel)));
+    s.append(String.format(Locale.ROOT, "<text x=\"14\" y=\"%d\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">%s</text>%n",
+        top + ph / 2, top + ph / 2, esc(yLabel)));
+    int i = 0;
+    int lx = left;
+    for (var e : series.entrySet()) {
+      String color = COLORS[i++ % COLORS.length];
+      StringBuilder pts = new StringBuilder();
+      for (int k = 0; k < xs.size() && k < e.getValue().size(); k++) {
+        int px = left + (int) (pw * (xs.get(k) - xMin) / (xMax - xMin));
+        int py = top + ph - (int) (ph * e.getValue().get(k) / yMax);
+        pts.append(px).append(',').append(py).append(' ');
+        s.append(String.format(Locale.ROOT, "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\" fill=\"%s\"/>%n", px, py, color));
+      }
+      s.append(String.format(Locale.ROOT, "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>%n", pts.toString().strip(), color));
+      s.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>%n", lx, h - 26, color));
+      s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\">%s</text>%n", lx + 16, h - 16, esc(e.getKey())));
+      lx += 30 + 7 * e.getKey().length();
+    }
+    return s.append("</svg>\n").toString();
+  }
+
+  private static StringBuilder header(int w, int h, String title) {
+    StringBuilder s = new StringBuilder();
+    s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+        + "font-family=\"sans-serif\" font-size=\"12\">%n", w, h, w, h));
+    s.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", w, h));
+    s.append(String.format(Locale.ROOT, "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">%s</text>%n", esc(title)));
+    return s;
+  }
+
+  private static String pct(double v) {
+    return String.format(Locale.ROOT, "%.1f %%", 100 * v);
+  }
+
+  private static String x(double v) {
+    return String.format(Locale.ROOT, "%.2f×", v);
+  }
+
+  static String markdown(Map<String, JsonNode> results, List<String> earlier, String machine, String command, Path out,
+      boolean quick) {
+    StringBuilder m = new StringBuilder();
+    m.append("## All comparisons in one run (`strata bench all`)\n\n");
+    m.append("Command: `").append(command).append("`  \nMachine: ").append(machine).append("  \n");
+    m.append("Results (JSON) and charts (SVG): `").append(out).append("/`. Each comparison runs its peers side by side in the ")
+        .append("same run; ratios are what to compare across machines.").append(quick ? " **Quick run: short rounds, not for the record.**" : "")
+        .append("\n\n");
+    if (!earlier.isEmpty()) {
+      m.append("Not run by this command, shown from their earlier results in `").append(out).append("/`: ")
+          .append(String.join(", ", earlier)).append(" (the same command without `--only` reruns them).\n\n");
+    }
+    String dir = out.toString().replace('\\', '/');
+    for (var e : results.entrySet()) {
+      JsonNode r = e.getValue();
+      String time = r.has("benchSeconds") ? String.format(Locale.ROOT, " (%.0f s)", r.path("benchSeconds").asDouble()) : "";
+      switch (e.getKey()) {
+        case "sample" -> {
+          m.append("### 1. Sample batches").append(time).append("\n\n");
+          m.append(String.format(Locale.ROOT, "%s rows, %d features of mixed types, %d random samples per batch (%s of column data per "
+              + "batch), median of %d rounds. numpy peer: `numpy.memmap` fancy indexing over the same Arrow buffers of the same "
+              + "segment files (checked to gather the same bytes: %s).%n%n", Terminal.count(r.path("rows").asLong()),
+              r.path("features").asInt(), r.path("samples").asInt(), Terminal.bytes(r.path("bytesPerBatch").asLong()),
+              r.path("rounds").asInt(), r.path("numpyGathersTheSameBytes").asBoolean()));
+          m.append("| peer | batches/s | GB/s | vs memcpy |\n| --- | ---: | ---: | ---: |\n");
+          double memcpy = r.path("peers").path("memcpy").path("batchesPerSecond").asDouble();
+          r.path("peers").properties().forEach(p -> m.append(String.format(Locale.ROOT, "| %s | %s | %s | %s |%n", p.getKey(),
+              num(p.getValue().path("batchesPerSecond").asDouble()), num(p.getValue().path("gbPerSecond").asDouble()),
+              pct(p.getValue().path("batchesPerSecond").asDouble() / memcpy))));
+          JsonNode q = r.path("ratios");
+          m.append(String.format(Locale.ROOT, "%nStrata (1 thread) vs ORC: **%s**; vs numpy.memmap: **%s**; vs memcpy: **%s** "
+              + "(two threads: %s).%n%n", x(q.path("strataVsOrc").asDouble()), x(q.path("strataVsNumpy").asDouble()),
+              pct(q.path("strataVsMemcpy").asDouble()), pct(q.path("strata2threadsVsMemcpy").asDouble())));
+        }
+        case "scan" -> {
+          m.append("### 2. Epoch scan of 30 % of the features").append(time).append("\n\n");
+          m.append(String.format(Locale.ROOT, "%s rows; %d of %d features %s; median of rounds.%n%n", Terminal.count(r.path("rows").asLong()),
+              r.path("featuresScanned").asInt(), r.path("featuresTotal").asInt(), r.path("features")));
+          m.append("| peer | seconds | M rows/s |\n| --- | ---: | ---: |\n");
+          r.path("peers").properties().forEach(p -> m.append(String.format(Locale.ROOT, "| %s | %s | %s |%n", p.getKey(),
+              num(p.getValue().path("seconds").asDouble()), num(p.getValue().path("rowsPerSecond").asDouble() / 1e6))));
+          JsonNode q = r.path("ratios");
+          m.append(String.format(Locale.ROOT, "%nStrata faster than ORC with projection: **%s**; than ORC without projection: **%s**.%n%n",
+              x(q.path("strataVsOrcProjection").asDouble()), x(q.path("strataVsOrcNoProjection").asDouble())));
+        }
+        case "memory" -> {
+          m.append("### 3. Memory of 1, 2, 4, 8 concurrent jobs").append(time).append("\n\n");
+          m.append(String.format(Locale.ROOT, "Each job is a `strata loader run` process (%s, %s heap) reading every row of every "
+              + "feature of %s of segments; smaps_rollup after the epoch.%n%n", r.path("jvmOpts").asText(), r.path("heap").asText(),
+              Terminal.bytes(r.path("segmentBytes").asLong())));
+          m.append("| jobs | private/job (max) | anonymous/job (max) | shared/job | PSS/job |\n| ---: | ---: | ---: | ---: | ---: |\n");
+          for (JsonNode run : r.path("runs")) {
+            m.append(String.format(Locale.ROOT, "| %d | %s | %s | %s | %s |%n", run.path("processes").asInt(),
+                Terminal.bytes(run.path("maxPrivateKiB").asLong() << 10), Terminal.bytes(run.path("maxAnonymousKiB").asLong() << 10),
+                Terminal.bytes(run.path("meanSharedKiB").asLong() << 10), Terminal.bytes(run.path("meanPssKiB").asLong() << 10)));
+          }
+          JsonNode l = r.path("limited");
+          if (!l.isMissingNode()) {
+            JsonNode lr = l.path("runs").path(0);
+            JsonNode free = null;
+            for (JsonNode run : r.path("runs")) {
+              if (run.path("processes").asInt() == lr.path("processes").asInt()) {
+                free = run;
+              }
+            }
+            m.append(String.format(Locale.ROOT, "%nLarger than memory: %d jobs in a memory cgroup of %s (page cache included) read "
+                + "all %s of segments: done in %s s (%s s without the limit), peak %s, the limit hit %d times.%n",
+                lr.path("processes").asInt(), Terminal.bytes(l.path("memoryLimitBytes").asLong()),
+                Terminal.bytes(l.path("segmentBytes").asLong()), num(lr.path("secondsToReadAll").asDouble()),
+                free == null ? "?" : num(free.path("secondsToReadAll").asDouble()), Terminal.bytes(lr.path("cgroupPeakBytes").asLong()),
+                lr.path("cgroupLimitHits").asLong()));
+          } else if (r.has("limitedSkipped")) {
+            m.append("\nLarger than memory: skipped (").append(r.path("limitedSkipped").asText()).append(").\n");
+          }
+          m.append('\n');
+        }
+        case "policy" -> {
+          m.append("### 4. Cache policy: Strata vs LRU vs OPT").append(time).append("\n\n");
+          m.append("Byte hit ratio, mean over generated multi-job traces (seeds ").append(r.path("seeds")).append(").\n\n");
+          m.append("| SSD budget | Strata | LRU | OPT | Strata/OPT | Strata/LRU |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+          for (JsonNode b : r.path("budgets")) {
+            m.append(String.format(Locale.ROOT, "| %s %% | %.3f | %.3f | %.3f | %.2f | %s |%n", num(b.path("ssdBudgetPercent").asDouble()),
+                b.path("strata").asDouble(), b.path("lru").asDouble(), b.path("opt").asDouble(), b.path("strataVsOpt").asDouble(),
+                x(b.path("strataVsLru").asDouble())));
+          }
+          m.append('\n');
+        }
+        case "derived" -> {
+          m.append("### 5. Derived features: first job vs later jobs").append(time).append("\n\n");
+          m.append(String.format(Locale.ROOT, "`%s`: the first job computes and stores it in %s s; later jobs (other processes) read "
+              + "it in %s s; **%s** faster; values byte-identical: %s.%n%n", r.path("spec").asText(),
+              num(r.path("firstJobSeconds").asDouble()),
+              String.join(", ", java.util.stream.StreamSupport.stream(r.path("laterJobSeconds").spliterator(), false)
+                  .map(v -> num(v.asDouble())).toList()), x(r.path("speedup").asDouble()),
+              r.path("byteIdentical").asBoolean()));
+        }
+        case "restart" -> {
+          m.append("### 6. Restart: time to the first batch after SIGKILL").append(time).append("\n\n");
+          m.append(String.format(Locale.ROOT, "Without the batch cache %s ms, with it %s ms: **%s**.%n%n",
+              num(r.path("withoutBatchCache").path("timeToFirstBatchMs").asDouble()),
+              num(r.path("withBatchCache").path("timeToFirstBatchMs").asDouble()), x(r.path("speedup").asDouble())));
+        }
+        case "api" -> {
+          m.append("### 7. Node API: resolve under concurrent clients").append(time).append("\n\n");
+          m.append("The node in its own process on loopback; closed-loop clients (Java HttpClient, HTTP/1.1) in another; ")
+              .append("`/health` is the floor of the HTTP stack.\n\n");
+          m.append("| clients | resolve req/s | p50 ms | p99 ms | /health req/s | /health p99 ms | resolve/health |\n")
+              .append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+          for (JsonNode p : r.path("points")) {
+            m.append(String.format(Locale.ROOT, "| %d | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |%n", p.path("clients").asInt(),
+                p.path("resolveRps").asDouble(), p.path("resolveP50Ms").asDouble(), p.path("resolveP99Ms").asDouble(),
+                p.path("healthRps").asDouble(), p.path("healthP99Ms").asDouble(), p.path("resolveVsHealth").asDouble()));
+          }
+          m.append('\n');
+        }
+        case "gpu" -> {
+          m.append("### 8. GPU: host-to-device").append(time).append("\n\n");
+          if (r.path("available").asBoolean()) {
+            m.append(String.format(Locale.ROOT, "%.2f GB/s host-to-device over %d batches; the loop waited on the loader %.1f %% of the time.%n%n",
+                r.path("h2dGBps").asDouble(), r.path("batches").asInt(), 100 * r.path("loaderWaitFraction").asDouble()));
+          } else {
+            m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
+          }
+        }
+        default -> { }
+      }
+      if (chart(e.getKey(), r) != null) {
+        m.append("![").append(e.getKey()).append("](").append(dir).append('/').append(e.getKey()).append(".svg)\n\n");
+      }
+    }
+    return m.toString();
+  }
+}

@@ -1,0 +1,70 @@
+package io.strata.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.internal.Json;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code strata bench all --quick} on small datasets: every comparison runs with its peers, the
+ * JSON results and SVG charts are written, and the generated section of a BENCHMARKS file is
+ * replaced without touching the rest. Timing claims are not checked here (BENCHMARKS.md holds the
+ * measured runs); the shape and consistency of the figures are.
+ */
+class BenchAllTest {
+  @TempDir Path tmp;
+
+  @Test
+  void everyComparisonRunsAndTheReportIsWritten() throws Exception {
+    Path md = tmp.resolve("BENCH.md");
+    Files.writeString(md, "# Benchmarks\n\nintro\n\n## Older section\n\nkept\n");
+    Path out = tmp.resolve("results");
+    Cli.Result r = Cli.run("bench", "all", "--quick", "--rows", "400000", "--scan-rows", "100000", "--data",
+        tmp.resolve("data").toString(), "--out", out.toString(), "--markdown", md.toString(), "--json");
+    assertEquals(0, r.code(), r.out() + r.err());
+    JsonNode all = Json.parse(r.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    for (String n : BenchAll.NAMES) {
+      assertTrue(all.has(n), "missing " + n);
+      assertTrue(Files.exists(out.resolve(n + ".json")), n);
+      if (!n.equals("gpu") || all.path("gpu").path("available").asBoolean()) {
+        String svg = Files.readString(out.resolve(n + ".svg"));
+        assertTrue(svg.startsWith("<svg") && svg.strip().endsWith("</svg>"), n);
+      }
+    }
+    JsonNode sample = all.path("sample");
+    assertTrue(sample.path("numpyGathersTheSameBytes").asBoolean());
+    for (String peer : new String[] {"memcpy", "strata", "strata2threads", "numpy", "orc"}) {
+      assertTrue(sample.path("peers").path(peer).path("batchesPerSecond").asDouble() > 0, peer);
+    }
+    assertEquals(sample.path("peers").path("strata").path("batchesPerSecond").asDouble()
+        / sample.path("peers").path("orc").path("batchesPerSecond").asDouble(), sample.path("ratios").path("strataVsOrc").asDouble(), 1e-9);
+    assertEquals(3, all.path("scan").path("featuresScanned").asInt());
+    assertEquals(4, all.path("policy").path("budgets").size());
+    for (JsonNode b : all.path("policy").path("budgets")) {
+      assertTrue(b.path("opt").asDouble() >= b.path("strata").asDouble() - 1e-9, "OPT is an upper bound: " + b);
+      assertTrue(b.path("opt").asDouble() >= b.path("lru").asDouble() - 1e-9, "OPT is an upper bound: " + b);
+    }
+    assertTrue(all.path("derived").path("byteIdentical").asBoolean());
+    assertTrue(all.path("api").path("points").size() >= 2);
+    assertEquals(2, all.path("memory").path("runs").size());
+    String text = Files.readString(md);
+    assertTrue(text.contains(BenchAll.BEGIN) && text.contains(BenchAll.END), text);
+    assertTrue(text.indexOf(BenchAll.BEGIN) < text.indexOf("## Older section") && text.contains("kept"), text);
+    assertTrue(text.contains("![sample](results/sample.svg)"), text);
+    // A second run replaces the section instead of adding one; comparisons it does not run keep their earlier results.
+    assertEquals(0, Cli.run("bench", "all", "--quick", "--only", "policy", "--data", tmp.resolve("data").toString(), "--out",
+        out.toString(), "--markdown", md.toString()).code());
+    String again = Files.readString(md);
+    assertEquals(1, again.split(java.util.regex.Pattern.quote(BenchAll.BEGIN), -1).length - 1);
+    assertTrue(again.contains("Cache policy") && again.contains("### 1. Sample batches") && again.contains("earlier results"), again);
+    // Wrong arguments: one line, usage exit.
+    Cli.Result bad = Cli.run("bench", "all", "--only", "nosuch", "--data", tmp.resolve("data").toString());
+    assertEquals(2, bad.code());
+    assertTrue(bad.err().contains("no comparison 'nosuch'"), bad.err());
+  }
+}
