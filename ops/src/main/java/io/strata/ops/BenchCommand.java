@@ -85,7 +85,7 @@ final class BenchCommand implements Runnable {
     String jvmOpts;
 
     @Option(names = "--memory-limit", paramLabel = "SIZE",
-        description = "Run each group of loaders in a memory cgroup of this size (page cache included): a dataset larger than the memory the jobs may use. Needs root.")
+        description = "Run each group of loaders in a memory cgroup of this size (page cache included): a dataset larger than the memory the jobs may use. Needs root; drops the host's page cache first so that the group starts cold.")
     String memoryLimit;
 
     @Option(names = "--json", description = "Print the figures as one JSON object.")
