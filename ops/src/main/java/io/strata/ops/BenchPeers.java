@@ -177,7 +177,7 @@ final class BenchPeers {
         for (String p : List.of("memcpy", "strata", "strata2threads", "numpy", "orc")) {
           perRound.put(p, new ArrayList<>());
         }
-        int[] next = {0};
+        int next = 0;
         try {
           for (int r = -1; r < rounds; r++) { // round -1 warms up every peer
             int n = batchesPerRound;
@@ -199,7 +199,7 @@ final class BenchPeers {
               two.next().close();
             }
             record(perRound, "strata2threads", r, n, t);
-            pyIn.write("run " + next[0] + " " + n + "\n");
+            pyIn.write("run " + next + " " + n + "\n");
             pyIn.flush();
             String[] answer = pyOut.readLine().strip().split(" ");
             if (r >= 0) {
@@ -208,7 +208,7 @@ final class BenchPeers {
             int orcN = Math.max(1, n / 10);
             t = System.nanoTime();
             for (int i = 0; i < orcN; i++) {
-              long[][] units = batches.get((next[0] + i) % batches.size());
+              long[][] units = batches.get((next + i) % batches.size());
               try (Arena a = Arena.ofConfined()) {
                 for (long[] u : units) {
                   cursor.readRows(u[0], (int) u[1], a);
@@ -216,7 +216,7 @@ final class BenchPeers {
               }
             }
             record(perRound, "orc", r, orcN, t);
-            next[0] += n;
+            next += n;
             if (r >= 0) {
               log.printf("round %d/%d: %s%n", r + 1, rounds, perRound.entrySet().stream()
                   .map(e -> e.getKey() + " " + f2(e.getValue().getLast()) + " batches/s").toList());
