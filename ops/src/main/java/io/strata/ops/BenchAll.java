@@ -165,11 +165,11 @@ final class BenchAll implements Callable<Integer> {
     int code = Main.run(args.toArray(String[]::new), new PrintWriter(o, true), new PrintWriter(e, true));
     log.print(e);
     log.flush();
-    String line = o.toString().lines().filter(l -> l.startsWith("{")).reduce((a, b) -> b).orElse(null);
-    if (code != 0 || line == null) {
+    JsonNode r = BenchCommand.jsonResult(o.toString());
+    if (code != 0 || r == null) {
       throw new IOException("strata " + String.join(" ", args) + " failed (exit " + code + "): " + e.toString().strip());
     }
-    return Json.parse(line);
+    return r;
   }
 
   /** Generates and promotes a dataset once; later runs reuse it. */

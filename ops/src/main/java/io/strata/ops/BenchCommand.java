@@ -48,6 +48,12 @@ final class BenchCommand implements Runnable {
     return pb.start();
   }
 
+  /** The result a command printed with --json: its last line that is a JSON object, or null. */
+  static JsonNode jsonResult(String output) throws IOException {
+    String line = output.lines().filter(l -> l.startsWith("{")).reduce((a, b) -> b).orElse(null);
+    return line == null ? null : Json.parse(line);
+  }
+
   /** The kB fields of /proc/PID/smaps_rollup. */
   static Map<String, Long> smapsRollup(long pid) throws IOException {
     Map<String, Long> out = new LinkedHashMap<>();
@@ -228,11 +234,11 @@ final class BenchCommand implements Runnable {
           if (!p.waitFor(30, TimeUnit.MINUTES) || p.exitValue() != 0) {
             throw new IOException("job " + j + " failed: " + Files.readString(log));
           }
-          String line = Files.readAllLines(log).stream().filter(l -> l.startsWith("{")).findFirst().orElse(null);
-          if (line == null) {
+          JsonNode r = jsonResult(Files.readString(log));
+          if (r == null) {
             throw new IOException("job " + j + " printed no result: " + Files.readString(log));
           }
-          runs.add(Json.parse(line));
+          runs.add(r);
         }
         JsonNode first = runs.getFirst();
         ObjectNode result = Json.object();
@@ -339,11 +345,10 @@ final class BenchCommand implements Runnable {
           if (!q.waitFor(5, TimeUnit.MINUTES) || q.exitValue() != 0) {
             throw new IOException("the restarted loader failed: " + Files.readString(log2));
           }
-          String summaryLine = Files.readAllLines(log2).stream().filter(l -> l.startsWith("{")).findFirst().orElse(null);
-          if (summaryLine == null) {
+          JsonNode summary = jsonResult(Files.readString(log2));
+          if (summary == null) {
             throw new IOException("no summary from the restarted loader: " + Files.readString(log2));
           }
-          JsonNode summary = Json.parse(summaryLine);
           String key = withCache ? "withBatchCache" : "withoutBatchCache";
           ObjectNode o = result.putObject(key);
           o.put("resumedAtEpoch", cp.epoch()).put("resumedAtStep", cp.step());

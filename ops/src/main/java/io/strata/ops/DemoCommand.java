@@ -175,9 +175,11 @@ final class DemoCommand implements Callable<Integer> {
           throw new IllegalStateException("job " + name + " failed (exit " + p.exitValue() + "): "
               + text.strip().lines().reduce((a, b) -> b).orElse("") + " (log " + log + ")");
         }
-        String last = text.lines().filter(l -> l.startsWith("{")).reduce((a, b) -> b)
-            .orElseThrow(() -> new IllegalStateException("job " + name + " printed no result; see " + log));
-        results.add(Json.parse(last));
+        JsonNode r = BenchCommand.jsonResult(text);
+        if (r == null) {
+          throw new IllegalStateException("job " + name + " printed no result; see " + log);
+        }
+        results.add(r);
       }
 
       // 4. Check: every raw segment the node holds equals its ORC source.

@@ -320,17 +320,21 @@ final class SoakCommand implements Callable<Integer> {
     List<String> maps = Files.readAllLines(Path.of("/proc", Long.toString(pid), "maps"));
     o.put("rssKiB", rss).put("fds", fds).put("mappings", maps.size())
         .put("segmentMappings", maps.stream().filter(l -> l.contains(".arrow")).count())
-        .put("deletedSegmentMappings", maps.stream().filter(l -> l.contains(".arrow") && l.endsWith("(deleted)")).count());
+        .put("deletedSegmentMappings", maps.stream().filter(SoakCommand::isDeletedSegment).count());
     return o;
   }
 
   static long deletedSegmentMappings(long pid) {
     try {
-      return Files.readAllLines(Path.of("/proc", Long.toString(pid), "maps")).stream()
-          .filter(l -> l.contains(".arrow") && l.endsWith("(deleted)")).count();
+      return Files.readAllLines(Path.of("/proc", Long.toString(pid), "maps")).stream().filter(SoakCommand::isDeletedSegment).count();
     } catch (IOException e) {
       return 0; // The process has just exited.
     }
+  }
+
+  /** A line of /proc/PID/maps mapping a segment file that has been unlinked. */
+  private static boolean isDeletedSegment(String mapsLine) {
+    return mapsLine.contains(".arrow") && mapsLine.endsWith("(deleted)");
   }
 
   private static double meanRss(List<ObjectNode> samples, double from, double to) {

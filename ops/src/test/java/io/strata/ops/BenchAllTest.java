@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.strata.sdk.internal.Json;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -27,7 +26,7 @@ class BenchAllTest {
     Cli.Result r = Cli.run("bench", "all", "--quick", "--rows", "400000", "--scan-rows", "100000", "--data",
         tmp.resolve("data").toString(), "--out", out.toString(), "--markdown", md.toString(), "--json");
     assertEquals(0, r.code(), r.out() + r.err());
-    JsonNode all = Json.parse(r.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    JsonNode all = r.json();
     for (String n : BenchAll.NAMES) {
       assertTrue(all.has(n), "missing " + n);
       assertTrue(Files.exists(out.resolve(n + ".json")), n);

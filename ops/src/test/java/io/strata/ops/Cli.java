@@ -11,7 +11,16 @@ import java.util.concurrent.TimeUnit;
 
 /** Runs the CLI in-process or as a child JVM, capturing its output. */
 final class Cli {
-  record Result(int code, String out, String err) {}
+  record Result(int code, String out, String err) {
+    /** The JSON object the command printed with --json (its last JSON line). */
+    com.fasterxml.jackson.databind.JsonNode json() throws IOException {
+      com.fasterxml.jackson.databind.JsonNode r = BenchCommand.jsonResult(out);
+      if (r == null) {
+        throw new AssertionError("no JSON result in: " + out + err);
+      }
+      return r;
+    }
+  }
 
   private Cli() {}
 

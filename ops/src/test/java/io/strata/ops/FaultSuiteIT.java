@@ -183,7 +183,7 @@ class FaultSuiteIT {
         Cli.Result job = Cli.run("loader", "run", "--dataset", nodeDs.toString(), "--node", node.url(), "--batch", "64",
             "--verify-against", truth.toString(), "--json");
         assertEquals(0, job.code(), job.err());
-        JsonNode s = Json.parse(job.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+        JsonNode s = job.json();
         assertEquals(0, s.path("mismatches").asLong());
         assertTrue(s.path("verifiedValues").asLong() > 0);
         assertEquals("ok", client.health().path("status").asText());
@@ -248,7 +248,7 @@ class FaultSuiteIT {
       Cli.Result resumed = Cli.run("loader", "run", "--dataset", copy.toString(), "--mode", "rows", "--no-shuffle", "--batch",
           "5000", "--checkpoint", ckpt.toString(), "--json");
       assertEquals(0, resumed.code(), resumed.err());
-      JsonNode s = Json.parse(resumed.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+      JsonNode s = resumed.json();
       assertEquals(40, done + s.path("batches").asLong(), "batches before the fault and after the resume make the epoch: " + out);
       trials++;
       System.out.printf("FAULTS orc-%s: %s under a running job after %d batches -> %s; resumed and finished the epoch%n", fault,
@@ -289,7 +289,7 @@ class FaultSuiteIT {
       Cli.Result job = Cli.run("loader", "run", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features",
           "amount;score;merchant_category", "--batch", "64", "--verify-against", truth.toString(), "--json");
       if (job.code() == 0) {
-        JsonNode s = Json.parse(job.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+        JsonNode s = job.json();
         assertEquals(0, s.path("mismatches").asLong(), "a corrupted segment was served: " + job.out());
         checked += s.path("verifiedValues").asLong();
       } else {

@@ -3,7 +3,6 @@ package io.strata.ops;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Checkpoint;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -114,7 +113,7 @@ class LoaderRestartIT {
     assertTrue(tail.getFirst().contains("CACHE"), "the first batch after the restart comes from the batch cache: " + tail.getFirst());
     tail.stream().map(LoaderRestartIT::key).forEach(delivered::add);
     assertEquals(expected, delivered, "killed three times, the sequence equals an uninterrupted run's");
-    var summary = Json.parse(rest.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    var summary = rest.json();
     firstBatchMs.add(summary.get("timeToFirstBatchMs").asDouble());
     System.out.printf("restart: first batch after %.1f ms, %d batches from the cache%n",
         summary.get("timeToFirstBatchMs").asDouble(), summary.get("batchesFromCache").asLong());

@@ -31,16 +31,7 @@ class NodeKillIT {
   @TempDir Path tmp;
 
   private static Process startNode(Path home) throws Exception {
-    Files.deleteIfExists(home.resolve(NodeCommand.INFO));
-    Process p = BenchCommand.spawn(List.of("-Xmx512m"),
-        List.of("node", "start", "--foreground", "--home", home.toString(), "--port", "0"), home.resolve("node.log"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (!Files.exists(home.resolve(NodeCommand.INFO))) {
-      assertTrue(p.isAlive(), "node exited: " + (Files.exists(home.resolve("node.log")) ? Files.readString(home.resolve("node.log")) : ""));
-      assertTrue(System.nanoTime() < deadline, "node did not start");
-      Thread.sleep(20);
-    }
-    return p;
+    return NodeCommand.startChild(List.of("-Xmx512m"), home, List.of("--port", "0"), home.resolve("node.log")).process();
   }
 
   private static String url(Path home) throws Exception {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.strata.sdk.internal.Json;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -23,7 +22,7 @@ class SoakTest {
     Cli.Result r = Cli.run("soak", "--minutes", "0.5", "--jobs", "3", "--rows", "80000", "--rows-per-chunk", "8192",
         "--churn-seconds", "1", "--kill-share", "0.3", "--work", tmp.resolve("soak").toString(), "--json");
     assertEquals(0, r.code(), r.out() + r.err());
-    JsonNode s = Json.parse(r.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    JsonNode s = r.json();
     assertTrue(s.path("ok").asBoolean(), s.toString());
     assertEquals(0, s.path("mismatches").asLong());
     assertTrue(s.path("sampleValuesChecked").asLong() > 1000, s.toString());
@@ -41,7 +40,7 @@ class SoakTest {
     assertEquals(0, Cli.run("dataset", "truth", ds.toString(), "-o", truth.toString()).code());
     Cli.Result clean = Cli.run("loader", "run", "--dataset", ds.toString(), "--verify-against", truth.toString(), "--json");
     assertEquals(0, clean.code(), clean.err());
-    JsonNode c = Json.parse(clean.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    JsonNode c = clean.json();
     assertEquals(0, c.path("mismatches").asLong());
     assertTrue(c.path("verifiedValues").asLong() > 0);
     // Change the expected checksum of one sample of one feature: every read of that sample must be flagged.
@@ -57,7 +56,7 @@ class SoakTest {
     Cli.Result bad = Cli.run("loader", "run", "--dataset", ds.toString(), "--verify-against", truth.toString(), "--epochs", "2",
         "--json");
     assertEquals(1, bad.code(), bad.out() + bad.err());
-    JsonNode b = Json.parse(bad.out().lines().filter(l -> l.startsWith("{")).findFirst().orElseThrow());
+    JsonNode b = bad.json();
     assertTrue(b.path("mismatches").asLong() >= 1 && b.path("mismatches").asLong() <= 2, "the sample is read at most once per epoch: " + b);
     assertTrue(b.path("firstMismatches").get(0).asText().contains("feature"), b.toString());
     // A damaged ground-truth file and a mode without samples get one clear line.
