@@ -27,7 +27,7 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata loader run}: run a loader the way a training job would, and report. */
 @Command(name = "loader", mixinStandardHelpOptions = true, description = "Run the loader SDK from the command line.",
-    subcommands = {LoaderCommand.Run.class})
+    subcommands = {LoaderCommand.Run.class, LoaderCommand.Serve.class})
 final class LoaderCommand implements Runnable {
   @Spec CommandSpec spec;
 
@@ -135,6 +135,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--json", description = "Print the summary as JSON.")
     boolean json;
 
+    @Option(names = "--dump-batches", paramLabel = "DIR",
+        description = "Write every batch as an Arrow IPC file DIR/batch-EPOCH-STEP.arrow (to compare other readers' batches).")
+    Path dumpBatches;
+
     @Option(names = "--gpu", arity = "0..1", fallbackValue = "0", paramLabel = "DEVICE",
         description = "Ship every batch to this CUDA device (default 0); without a GPU, say so once and carry on.")
     Integer gpu;
@@ -212,6 +216,11 @@ final class LoaderCommand implements Runnable {
                   out.flush();
                   lastProgress = System.nanoTime();
                 }
+              }
+              if (dumpBatches != null) {
+                Files.createDirectories(dumpBatches);
+                batchRead.writeArrowFile(dumpBatches.resolve("batch-" + batchRead.epoch() + "-" + batchRead.step() + ".arrow"),
+                    ds.name(), ds.version());
               }
               if (checkpoint != null) {
                 AtomicFiles.write(checkpoint, batchRead.checkpoint().toBytes());
@@ -299,6 +308,16 @@ final class LoaderCommand implements Runnable {
         }
       }
       return 0;
+    }
+  }
+
+  @Command(name = "serve", mixinStandardHelpOptions = true,
+      description = "The Python client's back end: one loader whose batches land in shared memory the Python job maps"
+          + " (JSON lines on standard input and output; see docs/API.md).")
+  static final class Serve implements Callable<Integer> {
+    @Override
+    public Integer call() throws Exception {
+      return LoaderServe.run();
     }
   }
 

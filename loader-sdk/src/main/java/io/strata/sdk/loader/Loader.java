@@ -127,7 +127,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       start = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
     }
     this.next = start;
-    this.slabs = new SlabPool(b.depth + 2);
+    this.slabs = new SlabPool(b.depth + b.threads + 2, b.batchMemory);
     if (b.cacheRoot != null) {
       cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
       cache.cleanTemporaries();
@@ -420,6 +420,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private long nodeRefreshMillis = 2000;
     private boolean substitutable;
     private DerivedStore derivedStore;
+    private BatchMemory batchMemory = BatchMemory.offHeap();
 
     private Builder(Dataset dataset) {
       this.dataset = Objects.requireNonNull(dataset, "dataset");
@@ -555,6 +556,15 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
      */
     public Builder derivedStore(DerivedStore store) {
       this.derivedStore = store;
+      return this;
+    }
+
+    /**
+     * Where batches are assembled (default: {@link BatchMemory#offHeap()}): memory another process
+     * maps or a GPU copies from, so that batches reach their consumer without a copy.
+     */
+    public Builder batchMemory(BatchMemory memory) {
+      this.batchMemory = Objects.requireNonNull(memory, "memory");
       return this;
     }
 

@@ -3,6 +3,8 @@ package io.strata.sdk.loader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 
 /**
@@ -10,23 +12,28 @@ import java.util.ArrayDeque;
  * batch costs more than filling it (see BENCHMARKS.md), so each batch carves its buffers from a
  * recycled slab. Every batch still gets its own arena: the slab is re-scoped to it, so a column
  * of a closed batch fails with {@link IllegalStateException} instead of showing the next batch's
- * data. The pool keeps at most {@code maxIdle} slabs.
+ * data. The pool keeps at most {@code maxIdle} slabs; the slabs themselves come from a {@link
+ * BatchMemory} (off-heap memory of this process unless the job gives another).
+ *
+ * <p>Threads: prefetch threads take and fill memory, the job's thread closes batches and so
+ * gives slabs back; the idle stack is guarded by the pool's monitor, and slabs are allocated and
+ * freed outside it.
  */
 final class SlabPool implements AutoCloseable {
-  private record Slab(Arena arena, MemorySegment memory) {}
-
-  private final ArrayDeque<Slab> idle = new ArrayDeque<>();
+  private final ArrayDeque<BatchMemory.Slab> idle = new ArrayDeque<>();
   private final int maxIdle;
+  private final BatchMemory source;
   private long slabBytes;
   private boolean closed;
 
-  SlabPool(int maxIdle) {
+  SlabPool(int maxIdle, BatchMemory source) {
     this.maxIdle = maxIdle;
+    this.source = source;
   }
 
   /** Memory for one batch; close it to return the slab. */
   Memory take() {
-    Slab slab;
+    BatchMemory.Slab slab;
     synchronized (this) {
       slab = idle.poll();
     }
@@ -39,28 +46,31 @@ final class SlabPool implements AutoCloseable {
    * kept; one that overflowed is replaced by a slab with half again the largest batch seen, so
    * that the pool settles after a few batches and new memory (which Java zeroes) is rare.
    */
-  private void giveBack(Slab slab, long used, boolean overflowed) {
-    Slab keep = slab;
+  private void giveBack(BatchMemory.Slab slab, long used, boolean overflowed) {
+    BatchMemory.Slab keep = slab;
     synchronized (this) {
       slabBytes = Math.max(slabBytes, used);
       if (keep != null && overflowed) {
-        keep.arena().close();
+        keep.close();
         keep = null;
       }
       if (closed || idle.size() >= maxIdle) {
         if (keep != null) {
-          keep.arena().close();
+          keep.close();
         }
         return;
       }
     }
     if (keep == null) {
-      Arena a = Arena.ofShared();
-      keep = new Slab(a, a.allocate(Math.max(slabBytes + slabBytes / 2, 1 << 20), 64));
+      try {
+        keep = source.allocate(Math.max(slabBytes + slabBytes / 2, 1 << 20));
+      } catch (IOException e) {
+        throw new UncheckedIOException("allocating batch memory: " + e.getMessage(), e);
+      }
     }
     synchronized (this) {
       if (closed) {
-        keep.arena().close();
+        keep.close();
       } else {
         idle.push(keep);
       }
@@ -69,14 +79,14 @@ final class SlabPool implements AutoCloseable {
 
   /** A batch's allocator: the slab first, then the batch's own arena when the slab is full. */
   final class Memory implements SegmentAllocator, AutoCloseable {
-    private final Slab slab;
+    private final BatchMemory.Slab slab;
     private final Arena batchArena;
     private final MemorySegment view;
     private long used;
     private long overflow;
     private boolean closed;
 
-    private Memory(Slab slab, Arena batchArena) {
+    private Memory(BatchMemory.Slab slab, Arena batchArena) {
       this.slab = slab;
       this.batchArena = batchArena;
       this.view = slab == null ? MemorySegment.NULL : slab.memory().reinterpret(batchArena, null);
@@ -108,7 +118,7 @@ final class SlabPool implements AutoCloseable {
   public synchronized void close() {
     closed = true;
     while (!idle.isEmpty()) {
-      idle.pop().arena().close();
+      idle.pop().close();
     }
   }
 }

@@ -1,0 +1,51 @@
+package io.strata.sdk.loader;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Where a loader's batch memory comes from. The default is off-heap memory of the job's own
+ * process. A consumer that reads batches somewhere else gives its own, so that batches are
+ * assembled where they are consumed and never copied: shared-memory files that a Python job maps
+ * ({@code strata loader serve}), or pinned memory a GPU copies from.
+ *
+ * <p>The loader asks for a few slabs (about one per batch in flight, each sized to the largest
+ * batch seen plus half) and carves each batch's buffers from one. A slab is closed when the loader
+ * no longer needs it: after it overflowed, when the pool has enough idle slabs, or when the loader
+ * closes. The first batches, before the loader knows their size, and the rare batch that outgrows
+ * its slab, take their overflow from ordinary off-heap memory; a consumer that needs every byte in
+ * its memory copies those buffers. Implementations must be thread-safe: prefetch threads allocate,
+ * the job's thread closes.
+ */
+public interface BatchMemory {
+  /** A slab of at least {@code bytes} bytes, 64-byte aligned. */
+  Slab allocate(long bytes) throws IOException;
+
+  /** Memory of the job's own process ({@link Arena#ofShared()}); what a loader uses by default. */
+  static BatchMemory offHeap() {
+    return bytes -> {
+      Arena arena = Arena.ofShared();
+      MemorySegment m = arena.allocate(bytes, 64);
+      return new Slab() {
+        @Override
+        public MemorySegment memory() {
+          return m;
+        }
+
+        @Override
+        public void close() {
+          arena.close();
+        }
+      };
+    };
+  }
+
+  /** One slab; {@link #close()} frees it and is called exactly once. */
+  interface Slab extends AutoCloseable {
+    MemorySegment memory();
+
+    @Override
+    void close();
+  }
+}

@@ -1,0 +1,549 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.BatchMemory;
+import io.strata.sdk.loader.Checkpoint;
+import io.strata.sdk.loader.Loader;
+import io.strata.sdk.node.NodeClient;
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tier.TierStats;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The back end of the Python client ({@code strata loader serve}): one Java {@link Loader} per
+ * Python loader, assembling batches straight into shared-memory files that the Python process
+ * maps, so the Python job receives exactly the Java loader's batches without a copy.
+ *
+ * <p>The protocol (docs/API.md, "The Python client's protocol") is one JSON object a line. The
+ * client writes the request as its first line; the server answers {@code ready} (or {@code
+ * error}). Then the client writes {@code next} for each batch it wants and {@code release N} when
+ * it no longer holds batch {@code N}; each {@code next} gets one line: a batch, {@code end}, or
+ * {@code error}. A batch names, for every buffer of every column, the slab file under the shared
+ * directory and the offset and length inside it; slabs the loader freed since the last batch are
+ * listed as {@code retired}. End of input (the job died) ends the server, which removes its
+ * directory.
+ *
+ * <p>Threads: the loader's prefetch threads allocate slabs; the server's single thread reads
+ * requests, answers and closes released batches (which frees or recycles their slabs). The slab
+ * registry is a concurrent skip list keyed by address, the retired queue lock-free.
+ */
+final class LoaderServe {
+  /** Prefix of the shared directories; the owner's pid follows, so stale ones can be found. */
+  static final String DIR_PREFIX = "strata-py-";
+  /** More batches than this held by the job at once is a leak on its side, not a working set. */
+  static final int MAX_HELD = 256;
+
+  private LoaderServe() {}
+
+  /** Runs the server on this process's standard input and output; returns the exit code. */
+  static int run() throws IOException {
+    PrintStream protocol = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+    // Nothing else may write on the protocol stream.
+    System.setOut(System.err);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String first = in.readLine();
+    if (first == null) {
+      return Main.USAGE;
+    }
+    try (Session s = Session.open(first, protocol)) {
+      return s.loop(in);
+    } catch (IllegalArgumentException e) {
+      send(protocol, Json.object().put("error", Main.describe(e)).put("usage", true));
+      return Main.USAGE;
+    } catch (Exception e) {
+      send(protocol, Json.object().put("error", Main.describe(e)));
+      return Main.FAILURE;
+    }
+  }
+
+  static void send(PrintStream out, ObjectNode message) {
+    out.print(Json.compact(message));
+    out.print('\n');
+    out.flush();
+  }
+
+  /** Shared-memory files in one private directory, one per slab, mapped read-write here. */
+  static final class ShmMemory implements BatchMemory, AutoCloseable {
+    record Region(int id, long base, long size, Path file, Arena arena) {}
+
+    private final Path dir;
+    private final AtomicInteger ids = new AtomicInteger();
+    private final ConcurrentSkipListMap<Long, Region> byAddress = new ConcurrentSkipListMap<>();
+    private final ConcurrentLinkedQueue<Integer> retired = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Region> announced = new ConcurrentLinkedQueue<>();
+    private final AtomicLong mappedBytes = new AtomicLong();
+
+    ShmMemory(Path dir) {
+      this.dir = dir;
+    }
+
+    /** A new private directory under {@code root}; stale ones of dead servers are removed first. */
+    static ShmMemory create(Path root) throws IOException {
+      removeStale(root);
+      Path dir = Files.createTempDirectory(root, DIR_PREFIX + ProcessHandle.current().pid() + "-",
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      return new ShmMemory(dir);
+    }
+
+    private static void removeStale(Path root) {
+      try (DirectoryStream<Path> ds = Files.newDirectoryStream(root, DIR_PREFIX + "*")) {
+        for (Path d : ds) {
+          String rest = d.getFileName().toString().substring(DIR_PREFIX.length());
+          int dash = rest.indexOf('-');
+          try {
+            long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
+            if (ProcessHandle.of(pid).isEmpty()) {
+              deleteTree(d);
+            }
+          } catch (NumberFormatException | IOException ignored) {
+            // Not ours, or already gone.
+          }
+        }
+      } catch (IOException ignored) {
+        // An unreadable root: nothing to clean.
+      }
+    }
+
+    Path dir() {
+      return dir;
+    }
+
+    @Override
+    public Slab allocate(long bytes) throws IOException {
+      int id = ids.getAndIncrement();
+      Path file = dir.resolve("slab-" + id);
+      Arena arena = Arena.ofShared();
+      boolean ok = false;
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+          StandardOpenOption.WRITE)) {
+        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+        Region r = new Region(id, m.address(), bytes, file, arena);
+        byAddress.put(r.base(), r);
+        announced.add(r);
+        mappedBytes.addAndGet(bytes);
+        ok = true;
+        return new Slab() {
+          @Override
+          public MemorySegment memory() {
+            return m;
+          }
+
+          @Override
+          public void close() {
+            free(r);
+          }
+        };
+      } catch (IOException e) {
+        throw new IOException("cannot create shared batch memory " + file + " (" + bytes + " bytes): " + e.getMessage()
+            + "; is " + dir.getParent() + " full?", e);
+      } finally {
+        if (!ok) {
+          arena.close();
+          Files.deleteIfExists(file);
+        }
+      }
+    }
+
+    private void free(Region r) {
+      byAddress.remove(r.base());
+      r.arena().close();
+      mappedBytes.addAndGet(-r.size());
+      try {
+        Files.deleteIfExists(r.file());
+      } catch (IOException ignored) {
+        // The directory goes when the server ends.
+      }
+      retired.add(r.id());
+    }
+
+    /** The slab holding {@code [address, address + length)}, or null. */
+    Region find(long address, long length) {
+      Map.Entry<Long, Region> e = byAddress.floorEntry(address);
+      if (e == null) {
+        return null;
+      }
+      Region r = e.getValue();
+      return address + length <= r.base() + r.size() ? r : null;
+    }
+
+    void drainRetired(ArrayNode into) {
+      Integer id;
+      while ((id = retired.poll()) != null) {
+        into.add(id);
+      }
+    }
+
+    void drainAnnounced(ArrayNode into) {
+      Region r;
+      while ((r = announced.poll()) != null) {
+        into.addArray().add(r.id()).add(r.file().getFileName().toString()).add(r.size());
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Region r : List.copyOf(byAddress.values())) {
+        free(r);
+      }
+      deleteTree(dir);
+    }
+  }
+
+  static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (var walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  /** One Python loader: its Java loader, its shared memory and the batches the job holds. */
+  private static final class Session implements AutoCloseable {
+    private final PrintStream out;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private final Map<Long, Held> held = new HashMap<>();
+    private ShmMemory shm;
+    private Loader loader;
+    private long seq;
+    private long copiedBytes;
+    private long servedBytes;
+
+    /** A batch the job holds, and the spill slab of its buffers that lay outside every slab. */
+    private record Held(Batch batch, BatchMemory.Slab spill) {}
+
+    private Session(PrintStream out) {
+      this.out = out;
+    }
+
+    static Session open(String requestLine, PrintStream out) throws Exception {
+      Session s = new Session(out);
+      boolean ok = false;
+      try {
+        s.start(Json.MAPPER.readTree(requestLine));
+        ok = true;
+        return s;
+      } finally {
+        if (!ok) {
+          s.close();
+        }
+      }
+    }
+
+    private static String text(JsonNode r, String field, String dflt) {
+      JsonNode v = r.get(field);
+      return v == null || v.isNull() ? dflt : v.asText();
+    }
+
+    private static int integer(JsonNode r, String field, int dflt) {
+      JsonNode v = r.get(field);
+      if (v == null || v.isNull()) {
+        return dflt;
+      }
+      if (!v.canConvertToInt()) {
+        throw new IllegalArgumentException(field + " must be an integer, got " + v);
+      }
+      return v.intValue();
+    }
+
+    private void start(JsonNode r) throws Exception {
+      if (r == null || !r.isObject()) {
+        throw new IllegalArgumentException("the first line must be a JSON object (the loader's settings)");
+      }
+      String datasetPath = text(r, "dataset", null);
+      if (datasetPath == null) {
+        throw new IllegalArgumentException("dataset is required");
+      }
+      Dataset ds = Dataset.open(Path.of(datasetPath));
+      resources.add(ds);
+      String ssd = text(r, "ssd", null);
+      String nodeUrl = text(r, "node", null);
+      if (ssd != null && nodeUrl != null) {
+        throw new IllegalArgumentException("give node or ssd, not both: the node owns its SSD tier");
+      }
+      SegmentStore store = ssd == null ? null : SegmentStore.open(Path.of(ssd), false, SegmentFile.Verify.FIRST_OPEN);
+      if (store != null) {
+        resources.add(store);
+      }
+      String fs = text(r, "featureStore", null);
+      io.strata.store.FeatureStore fstore = fs == null ? null : io.strata.store.FeatureStore.openReader(Path.of(fs));
+      if (fstore != null) {
+        resources.add(fstore);
+      }
+      List<String> features = new ArrayList<>();
+      JsonNode fl = r.get("features");
+      if (fl == null || fl.isNull()) {
+        features.addAll(ds.featureNames());
+      } else if (fl.isArray()) {
+        fl.forEach(f -> features.add(f.asText()));
+      } else {
+        throw new IllegalArgumentException("features must be a list of names or derived specs");
+      }
+      String job = text(r, "job", "python-" + ProcessHandle.current().pid());
+      boolean shuffle = !r.has("shuffle") || r.get("shuffle").asBoolean(true);
+      int batch = integer(r, "batch", 512);
+      int depth = integer(r, "prefetch", 4);
+      int threads = integer(r, "threads", 1);
+      Loader.Builder b = Loader.builder(ds)
+          .derivedStore(fstore)
+          .name(job)
+          .features(features)
+          .segments(store)
+          .seed(r.path("seed").asLong(0))
+          .epochs(integer(r, "epochs", 1))
+          .shard(integer(r, "rank", 0), integer(r, "world", 1))
+          .prefetch(depth, threads)
+          .shuffle(shuffle)
+          .dropLast(r.path("dropLast").asBoolean(false));
+      String mode = text(r, "mode", "samples");
+      switch (mode) {
+        case "samples" -> b.sampleBatches(batch);
+        case "rows" -> {
+          b.rowBatches(batch, shuffle);
+          if (r.hasNonNull("shuffleBlock")) {
+            b.shuffleBlock(integer(r, "shuffleBlock", 1));
+          }
+        }
+        case "windows" -> b.windows(integer(r, "window", 32), integer(r, "lookahead", 1), integer(r, "stride", 1), batch);
+        default -> throw new IllegalArgumentException("mode must be samples, rows or windows, got '" + mode + "'");
+      }
+      String warning = null;
+      if (nodeUrl != null) {
+        String token = System.getenv("STRATA_TOKEN");
+        NodeClient client = new NodeClient(nodeUrl, token == null || token.isBlank() ? null : token);
+        try {
+          client.health();
+        } catch (IOException e) {
+          warning = "strata: node " + nodeUrl + " is unreachable (" + Main.describe(e)
+              + "); reading from ORC and the local tiers until it answers";
+        }
+        b.node(client, job);
+      }
+      String resume = text(r, "resume", null);
+      if (resume != null) {
+        byte[] bytes;
+        try {
+          bytes = HexFormat.of().parseHex(resume);
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("the state's checkpoint is not hexadecimal");
+        }
+        b.resumeFrom(Checkpoint.parse(bytes));
+      }
+      Path root = Path.of(text(r, "shmRoot", Files.isWritable(Path.of("/dev/shm")) ? "/dev/shm"
+          : System.getProperty("java.io.tmpdir")));
+      shm = ShmMemory.create(root);
+      b.batchMemory(shm);
+      loader = b.build();
+      ObjectNode ready = Json.object();
+      ObjectNode body = ready.putObject("ready");
+      body.put("dir", shm.dir().toString());
+      body.put("stepsPerEpoch", loader.stepsPerEpoch());
+      body.put("position", HexFormat.of().formatHex(loader.position().toBytes()));
+      ArrayNode schema = body.putArray("schema");
+      for (String f : features) {
+        schema.addObject().put("name", f);
+      }
+      if (warning != null) {
+        body.put("warning", warning);
+      }
+      send(out, ready);
+    }
+
+    int loop(BufferedReader in) throws IOException {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.isEmpty()) {
+          continue;
+        }
+        if (line.startsWith("release ")) {
+          release(Long.parseLong(line.substring(8).strip()));
+        } else if (line.equals("next")) {
+          next();
+        } else if (line.equals("close")) {
+          return 0;
+        } else {
+          throw new IllegalArgumentException("unknown request '" + line + "' (expected next, release N or close)");
+        }
+      }
+      return 0;
+    }
+
+    private void release(long n) {
+      Held h = held.remove(n);
+      if (h != null) {
+        h.batch().close();
+        if (h.spill() != null) {
+          h.spill().close();
+        }
+      }
+    }
+
+    private void next() throws IOException {
+      if (held.size() >= MAX_HELD) {
+        throw new IllegalStateException("the job holds " + held.size()
+            + " batches without releasing them; drop batches (and arrays made from them) it no longer needs");
+      }
+      Batch batch = loader.next();
+      ObjectNode msg = Json.object();
+      if (batch == null) {
+        ObjectNode end = msg.putObject("end");
+        TierStats s = loader.tierStats();
+        end.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))
+            .put("batchesFromCache", loader.batchesFromCache()).put("derivedChunksComputed", loader.derivedChunksComputed())
+            .put("servedBytes", servedBytes).put("copiedBytes", copiedBytes);
+        send(out, msg);
+        return;
+      }
+      boolean ok = false;
+      BatchMemory.Slab spill = null;
+      try {
+        long n = seq++;
+        ObjectNode body = msg.putObject("batch");
+        body.put("seq", n).put("epoch", batch.epoch()).put("step", batch.step()).put("rows", batch.rows())
+            .put("checkpoint", HexFormat.of().formatHex(batch.checkpoint().toBytes()));
+        long outside = 0;
+        for (Column c : batch.columns().values()) {
+          outside += outsideBytes(c);
+        }
+        Spill sp = null;
+        if (outside > 0) {
+          spill = shm.allocate(outside + 64L * 4 * batch.columns().size());
+          sp = new Spill(spill.memory());
+        }
+        ArrayNode cols = body.putArray("columns");
+        for (Map.Entry<String, Column> e : batch.columns().entrySet()) {
+          ObjectNode c = cols.addObject();
+          c.put("name", e.getKey());
+          describe(e.getValue(), c, sp);
+        }
+        if (sp != null) {
+          copiedBytes += sp.used;
+        }
+        servedBytes += batch.dataBytes();
+        shm.drainAnnounced(body.putArray("slabs"));
+        shm.drainRetired(body.putArray("retired"));
+        held.put(n, new Held(batch, spill));
+        ok = true;
+      } finally {
+        if (!ok) {
+          batch.close();
+          if (spill != null) {
+            spill.close();
+          }
+        }
+      }
+      send(out, msg);
+    }
+
+    /** Bytes of the column's buffers that lie outside every slab (overflow memory). */
+    private long outsideBytes(Column c) {
+      long n = 0;
+      for (MemorySegment m : List.of(c.validity(), c.offsets(), c.values())) {
+        if (m.byteSize() > 0 && shm.find(m.address(), m.byteSize()) == null) {
+          n += m.byteSize();
+        }
+      }
+      return n + (c.child() == null ? 0 : outsideBytes(c.child()));
+    }
+
+    /** Where buffers outside the slabs are copied, 64-byte aligned. */
+    private static final class Spill {
+      final MemorySegment memory;
+      long used;
+
+      Spill(MemorySegment memory) {
+        this.memory = memory;
+      }
+
+      long put(MemorySegment m) {
+        long at = (used + 63) & -64L;
+        MemorySegment.copy(m, 0, memory, at, m.byteSize());
+        used = at + m.byteSize();
+        return at;
+      }
+    }
+
+    private void describe(Column c, ObjectNode into, Spill spill) {
+      into.put("type", c.type().toString()).put("length", c.length()).put("offset", c.offset())
+          .put("nullCount", c.nullCount());
+      ArrayNode bufs = into.putArray("buffers");
+      for (MemorySegment m : List.of(c.validity(), c.offsets(), c.values())) {
+        if (m.byteSize() == 0) {
+          bufs.addNull();
+          continue;
+        }
+        ShmMemory.Region r = shm.find(m.address(), m.byteSize());
+        if (r != null) {
+          bufs.addArray().add(r.id()).add(m.address() - r.base()).add(m.byteSize());
+        } else {
+          ShmMemory.Region sr = shm.find(spill.memory.address(), spill.memory.byteSize());
+          long at = spill.put(m);
+          bufs.addArray().add(sr.id()).add(at).add(m.byteSize());
+        }
+      }
+      if (c.child() != null) {
+        describe(c.child(), into.putObject("child"), spill);
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      for (Held h : held.values()) {
+        h.batch().close();
+        if (h.spill() != null) {
+          h.spill().close();
+        }
+      }
+      held.clear();
+      IOException failure = null;
+      if (loader != null) {
+        loader.close();
+      }
+      for (AutoCloseable c : resources.reversed()) {
+        try {
+          c.close();
+        } catch (Exception e) {
+          failure = failure != null ? failure : new IOException(e.getMessage(), e);
+        }
+      }
+      if (shm != null) {
+        shm.close();
+      }
+      if (failure != null) {
+        throw failure;
+      }
+    }
+  }
+}

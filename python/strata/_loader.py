@@ -1,0 +1,374 @@
+"""The loader: a Java loader process (``strata loader serve``) assembles each batch into
+shared-memory files; this side maps them and wraps the buffers as Arrow arrays without a copy.
+
+Threads: a Loader is used from one thread (the one iterating it). Batches may be dropped from
+any thread: a batch's lease only appends its number to a deque, which the iterating thread
+sends to the server with its next request.
+"""
+
+import collections
+import json
+import mmap
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+
+import pyarrow as pa
+
+_STATE_FORMAT = 1
+
+
+class StrataError(RuntimeError):
+    """A failure Strata reports: one line naming the problem, as the ``strata`` command says it."""
+
+
+class StrataUsageError(StrataError, ValueError):
+    """Bad arguments: an unknown feature, a dataset without a sample index, a bad state."""
+
+
+class StrataWarning(UserWarning):
+    """Strata carries on in a degraded way (an unreachable node: reading from ORC)."""
+
+
+_SCALARS = {
+    "bool": pa.bool_(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("ns"),
+}
+
+
+def _arrow_type(text):
+    """Strata's type text (FeatureType.toString) as an Arrow type."""
+    t = text.strip()
+    if t.startswith("list<") and t.endswith(">"):
+        return pa.list_(_arrow_type(t[5:-1]))
+    if t.startswith("decimal(") and t.endswith(")"):
+        p, s = t[8:-1].split(",")
+        return pa.decimal128(int(p), int(s))
+    try:
+        return _SCALARS[t]
+    except KeyError:
+        raise StrataError("strata: the server sent an unknown type '%s' (client older than the server?)" % t)
+
+
+def _find_launcher():
+    """The ``strata`` launcher: $STRATA_LAUNCHER, on $PATH, or in a checkout above here or the cwd."""
+    env = os.environ.get("STRATA_LAUNCHER")
+    if env:
+        return env
+    found = shutil.which("strata")
+    if found:
+        return found
+    for start in (os.getcwd(), os.path.dirname(os.path.abspath(__file__))):
+        d = start
+        while True:
+            candidate = os.path.join(d, "strata")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and os.path.isdir(os.path.join(d, "ops")):
+                return candidate
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    return None
+
+
+def _serve_command():
+    """The command that starts a loader server.
+
+    With $STRATA_CLASSPATH set, java ($STRATA_JAVA, else java on $PATH) runs it from that class
+    path; otherwise the ``strata`` launcher does (it finds a JDK 25 and builds what is missing).
+    """
+    opts = os.environ.get("STRATA_PY_JAVA_OPTS", "-XX:+UseSerialGC -Xss512k").split()
+    cp = os.environ.get("STRATA_CLASSPATH")
+    if cp:
+        java = os.environ.get("STRATA_JAVA") or shutil.which("java")
+        if not java:
+            raise StrataError("strata: no java to run the loader (set STRATA_JAVA to a JDK 25's bin/java)")
+        return [java, "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", *opts,
+                "-cp", cp, "io.strata.ops.Main", "loader", "serve"], {}
+    launcher = _find_launcher()
+    if not launcher:
+        raise StrataError("strata: cannot find the strata launcher (put it on PATH, or set STRATA_LAUNCHER "
+                          "to the checkout's ./strata)")
+    env = dict(os.environ)
+    env["STRATA_JAVA_OPTS"] = " ".join(opts + [env.get("STRATA_JAVA_OPTS", "")]).strip()
+    return [launcher, "loader", "serve"], env
+
+
+class _Lease:
+    """Keeps one batch's shared memory alive; when the last buffer of the batch is gone, the
+    batch's number goes back to the server, which then reuses its slab."""
+
+    __slots__ = ("seq", "released", "slabs", "__weakref__")
+
+    def __init__(self, seq, released):
+        self.seq = seq
+        self.released = released
+        self.slabs = {}  # the slab buffers (mappings) this batch's buffers point into
+
+    def __del__(self):
+        self.released.append(self.seq)
+
+
+class _Server:
+    """One ``strata loader serve`` process and the slab files it shares with us."""
+
+    def __init__(self, request):
+        cmd, env = _serve_command()
+        debug = os.environ.get("STRATA_DEBUG")
+        self._stderr = None if debug else tempfile.TemporaryFile()
+        kwargs = {"env": env} if env else {}
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                         bufsize=0, **kwargs)
+        except OSError as e:
+            raise StrataError("strata: cannot start the loader (%s): %s" % (cmd[0], e)) from None
+        self.out = self.proc.stdout
+        self.released = collections.deque()
+        self.slabs = {}
+        self.dir = None
+        self.closed = False
+        try:
+            self._write(json.dumps(request) + "\n")
+            ready = self._read()["ready"]
+        except BaseException:
+            self.close()
+            raise
+        self.dir = ready["dir"]
+        self.ready = ready
+
+    def _write(self, text):
+        try:
+            self.proc.stdin.write(text.encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+
+    def _died(self):
+        code = self.proc.wait()
+        last = ""
+        if self._stderr is not None:
+            self._stderr.seek(0)
+            lines = [l for l in self._stderr.read().decode(errors="replace").splitlines() if l.strip()]
+            strata_lines = [l for l in lines if l.startswith("strata:")]
+            last = (strata_lines or lines or [""])[-1].strip()
+        return StrataError(last or "strata: the loader process ended (exit code %s); set STRATA_DEBUG=1 to see why" % code)
+
+    def _read(self):
+        line = self.out.readline()
+        if not line:
+            raise self._died()
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self.proc.kill()
+            raise StrataError("strata: the loader process said: %s" % line.decode(errors="replace").strip()) from None
+        if "error" in msg:
+            err = msg["error"]
+            if not err.startswith("strata:"):
+                err = "strata: " + err
+            raise (StrataUsageError if msg.get("usage") else StrataError)(err)
+        return msg
+
+    def next(self):
+        parts = []
+        while self.released:
+            parts.append("release %d\n" % self.released.popleft())
+        parts.append("next\n")
+        self._write("".join(parts))
+        return self._read()
+
+    def map_slabs(self, announced, retired):
+        for sid, name, size in announced:
+            path = os.path.join(self.dir, name)
+            with open(path, "rb") as f:
+                m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+            self.slabs[sid] = pa.py_buffer(m)
+        for sid in retired:
+            self.slabs.pop(sid, None)
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+        self.slabs.clear()
+        if self.dir and os.path.isdir(self.dir):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Loader:
+    """Batches of a Strata dataset, exactly those the Java ``Loader`` returns for the same
+    dataset, features, seed, shard and mode (the Java loader assembles them).
+
+    Each batch is a ``pyarrow.RecordBatch`` whose buffers are the shared memory the Java loader
+    wrote: fixed-width columns view as numpy without a copy (``batch.column(i).to_numpy()``).
+    A batch's memory is recycled once nothing refers to it any more; its schema metadata has
+    ``strata.epoch`` and ``strata.step``.
+
+    dataset: the dataset directory. features: column names or derived specs such as
+    ``"zscore(log1p(amount))"`` (default: every feature). node: a cache node's URL; the job
+    declares its plan and reports its reads there, and shares the node's SSD tier. ssd: a local
+    SSD tier directory instead (without node or ssd, everything comes from ORC). feature_store:
+    the feature store derived features are read from. mode: ``"samples"`` (``batch_samples``
+    samples with all their rows), ``"rows"`` (``batch_rows`` rows) or ``"windows"``
+    (``batch_samples`` windows of ``window`` rows plus ``lookahead`` label rows, every ``stride``).
+    """
+
+    def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None, *,
+                 mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, window=32, lookahead=1, stride=1,
+                 drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1):
+        if mode not in ("samples", "rows", "windows"):
+            raise StrataUsageError("strata: mode must be samples, rows or windows, got %r" % (mode,))
+        if not (0 <= rank < world):
+            raise StrataUsageError("strata: rank must be in 0..world-1, got rank %r of world %r" % (rank, world))
+        self._request = {
+            "dataset": os.path.abspath(os.fspath(dataset)),
+            "features": None if features is None else [str(f) for f in features],
+            "mode": mode,
+            "batch": int(batch_rows if mode == "rows" else batch_samples),
+            "seed": int(seed),
+            "epochs": int(epochs),
+            "rank": int(rank),
+            "world": int(world),
+            "shuffle": bool(shuffle),
+            "shuffleBlock": shuffle_block,
+            "window": int(window),
+            "lookahead": int(lookahead),
+            "stride": int(stride),
+            "dropLast": bool(drop_last),
+            "node": node,
+            "ssd": None if ssd is None else os.path.abspath(os.fspath(ssd)),
+            "featureStore": None if feature_store is None else os.path.abspath(os.fspath(feature_store)),
+            "job": job,
+            "prefetch": int(prefetch),
+            "threads": int(threads),
+            "resume": None,
+        }
+        self._server = None
+        self._position = None
+        self._steps = None
+        self.stats = None
+        self._warned = False
+        self._start()
+
+    def _start(self):
+        self._server = _Server(self._request)
+        ready = self._server.ready
+        self._position = ready["position"]
+        self._steps = ready["stepsPerEpoch"]
+        self.features = [f["name"] for f in ready["schema"]]
+        if ready.get("warning") and not self._warned:
+            self._warned = True
+            warnings.warn(ready["warning"], StrataWarning, stacklevel=3)
+
+    @property
+    def steps_per_epoch(self):
+        """Batches per epoch for this rank."""
+        return self._steps
+
+    def __iter__(self):
+        if self._server is None:
+            self._request["resume"] = self._position
+            self._start()
+        server = self._server
+        while True:
+            msg = server.next()
+            if "end" in msg:
+                self.stats = msg["end"]
+                self._stop()
+                return
+            b = msg["batch"]
+            server.map_slabs(b["slabs"], b["retired"])
+            batch = self._build(server, b)
+            self._position = b["checkpoint"]
+            yield batch
+
+    def _build(self, server, b):
+        lease = _Lease(b["seq"], server.released)
+        slabs = server.slabs
+
+        def buf(ref):
+            if ref is None:
+                return None
+            sid, off, length = ref
+            slab = lease.slabs.get(sid)
+            if slab is None:
+                slab = lease.slabs[sid] = slabs[sid]
+            return pa.foreign_buffer(slab.address + off, length, base=lease)
+
+        def array(c):
+            typ = _arrow_type(c["type"])
+            bufs = [buf(r) for r in c["buffers"]]
+            validity, offsets, values = bufs
+            children = None
+            if pa.types.is_list(typ):
+                layout = [validity, offsets]
+                children = [array(c["child"])]
+            elif pa.types.is_string(typ) or pa.types.is_binary(typ):
+                layout = [validity, offsets, values if values is not None else pa.py_buffer(b"")]
+            else:
+                layout = [validity, values if values is not None else pa.py_buffer(b"")]
+            return pa.Array.from_buffers(typ, c["length"], layout, null_count=c["nullCount"], offset=c["offset"],
+                                         children=children)
+
+        cols = b["columns"]
+        arrays = [array(c) for c in cols]
+        schema = pa.schema([pa.field(c["name"], a.type) for c, a in zip(cols, arrays)],
+                           metadata={"strata.epoch": str(b["epoch"]), "strata.step": str(b["step"])})
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def state_dict(self):
+        """The position after the last batch returned: load it into a loader of the same
+        settings (here or in a new process) and it continues with the next batch."""
+        return {"format": _STATE_FORMAT, "checkpoint": self._position}
+
+    def load_state_dict(self, state):
+        """Continue from ``state`` (from :meth:`state_dict`); restarts the Java side."""
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT or not isinstance(state.get("checkpoint"), str):
+            raise StrataUsageError("strata: not a Strata loader state (expected the dict state_dict() returns)")
+        self._stop()
+        self._request["resume"] = state["checkpoint"]
+        self._start()
+
+    def _stop(self):
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def close(self):
+        """Stops the Java side; batches already returned stay readable while referenced."""
+        self._stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
