@@ -266,6 +266,8 @@ class Loader:
             "threads": int(threads),
             "resume": None,
         }
+        if os.environ.get("STRATA_SHM_ROOT"):
+            self._request["shmRoot"] = os.environ["STRATA_SHM_ROOT"]
         self._server = None
         self._position = None
         self._steps = None

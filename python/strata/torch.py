@@ -25,6 +25,10 @@ from ._loader import Loader
 __all__ = ["StrataIterableDataset", "to_tensors"]
 
 
+_NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float": np.float32,
+          "double": np.float64}
+
+
 def _tensor(arr):
     """A tensor over an Arrow array's values: no copy, except for bit-packed bools."""
     import pyarrow as pa
@@ -38,7 +42,7 @@ def _tensor(arr):
     elif pa.types.is_date(typ) or pa.types.is_timestamp(typ):
         dtype = np.int32 if typ.bit_width == 32 else np.int64
     else:
-        dtype = typ.to_pandas_dtype()
+        dtype = _NUMPY[str(typ)]
     values = np.frombuffer(arr.buffers()[1], dtype=dtype, count=(arr.offset + len(arr)) * per)[arr.offset * per:]
     if per > 1:
         values = values.reshape(len(arr), per)

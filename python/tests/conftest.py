@@ -33,7 +33,8 @@ def last_json(text):
 
 
 @pytest.fixture(scope="session")
-def strata():
+def cli():
+    """Runs the strata command."""
     return run_strata
 
 

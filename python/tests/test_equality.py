@@ -44,21 +44,21 @@ def compare(strata_cli, dataset, tmp_path, features, java_args, py_kwargs, java_
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_same_batches_as_the_java_loader(strata, dataset, tmp_path, case):
+def test_same_batches_as_the_java_loader(cli, dataset, tmp_path, case):
     c = CASES[case]
-    compare(strata, dataset, tmp_path, FEATURES, c["java"], c["py"])
+    compare(cli, dataset, tmp_path, FEATURES, c["java"], c["py"])
 
 
-def test_same_batches_from_segments(strata, dataset, ssd, tmp_path):
+def test_same_batches_from_segments(cli, dataset, ssd, tmp_path):
     features = ["amount", "merchant_id", "embedding", "channel"]
-    loader = compare(strata, dataset, tmp_path, features, ["--batch", 16, "--seed", 11],
+    loader = compare(cli, dataset, tmp_path, features, ["--batch", 16, "--seed", 11],
                           dict(batch_samples=16, seed=11), java_extra=["--ssd", ssd], py_extra=dict(ssd=ssd))
     assert loader.stats["ssdBytes"] > 0, loader.stats
 
 
-def test_same_derived_feature(strata, dataset, tmp_path):
+def test_same_derived_feature(cli, dataset, tmp_path):
     features = ["amount", "zscore(log1p(amount))", "log1p(quantity)"]
-    compare(strata, dataset, tmp_path, features, ["--batch", 16, "--seed", 5], dict(batch_samples=16, seed=5))
+    compare(cli, dataset, tmp_path, features, ["--batch", 16, "--seed", 5], dict(batch_samples=16, seed=5))
 
 
 def test_fixed_width_columns_are_views_of_shared_memory(dataset):

@@ -1,0 +1,49 @@
+"""Errors are Python exceptions with Strata's one-line messages, never Java stack traces."""
+
+import pytest
+
+import strata
+
+
+def one_line(e):
+    text = str(e.value)
+    assert text.startswith("strata: ") and "\n" not in text and "Exception" not in text and "at io." not in text, text
+    return text
+
+
+def test_unknown_feature_is_a_usage_error(dataset):
+    with pytest.raises(strata.StrataUsageError) as e:
+        strata.Loader(dataset, features=["amount", "no_such_feature"])
+    assert "no_such_feature" in one_line(e)
+
+
+def test_bad_derived_spec_names_the_problem(dataset):
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader(dataset, features=["zscore(log1p(nothing))"])
+    assert "nothing" in one_line(e)
+
+
+def test_missing_dataset(tmp_path):
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader(tmp_path / "absent", features=["amount"])
+    assert "absent" in one_line(e)
+
+
+def test_state_of_another_plan_is_refused(dataset):
+    a = strata.Loader(dataset, features=["amount"], batch_samples=4, seed=1)
+    next(iter(a))
+    state = a.state_dict()
+    a.close()
+    b = strata.Loader(dataset, features=["amount"], batch_samples=4, seed=2)
+    with pytest.raises(strata.StrataUsageError) as e:
+        b.load_state_dict(state)
+    assert "different plan" in one_line(e)
+    with pytest.raises(strata.StrataUsageError):
+        b.load_state_dict({"checkpoint": 3})
+
+
+def test_bad_arguments_fail_before_starting_java(dataset):
+    with pytest.raises(strata.StrataUsageError):
+        strata.Loader(dataset, mode="sideways")
+    with pytest.raises(strata.StrataUsageError):
+        strata.Loader(dataset, rank=2, world=2)
