@@ -365,6 +365,102 @@ public final class ColumnBuilder {
     rows += count;
   }
 
+  /**
+   * Appends {@code n} single rows of a fixed-width type: row {@code k} is row {@code row[k]} of
+   * column {@code cols[col[k]]} (as {@link #appendRange}{@code (cols[col[k]], row[k], 1)} would
+   * append it, in one tight pass: a shuffled batch's random reads overlap instead of waiting on
+   * per-row bookkeeping).
+   */
+  public void appendGathered(Column[] cols, int[] col, int[] row, int n) {
+    if (!fixed) {
+      throw new IllegalStateException("gathering single rows needs a fixed-width type, not " + type);
+    }
+    boolean anyValidity = false;
+    for (Column c : cols) {
+      if (c != null) {
+        if (c.type() != type && !c.type().equals(type)) {
+          throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
+        }
+        anyValidity |= c.validity() != MemorySegment.NULL;
+      }
+    }
+    if (n == 0) {
+      return;
+    }
+    ensureRows(n);
+    MemorySegment[] src = new MemorySegment[cols.length];
+    int[] base = new int[cols.length];
+    for (int c = 0; c < cols.length; c++) {
+      if (cols[c] != null) {
+        src[c] = cols[c].values();
+        base[c] = cols[c].offset();
+      }
+    }
+    for (int k = 0; k < n; k++) {
+      int r = row[k];
+      if (r < 0 || r >= cols[col[k]].length()) {
+        throw new IndexOutOfBoundsException("row " + r + " of a column of " + cols[col[k]].length() + " rows");
+      }
+    }
+    long at = rows;
+    switch (width) {
+      case 0 -> {
+        for (int k = 0; k < n; k++) {
+          Bits.set(values, at + k, Bits.get(src[col[k]], (long) base[col[k]] + row[k]));
+        }
+      }
+      case 1 -> {
+        for (int k = 0; k < n; k++) {
+          int c = col[k];
+          values.set(ValueLayout.JAVA_BYTE, at + k, src[c].get(ValueLayout.JAVA_BYTE, (long) base[c] + row[k]));
+        }
+      }
+      case 2 -> {
+        for (int k = 0; k < n; k++) {
+          int c = col[k];
+          values.set(Column.SHORT, (at + k) * 2, src[c].get(Column.SHORT, ((long) base[c] + row[k]) * 2));
+        }
+      }
+      case 4 -> {
+        for (int k = 0; k < n; k++) {
+          int c = col[k];
+          values.set(Column.INT, (at + k) * 4, src[c].get(Column.INT, ((long) base[c] + row[k]) * 4));
+        }
+      }
+      case 8 -> {
+        for (int k = 0; k < n; k++) {
+          int c = col[k];
+          values.set(Column.LONG, (at + k) * 8, src[c].get(Column.LONG, ((long) base[c] + row[k]) * 8));
+        }
+      }
+      default -> {
+        for (int k = 0; k < n; k++) {
+          int c = col[k];
+          MemorySegment.copy(src[c], ((long) base[c] + row[k]) * width, values, (at + k) * width, width);
+        }
+      }
+    }
+    if (anyValidity) {
+      for (int k = 0; k < n; k++) {
+        MemorySegment v = cols[col[k]].validity();
+        boolean valid = v == MemorySegment.NULL || Bits.get(v, (long) base[col[k]] + row[k]);
+        if (!valid) {
+          if (validity == MemorySegment.NULL) {
+            materializeValidity(n);
+            Bits.fill(validity, at, k);
+          }
+          nulls++;
+        }
+        if (validity != MemorySegment.NULL) {
+          Bits.set(validity, at + k, valid);
+        }
+      }
+    } else if (validity != MemorySegment.NULL) {
+      Bits.fill(validity, at, n);
+    }
+    rows += n;
+  }
+
   private static final boolean NATIVE_LE = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
 
   /** {@code dst[dstIndex + k] = src[srcIndex + k] + delta} for {@code k < count} (int32 offsets). */

@@ -57,7 +57,7 @@ final class BenchPython implements Callable<Integer> {
   @Option(names = "--workers", defaultValue = "2", description = "DataLoader workers of both PyTorch pipelines; default ${DEFAULT-VALUE}.")
   int workers;
 
-  @Option(names = "--memmap-batches", defaultValue = "12", description = "Batches timed for the numpy.memmap Dataset (it is slow); default ${DEFAULT-VALUE}.")
+  @Option(names = "--memmap-batches", defaultValue = "30", description = "Batches timed for the numpy.memmap Dataset (it is slow); default ${DEFAULT-VALUE}.")
   int memmapBatches;
 
   @Option(names = "--python", description = "Python with numpy, pyarrow and torch (default: target/pyvenv/bin/python of the checkout, else python3).")

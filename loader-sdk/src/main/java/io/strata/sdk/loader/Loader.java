@@ -313,12 +313,15 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       long[] ids = new long[units];
       long[] starts = new long[units];
       int rows = 0;
+      boolean singleRows = true;
       for (int k = 0; k < units; k++) {
         long u = plan.unit(order, step, k);
         starts[k] = plan.unitStart(u);
         ids[k] = plan.unitId(u);
         offsets[k] = rows;
-        rows = Math.addExact(rows, plan.unitRows(u));
+        int unitRows = plan.unitRows(u);
+        singleRows &= unitRows == 1;
+        rows = Math.addExact(rows, unitRows);
         offsets[k + 1] = rows;
       }
       SlabPool.Memory memory = slabs.take();
@@ -329,19 +332,26 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
         long[] dataBytes = new long[n];
         long[] childRows = new long[n];
         long[] childBytes = new long[n];
-        for (int k = 0; k < units; k++) {
-          reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
-        }
-        for (int i = 0; i < n; i++) {
-          ColumnBuilder b = builders.get(i);
-          if (b.type().isVariableWidth()) {
-            b.reserve(0, dataBytes[i]);
-          } else if (!b.type().isFixedWidth()) {
-            b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
+        boolean allFixed = builders.stream().allMatch(b -> b.type().isFixedWidth());
+        if (!allFixed) {
+          for (int k = 0; k < units; k++) {
+            reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
+          }
+          for (int i = 0; i < n; i++) {
+            ColumnBuilder b = builders.get(i);
+            if (b.type().isVariableWidth()) {
+              b.reserve(0, dataBytes[i]);
+            } else if (!b.type().isFixedWidth()) {
+              b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
+            }
           }
         }
-        for (int k = 0; k < units; k++) {
-          reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
+        if (singleRows) {
+          reader.appendSingleRows(starts, units, builders);
+        } else {
+          for (int k = 0; k < units; k++) {
+            reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
+          }
         }
         SequencedMap<String, Column> cols = new LinkedHashMap<>();
         for (int i = 0; i < features.size(); i++) {

@@ -158,6 +158,68 @@ public final class TieredReader implements AutoCloseable {
     }
   }
 
+  /**
+   * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
+   * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. When every feature is
+   * fixed-width and resident in every chunk the rows touch, each feature's rows are gathered in one
+   * pass ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
+   */
+  public void appendSingleRows(long[] rows, int n, List<ColumnBuilder> out) throws IOException {
+    if (store != null) {
+      long g = store.generation();
+      if (g != seenGeneration) {
+        seenGeneration = g;
+        forgetAbsent();
+      }
+    }
+    List<ChunkInfo> chunks = dataset.chunks();
+    int[] chunk = new int[n];
+    int[] local = new int[n];
+    int[] perChunk = new int[chunks.size()];
+    for (int k = 0; k < n; k++) {
+      long r = rows[k];
+      if (r < 0 || r >= dataset.rows()) {
+        throw new IllegalArgumentException("row " + r + " is outside dataset " + dataset.name() + " (" + dataset.rows() + " rows)");
+      }
+      int c = dataset.chunkOf(r);
+      chunk[k] = c;
+      local[k] = (int) (r - chunks.get(c).firstRow());
+      perChunk[c]++;
+    }
+    boolean gather = true;
+    for (int i = 0; i < features.size() && gather; i++) {
+      gather = derived[i] == null && out.get(i).type().isFixedWidth();
+      for (int c = 0; c < perChunk.length && gather; c++) {
+        gather = perChunk[c] == 0 || resident(i, c) != null;
+      }
+    }
+    if (!gather) {
+      for (int k = 0; k < n; k++) {
+        appendRows(rows[k], 1, out);
+      }
+      return;
+    }
+    long t0 = System.nanoTime();
+    long bytes = 0;
+    Column[] cols = new Column[chunks.size()];
+    for (int i = 0; i < features.size(); i++) {
+      for (int c = 0; c < cols.length; c++) {
+        cols[c] = perChunk[c] == 0 ? null : columns[i][c];
+      }
+      out.get(i).appendGathered(cols, chunk, local, n);
+      int width = Math.max(1, out.get(i).type().kind().width());
+      bytes += (long) n * width;
+      if (store != null) {
+        for (int c = 0; c < perChunk.length; c++) {
+          if (perChunk[c] > 0) {
+            store.read(dataset, features.get(i), c, (long) perChunk[c] * width, true);
+          }
+        }
+      }
+    }
+    stats.record(TierStats.Tier.SSD, bytes, System.nanoTime() - t0);
+  }
+
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
     int local = (int) (row - c.firstRow());
     int chunk = c.index();
