@@ -7,12 +7,15 @@ sends to the server with its next request.
 """
 
 import collections
+import hashlib
 import json
 import mmap
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import time
 import warnings
 
 import pyarrow as pa
@@ -120,20 +123,79 @@ class _Lease:
         self.released.append(self.seq)
 
 
+def _service_socket(cmd):
+    """Where this user's loader service listens: $STRATA_LOADER_SOCKET, else a path in a private
+    directory under /dev/shm named after the command that starts it (another build, another
+    service)."""
+    env = os.environ.get("STRATA_LOADER_SOCKET")
+    if env:
+        return env
+    root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    tag = hashlib.sha256("\0".join(cmd).encode()).hexdigest()[:12]
+    return os.path.join(root, "strata-loader-%d" % os.getuid(), tag + ".sock")
+
+
+def _connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
+def _start_service():
+    """A connection to the loader service, started (detached, one per user and build) when none
+    answers. It serves every Python job of the user on this host from one JVM and exits after a
+    minute without jobs."""
+    cmd, env = _serve_command()
+    path = _service_socket(cmd)
+    s = _connect(path)
+    if s is not None:
+        return s, path
+    d = os.path.dirname(path)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    log_path = path + ".log"
+    with open(log_path, "ab") as log:
+        try:
+            idle = os.environ.get("STRATA_LOADER_IDLE_EXIT", "60")
+            proc = subprocess.Popen(cmd + ["--socket", path, "--idle-exit", idle], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True, env=env or None)
+        except OSError as e:
+            raise StrataError("strata: cannot start the loader service (%s): %s" % (cmd[0], e)) from None
+    deadline = time.monotonic() + float(os.environ.get("STRATA_LOADER_START_TIMEOUT", "300"))
+    while time.monotonic() < deadline:
+        s = _connect(path)
+        if s is not None:
+            return s, path
+        code = proc.poll()
+        if code is not None and code != 0:
+            raise StrataError(_last_line(log_path) or "strata: the loader service failed to start (exit code %d)" % code)
+        if code == 0:
+            # Another job's service won the race: it is starting; keep trying to connect.
+            pass
+        time.sleep(0.05)
+    raise StrataError("strata: the loader service did not answer on %s (log: %s)" % (path, log_path))
+
+
+def _last_line(log_path):
+    try:
+        with open(log_path, "rb") as f:
+            lines = [l.strip() for l in f.read().decode(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return ""
+    strata_lines = [l for l in lines if l.startswith("strata:")]
+    return (strata_lines or lines or [""])[-1]
+
+
 class _Server:
-    """One ``strata loader serve`` process and the slab files it shares with us."""
+    """One session with the loader service (a Java Loader there) and the slab files it shares with
+    us. The session ends when the connection closes, however this process ends."""
 
     def __init__(self, request):
-        cmd, env = _serve_command()
-        debug = os.environ.get("STRATA_DEBUG")
-        self._stderr = None if debug else tempfile.TemporaryFile()
-        kwargs = {"env": env} if env else {}
-        try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                         bufsize=0, **kwargs)
-        except OSError as e:
-            raise StrataError("strata: cannot start the loader (%s): %s" % (cmd[0], e)) from None
-        self.out = self.proc.stdout
+        self.sock, self.path = _start_service()
+        self.out = self.sock.makefile("rb")
         self.released = collections.deque()
         self.slabs = {}
         self.dir = None
@@ -149,20 +211,13 @@ class _Server:
 
     def _write(self, text):
         try:
-            self.proc.stdin.write(text.encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            self.sock.sendall(text.encode())
+        except OSError:
             raise self._died() from None
 
     def _died(self):
-        code = self.proc.wait()
-        last = ""
-        if self._stderr is not None:
-            self._stderr.seek(0)
-            lines = [l for l in self._stderr.read().decode(errors="replace").splitlines() if l.strip()]
-            strata_lines = [l for l in lines if l.startswith("strata:")]
-            last = (strata_lines or lines or [""])[-1].strip()
-        return StrataError(last or "strata: the loader process ended (exit code %s); set STRATA_DEBUG=1 to see why" % code)
+        last = _last_line(self.path + ".log")
+        return StrataError("strata: the loader service closed the connection" + (" (its log ends: %s)" % last if last else ""))
 
     def _read(self):
         line = self.out.readline()
@@ -171,8 +226,7 @@ class _Server:
         try:
             msg = json.loads(line)
         except ValueError:
-            self.proc.kill()
-            raise StrataError("strata: the loader process said: %s" % line.decode(errors="replace").strip()) from None
+            raise StrataError("strata: the loader service sent a broken line: %r" % line[:200]) from None
         if "error" in msg:
             err = msg["error"]
             if not err.startswith("strata:"):
@@ -202,20 +256,15 @@ class _Server:
             return
         self.closed = True
         try:
-            self.proc.stdin.close()
+            self.sock.sendall(b"close\n")
         except OSError:
             pass
         try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        if self._stderr is not None:
-            self._stderr.close()
+            self.out.close()
+            self.sock.close()
+        except OSError:
+            pass
         self.slabs.clear()
-        if self.dir and os.path.isdir(self.dir):
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Loader:

@@ -57,6 +57,10 @@ final class BenchPython implements Callable<Integer> {
   @Option(names = "--workers", defaultValue = "2", description = "DataLoader workers of both PyTorch pipelines; default ${DEFAULT-VALUE}.")
   int workers;
 
+  @Option(names = "--epochs", defaultValue = "3",
+      description = "Epochs read by the Java loader and the Strata pipelines (steady state, as in training); default ${DEFAULT-VALUE}.")
+  int epochs;
+
   @Option(names = "--memmap-batches", defaultValue = "30", description = "Batches timed for the numpy.memmap Dataset (it is slow); default ${DEFAULT-VALUE}.")
   int memmapBatches;
 
@@ -123,8 +127,12 @@ final class BenchPython implements Callable<Integer> {
     }
   }
 
+  /** This run's own loader service (a fresh one, of this build). */
+  private Path serviceSocket;
+
   private int run(PrintWriter out, Path dir) throws Exception {
     String py = python();
+    serviceSocket = dir.resolve("service/loader.sock");
     Path script = dir.resolve("python_bench.py");
     try (InputStream in = BenchPython.class.getResourceAsStream("python_bench.py")) {
       Files.copy(in, script, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
@@ -140,7 +148,8 @@ final class BenchPython implements Callable<Integer> {
     }
     Path npy = Files.createDirectories(dir.resolve("npy"));
     ObjectNode specJson = Json.object().put("dataset", ds.toAbsolutePath().toString()).put("ssd", tier.toAbsolutePath().toString())
-        .put("batchRows", batchRows).put("seed", seed).put("workers", workers).put("npyDir", npy.toString());
+        .put("batchRows", batchRows).put("seed", seed).put("workers", workers).put("npyDir", npy.toString())
+        .put("epochs", epochs);
     features.forEach(specJson.putArray("features")::add);
     Path specFile = dir.resolve("spec.json");
     Files.writeString(specFile, Json.compact(specJson));
@@ -148,6 +157,7 @@ final class BenchPython implements Callable<Integer> {
     pythonRun(py, script, specFile, "export");
     ObjectNode result = Json.object();
     result.put("benchmark", "python").put("python", py).put("batchRows", batchRows).put("workers", workers)
+        .put("epochs", epochs)
         .put("cores", Runtime.getRuntime().availableProcessors());
     features.forEach(result.putArray("features")::add);
 
@@ -164,11 +174,20 @@ final class BenchPython implements Callable<Integer> {
     result.set("torchMemmap", torchMemmap);
 
     ObjectNode memory = result.putObject("memory");
-    Map<String, Long> base = holdAndMeasure(py, script, specFile, "baseline", memory.putObject("baseline"));
-    Map<String, Long> job = holdAndMeasure(py, script, specFile, "job", memory.putObject("job"));
-    long extraPrivate = (job.get("private") - base.get("private")) * 1024;
-    memory.put("extraPrivateBytes", extraPrivate);
-    memory.put("extraPssBytes", (job.get("pss") - base.get("pss")) * 1024);
+    // The marginal cost of a job. Python side: three jobs against three interpreter-and-torch
+    // baselines, each three at once (library pages are shared alike). Java side: the one loader
+    // service of the host, with one job and then with three.
+    long[] service = new long[1];
+    long base = mean(holdAndMeasure(py, script, specFile, "baseline", 1 + EXTRA_JOBS, null));
+    holdAndMeasure(py, script, specFile, "job", 1, service);
+    long serviceOne = service[0];
+    long jobs = mean(holdAndMeasure(py, script, specFile, "job", 1 + EXTRA_JOBS, service));
+    long serviceThree = service[0];
+    long perJob = (jobs - base) + (serviceThree - serviceOne) / EXTRA_JOBS;
+    memory.put("baselinePrivateBytes", base).put("jobPythonPrivateBytes", jobs)
+        .put("servicePrivateBytesOneJob", serviceOne).put("servicePrivateBytesThreeJobs", serviceThree)
+        .put("extraPrivateBytesPerJob", perJob);
+    long extraPrivate = perJob;
 
     ObjectNode ratios = result.putObject("ratios");
     ratios.put("pythonVsJava", strata.path("batchesPerSecond").asDouble() / java.path("batchesPerSecond").asDouble());
@@ -186,8 +205,8 @@ final class BenchPython implements Callable<Integer> {
       out.printf("  DataLoader(Strata)       %8.1f batches/s (%.1f x the memmap Dataset)%n",
           torchStrata.path("batchesPerSecond").asDouble(), ratios.path("pythonVsTorchMemmap").asDouble());
       out.printf("  DataLoader(memmap rows)  %8.2f batches/s%n", torchMemmap.path("batchesPerSecond").asDouble());
-      out.printf("  private memory a job adds over python+torch: %s (its Java loader %s)%n", Terminal.bytes(extraPrivate),
-          Terminal.bytes(memory.path("job").path("javaPrivateBytes").asLong()));
+      out.printf("  private memory each extra job adds over python+torch: %s (the host's loader service: %s with one job)%n",
+          Terminal.bytes(extraPrivate), Terminal.bytes(memory.path("servicePrivateBytesOneJob").asLong()));
     }
     out.flush();
     return 0;
@@ -206,7 +225,8 @@ final class BenchPython implements Callable<Integer> {
   private ObjectNode javaRate(Path ds, Path tier) throws IOException {
     try (Dataset d = Dataset.open(ds);
         SegmentStore store = SegmentStore.open(tier, false, SegmentFile.Verify.FIRST_OPEN);
-        Loader loader = Loader.builder(d).features(features).segments(store).rowBatches(batchRows, true).seed(seed).build()) {
+        Loader loader = Loader.builder(d).features(features).segments(store).rowBatches(batchRows, true).seed(seed)
+            .epochs(epochs).build()) {
       long t0 = 0;
       long n = 0;
       long bytes = 0;
@@ -235,6 +255,8 @@ final class BenchPython implements Callable<Integer> {
     }
     pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
     pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
+    pb.environment().put("STRATA_LOADER_SOCKET", serviceSocket.toString());
+    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "10");
     pb.redirectError(ProcessBuilder.Redirect.INHERIT);
     return pb;
   }
@@ -255,42 +277,69 @@ final class BenchPython implements Callable<Integer> {
     return r;
   }
 
-  /** Starts a holding Python process, reads the private memory and PSS of it and its children (kB). */
-  private Map<String, Long> holdAndMeasure(String py, Path script, Path specFile, String mode, ObjectNode into)
+  static final int EXTRA_JOBS = 2;
+
+  private static long mean(List<Long> values) {
+    return values.stream().mapToLong(Long::longValue).sum() / values.size();
+  }
+
+  /** Private bytes (clean and dirty) of a process, from smaps_rollup. */
+  private static long privateBytes(long pid) throws IOException {
+    Map<String, Long> m = BenchCommand.smapsRollup(pid);
+    return (m.getOrDefault("Private_Clean", 0L) + m.getOrDefault("Private_Dirty", 0L)) * 1024;
+  }
+
+  /** Private bytes of this run's loader service (found by its socket on the command line). */
+  private long servicePrivate() throws IOException {
+    String sock = serviceSocket.toString();
+    ProcessHandle h = ProcessHandle.allProcesses()
+        .filter(p -> p.info().arguments().map(a -> java.util.Arrays.asList(a).contains(sock)).orElse(false))
+        .findFirst().orElseThrow(() -> new IOException("the loader service on " + sock + " is not running"));
+    return privateBytes(h.pid());
+  }
+
+  /**
+   * Starts {@code count} holding Python processes at once and, when all are ready, returns each
+   * one's private bytes; with {@code service} given, also the loader service's (a separate process
+   * the jobs share) while they hold.
+   */
+  private List<Long> holdAndMeasure(String py, Path script, Path specFile, String mode, int count, long[] service)
       throws Exception {
-    Process p = pythonProcess(py, script, specFile, mode).start();
-    try (Writer stdin = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8)) {
-      BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-      String line;
-      while ((line = r.readLine()) != null && !line.startsWith("{\"ready\"")) {
-        // the job's batch count comes first
+    List<Process> procs = new ArrayList<>();
+    List<Long> out = new ArrayList<>();
+    try {
+      for (int i = 0; i < count; i++) {
+        procs.add(pythonProcess(py, script, specFile, mode).start());
       }
-      if (line == null) {
-        throw new IOException("the Python " + mode + " process ended before it was ready");
-      }
-      long privateKb = 0;
-      long pssKb = 0;
-      long javaPrivateKb = 0;
-      List<ProcessHandle> all = new ArrayList<>();
-      all.add(p.toHandle());
-      p.descendants().forEach(all::add);
-      for (ProcessHandle h : all) {
-        Map<String, Long> m = BenchCommand.smapsRollup(h.pid());
-        long priv = m.getOrDefault("Private_Clean", 0L) + m.getOrDefault("Private_Dirty", 0L);
-        privateKb += priv;
-        pssKb += m.getOrDefault("Pss", 0L);
-        if (h.pid() != p.pid()) {
-          javaPrivateKb += priv;
+      for (Process p : procs) {
+        BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        String line;
+        while ((line = r.readLine()) != null && !line.startsWith("{\"ready\"")) {
+          // the job's batch count comes first
+        }
+        if (line == null) {
+          throw new IOException("the Python " + mode + " process ended before it was ready");
         }
       }
-      into.put("processes", all.size()).put("privateBytes", privateKb * 1024).put("pssBytes", pssKb * 1024)
-          .put("javaPrivateBytes", javaPrivateKb * 1024);
-      stdin.write("\n");
-      stdin.flush();
-      return Map.of("private", privateKb, "pss", pssKb);
+      for (Process p : procs) {
+        out.add(privateBytes(p.pid()));
+      }
+      if (service != null) {
+        service[0] = servicePrivate();
+      }
+      return out;
     } finally {
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
+      for (Process p : procs) {
+        try (Writer stdin = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8)) {
+          stdin.write("\n");
+        } catch (IOException ignored) {
+          // It ended already.
+        }
+      }
+      for (Process p : procs) {
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+        }
       }
     }
   }

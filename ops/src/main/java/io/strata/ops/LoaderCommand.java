@@ -315,9 +315,23 @@ final class LoaderCommand implements Runnable {
       description = "The Python client's back end: one loader whose batches land in shared memory the Python job maps"
           + " (JSON lines on standard input and output; see docs/API.md).")
   static final class Serve implements Callable<Integer> {
+    @Option(names = "--socket", paramLabel = "PATH",
+        description = "Serve every job of this user on this host over a Unix domain socket (one JVM for all), instead of one job on standard input and output.")
+    Path socket;
+
+    @Option(names = "--idle-exit", defaultValue = "60", paramLabel = "SECONDS",
+        description = "With --socket: exit after this many seconds without a job; default ${DEFAULT-VALUE}.")
+    int idleExit;
+
     @Override
     public Integer call() throws Exception {
-      return LoaderServe.run();
+      if (socket == null) {
+        return LoaderServe.run();
+      }
+      if (idleExit < 1) {
+        throw new IllegalArgumentException("--idle-exit must be at least 1 second, got " + idleExit);
+      }
+      return LoaderServe.service(socket, java.time.Duration.ofSeconds(idleExit));
     }
   }
 

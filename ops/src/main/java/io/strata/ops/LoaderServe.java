@@ -65,12 +65,17 @@ final class LoaderServe {
 
   private LoaderServe() {}
 
-  /** Runs the server on this process's standard input and output; returns the exit code. */
+  /** Runs one session on this process's standard input and output; returns the exit code. */
   static int run() throws IOException {
     PrintStream protocol = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
     // Nothing else may write on the protocol stream.
     System.setOut(System.err);
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    return session(in, protocol);
+  }
+
+  /** One session: the request line, then requests until {@code close} or end of input. */
+  static int session(BufferedReader in, PrintStream protocol) throws IOException {
     String first = in.readLine();
     if (first == null) {
       return Main.USAGE;
@@ -83,6 +88,76 @@ final class LoaderServe {
     } catch (Exception e) {
       send(protocol, Json.object().put("error", Main.describe(e)));
       return Main.FAILURE;
+    }
+  }
+
+  /**
+   * The per-host service: sessions over a Unix domain socket, one thread each, in one JVM shared by
+   * every Python job of the user on this host (so a job adds its session, not a JVM). A lock file
+   * beside the socket makes it the only one; it exits after {@code idle} with no session.
+   *
+   * <p>Threads: the accepting thread ({@code strata-loader-service}), one {@code
+   * strata-py-session-N} per connection; the session count is an atomic, the idle check runs on the
+   * accepting thread (the accept times out every second).
+   */
+  static int service(Path socket, java.time.Duration idle) throws IOException, InterruptedException {
+    Path dir = socket.toAbsolutePath().getParent();
+    Files.createDirectories(dir);
+    try {
+      Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+    } catch (IOException | UnsupportedOperationException e) {
+      throw new IOException("cannot make " + dir + " private to this user: " + e.getMessage(), e);
+    }
+    Path lockFile = dir.resolve(socket.getFileName() + ".lock");
+    try (FileChannel lockChannel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        java.nio.channels.FileLock lock = lockChannel.tryLock()) {
+      if (lock == null) {
+        System.err.println("strata: a loader service already runs on " + socket);
+        return 0;
+      }
+      Files.deleteIfExists(socket);
+      java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
+      AtomicInteger counter = new AtomicInteger();
+      try (java.nio.channels.ServerSocketChannel server =
+          java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+        server.bind(java.net.UnixDomainSocketAddress.of(socket));
+        server.configureBlocking(false);
+        System.err.println("strata: loader service on " + socket + " (pid " + ProcessHandle.current().pid() + ")");
+        long idleSince = System.nanoTime();
+        try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
+          server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+          while (true) {
+            selector.select(1000);
+            selector.selectedKeys().clear();
+            java.nio.channels.SocketChannel ch;
+            while ((ch = server.accept()) != null) {
+              ch.configureBlocking(true);
+              java.nio.channels.SocketChannel conn = ch;
+              active.incrementAndGet();
+              Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().start(() -> {
+                try (conn) {
+                  BufferedReader in = new BufferedReader(new InputStreamReader(
+                      java.nio.channels.Channels.newInputStream(conn), StandardCharsets.UTF_8));
+                  PrintStream out = new PrintStream(java.nio.channels.Channels.newOutputStream(conn), false,
+                      StandardCharsets.UTF_8);
+                  session(in, out);
+                } catch (IOException e) {
+                  // The job went away mid-answer; its session is closed.
+                } finally {
+                  active.decrementAndGet();
+                }
+              });
+            }
+            if (active.get() > 0) {
+              idleSince = System.nanoTime();
+            } else if (System.nanoTime() - idleSince > idle.toNanos()) {
+              return 0;
+            }
+          }
+        }
+      } finally {
+        Files.deleteIfExists(socket);
+      }
     }
   }
 

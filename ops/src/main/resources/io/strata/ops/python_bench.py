@@ -32,7 +32,7 @@ def hold():
 
 def loader_kwargs(spec):
     return dict(features=spec["features"], mode="rows", batch_rows=spec["batchRows"], seed=spec["seed"],
-                ssd=spec["ssd"], threads=spec.get("threads", 1))
+                ssd=spec["ssd"], threads=spec.get("threads", 1), epochs=spec.get("epochs", 1))
 
 
 def timed(iterable, limit, bytes_of, skip=1):
@@ -84,7 +84,7 @@ def main():
     elif mode == "job":
         import torch  # noqa: F401  (a PyTorch job has it loaded)
         import strata.torch  # noqa: F401
-        loader = strata.Loader(spec["dataset"], epochs=2, **loader_kwargs(spec))
+        loader = strata.Loader(spec["dataset"], **dict(loader_kwargs(spec), epochs=2))
         n = 0
         for b in loader:  # measured mid-run: one epoch read, its loader process alive
             n += 1

@@ -62,6 +62,9 @@ class PythonClientIT {
     pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
     pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+    // A loader service of this build alone, gone soon after the suite.
+    pb.environment().put("STRATA_LOADER_SOCKET", tmp.resolve("svc/loader.sock").toString());
+    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "5");
     pb.redirectErrorStream(true);
     Path log = tmp.resolve("pytest.log");
     pb.redirectOutput(log.toFile());
