@@ -89,6 +89,7 @@ class StrataIterableDataset(IterableDataset):
         self.rank = rank
         self.world = world
         self.as_tensors = as_tensors
+        self.stats = None
 
     def __iter__(self):
         info = get_worker_info()
@@ -97,5 +98,7 @@ class StrataIterableDataset(IterableDataset):
         try:
             for batch in loader:
                 yield to_tensors(batch) if self.as_tensors else batch
+            # Bytes per tier of the finished pass (seen here with num_workers=0; each worker has its own).
+            self.stats = loader.stats
         finally:
             loader.close()

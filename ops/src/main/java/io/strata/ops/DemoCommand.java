@@ -137,6 +137,16 @@ final class DemoCommand implements Callable<Integer> {
             "--gpu", "--json"));
         jobs.add(BenchCommand.spawn(List.of("-Xmx512m", "-XX:+UseSerialGC"), args, logs.resolve(j.getKey() + ".log")));
       }
+      // A PyTorch job beside them when this host has python3 with torch: the same node, segments
+      // and derived feature, through the Python client (examples/train_torch.py).
+      String[] pyWhy = new String[1];
+      Process torchJob = startTorchJob(datasetDir, node.url(), dir, logs, pyWhy);
+      if (torchJob != null) {
+        jobs.add(torchJob);
+        out.printf("      %-8s %s (PyTorch, examples/train_torch.py)%n%n", "torch", "amount, " + DERIVED + ", quantity, score, is_online");
+      } else {
+        out.printf("      (no PyTorch job: %s)%n%n", pyWhy[0]);
+      }
       ArrayNode timeline = summary.putArray("timeline");
       JsonNode prev = client.tiers();
       double t0 = prev.path("uptimeSeconds").asDouble();
@@ -182,6 +192,23 @@ final class DemoCommand implements Callable<Integer> {
         results.add(r);
       }
 
+      JsonNode torchResult = null;
+      if (torchJob != null) {
+        Path log = logs.resolve("torch.log");
+        String text = Files.readString(log);
+        if (torchJob.exitValue() != 0) {
+          throw new IllegalStateException("the PyTorch job failed (exit " + torchJob.exitValue() + "): "
+              + text.strip().lines().reduce((a, b) -> b).orElse("") + " (log " + log + ")");
+        }
+        torchResult = BenchCommand.jsonResult(text);
+        if (torchResult == null) {
+          throw new IllegalStateException("the PyTorch job printed no result; see " + log);
+        }
+        summary.set("torchJob", torchResult);
+      } else {
+        summary.put("torchJob", "not run: " + pyWhy[0]);
+      }
+
       // 4. Check: every raw segment the node holds equals its ORC source.
       out.printf("[4/5] checking every segment on the SSD tier against ORC%n");
       node.awaitIdle(60_000);
@@ -223,9 +250,24 @@ final class DemoCommand implements Callable<Integer> {
       nt.row("flash written", Terminal.bytes(tr.path("flashBytesWritten").asLong()));
       JsonNode d = derived.size() > 0 ? derived.get(0) : Json.object();
       long recomputed = results.stream().mapToLong(r -> r.path("derivedChunksComputed").asLong()).sum();
+      if (torchResult != null) {
+        recomputed += torchResult.path("derivedChunksComputed").asLong();
+      }
       nt.row("derived feature " + DERIVED, "computed " + tr.path("derivedComputations").asLong() + "x by the node in "
           + Terminal.seconds(d.path("computeSeconds").asDouble()) + " (" + Terminal.bytes(d.path("bytes").asLong())
-          + " stored), read by " + JOBS.size() + " jobs; chunks the jobs computed themselves: " + recomputed);
+          + " stored), read by " + (JOBS.size() + (torchResult != null ? 1 : 0))
+          + " jobs; chunks the jobs computed themselves: " + recomputed);
+      if (torchResult != null) {
+        JsonNode loss = torchResult.path("loss");
+        nt.row("PyTorch job (Python client)", String.format(Locale.ROOT,
+            "%d batches, %s rows in %s; SSD %s, HDD %s through the node; loss %.4f -> %.4f",
+            torchResult.path("batches").asLong(), Terminal.count(torchResult.path("rows").asLong()),
+            Terminal.seconds(torchResult.path("seconds").asDouble()), Terminal.bytes(torchResult.path("ssdBytes").asLong()),
+            Terminal.bytes(torchResult.path("hddBytes").asLong()), loss.path(0).asDouble(),
+            loss.path(loss.size() - 1).asDouble()));
+      } else {
+        nt.row("PyTorch job (Python client)", "not run: " + pyWhy[0]);
+      }
       summary.put("derivedChunksRecomputedByJobs", recomputed);
       String gpu = results.get(0).path("gpu").asText("");
       boolean gpuUsed = results.get(0).path("gpuBytes").asLong() > 0;
@@ -253,6 +295,43 @@ final class DemoCommand implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  /**
+   * Starts examples/train_torch.py through the node when the checkout has it and a python with
+   * torch, pyarrow and numpy is there (target/pyvenv, else python3); otherwise null, with the
+   * reason in {@code why[0]}.
+   */
+  private Process startTorchJob(Path datasetDir, String nodeUrl, Path dir, Path logs, String[] why) throws IOException {
+    Path root = BenchPython.checkout();
+    if (root == null || !Files.isRegularFile(root.resolve("examples/train_torch.py"))) {
+      why[0] = "not run from a checkout with examples/train_torch.py";
+      return null;
+    }
+    Path venv = root.resolve("target/pyvenv/bin/python");
+    String py = Files.isExecutable(venv) ? venv.toString() : "python3";
+    try {
+      Process probe = new ProcessBuilder(py, "-c", "import torch, pyarrow, numpy").redirectErrorStream(true).start();
+      probe.getInputStream().readAllBytes();
+      if (probe.waitFor() != 0) {
+        why[0] = py + " lacks torch, pyarrow or numpy (pip install ./python torch; see README)";
+        return null;
+      }
+    } catch (IOException | InterruptedException e) {
+      why[0] = "no " + py;
+      return null;
+    }
+    ProcessBuilder pb = new ProcessBuilder(py, root.resolve("examples/train_torch.py").toString(), "--dataset",
+        datasetDir.toString(), "--node", nodeUrl, "--job", "torch", "--epochs", Integer.toString(epochs),
+        "--batch-samples", Integer.toString(samplesPerBatch), "--workers", "0", "--json");
+    String pp = System.getenv("PYTHONPATH");
+    pb.environment().put("PYTHONPATH", root.resolve("python") + (pp == null ? "" : ":" + pp));
+    pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
+    pb.environment().put("STRATA_LOADER_SOCKET", dir.resolve("loader-service/loader.sock").toString());
+    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "5");
+    pb.redirectErrorStream(true).redirectOutput(logs.resolve("torch.log").toFile());
+    return pb.start();
   }
 
   private static String pct(double v) {
