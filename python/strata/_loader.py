@@ -131,7 +131,16 @@ def _service_socket(cmd):
     if env:
         return env
     root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    tag = hashlib.sha256("\0".join(cmd).encode()).hexdigest()[:12]
+    h = hashlib.sha256("\0".join(cmd).encode())
+    # A rebuild gets a new service: the build's files' times go into the name.
+    cp = os.environ.get("STRATA_CLASSPATH")
+    built = cp.split(os.pathsep) if cp else [os.path.join(os.path.dirname(cmd[0]), "ops", "target", ".strata-built")]
+    for f in built:
+        try:
+            h.update(str(os.stat(f).st_mtime_ns).encode())
+        except OSError:
+            pass
+    tag = h.hexdigest()[:12]
     return os.path.join(root, "strata-loader-%d" % os.getuid(), tag + ".sock")
 
 

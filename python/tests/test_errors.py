@@ -47,3 +47,16 @@ def test_bad_arguments_fail_before_starting_java(dataset):
         strata.Loader(dataset, mode="sideways")
     with pytest.raises(strata.StrataUsageError):
         strata.Loader(dataset, rank=2, world=2)
+
+
+def test_a_job_that_never_drops_batches_is_told_so(dataset):
+    loader = strata.Loader(dataset, features=["amount"], mode="rows", batch_rows=100, seed=1)
+    assert loader.steps_per_epoch > 260
+    held = []
+    with pytest.raises(strata.StrataError) as e:
+        for b in loader:
+            held.append(b)
+    assert len(held) == 256
+    assert "holds 256 batches" in one_line(e)
+    held.clear()
+    loader.close()
