@@ -3,6 +3,7 @@ gives one warning and the batches come from ORC."""
 
 import json
 import os
+import time
 import urllib.request
 import warnings
 
@@ -50,8 +51,14 @@ def test_job_reads_through_a_real_node(cli, dataset, tmp_path):
                 seen_job = "py-job" in jobs
         assert seen_job, "the node did not list the Python job while it read"
         assert loader.stats["hddBytes"] + loader.stats["ssdBytes"] > 0
-        tiers = get(url + "/v1/tiers")
-        assert json.dumps(tiers).count("amount") > 0
+        # The job's reads reach the node (reported in the background, the last ones when it closes).
+        deadline = time.time() + 20
+        while True:
+            traffic = get(url + "/v1/tiers")["traffic"]
+            if traffic["ssdBytes"] + traffic["hddBytes"] > 0 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        assert traffic["ssdBytes"] + traffic["hddBytes"] > 0, traffic
     finally:
         cli("node", "stop", "--home", home, check=False)
 

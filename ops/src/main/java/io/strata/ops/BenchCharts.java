@@ -16,6 +16,16 @@ final class BenchCharts {
 
   static String chart(String name, JsonNode r) {
     switch (name) {
+      case "python" -> {
+        if (!r.path("available").asBoolean(true)) {
+          return null;
+        }
+        return bars("PyTorch: shuffled rows, batches/s (log scale)", "batches/s",
+            List.of("Java Loader", "strata.Loader (Python)", "DataLoader(Strata)", "DataLoader(memmap rows)"),
+            List.of(r.path("java").path("batchesPerSecond").asDouble(), r.path("python").path("batchesPerSecond").asDouble(),
+                r.path("torchStrata").path("batchesPerSecond").asDouble(), r.path("torchMemmap").path("batchesPerSecond").asDouble()),
+            true);
+      }
       case "sample" -> {
         List<String> labels = new ArrayList<>();
         List<Double> values = new ArrayList<>();
@@ -325,6 +335,22 @@ final class BenchCharts {
                 r.path("h2dGBps").asDouble(), r.path("batches").asInt(), 100 * r.path("loaderWaitFraction").asDouble()));
           } else {
             m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
+          }
+        }
+        case "python" -> {
+          m.append("### 9. PyTorch: the Python client").append(time).append("\n\n");
+          if (!r.path("available").asBoolean(true)) {
+            m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
+          } else {
+            JsonNode q = r.path("ratios");
+            JsonNode mem = r.path("memory");
+            m.append(String.format(Locale.ROOT, "Shuffled rows, %d per batch, features %s, from segments; %d DataLoader workers for "
+                + "both PyTorch pipelines; %d epoch(s). Python `strata.Loader` vs the Java `Loader`: **%s**; "
+                + "`DataLoader(StrataIterableDataset)` vs a `Dataset` over numpy.memmap (one row per item, default collate): **%s**; "
+                + "private memory each extra Python job adds: **%s** (the host's loader service: %s).%n%n",
+                r.path("batchRows").asInt(), r.path("features"), r.path("workers").asInt(), r.path("epochs").asInt(),
+                x(q.path("pythonVsJava").asDouble()), x(q.path("pythonVsTorchMemmap").asDouble()),
+                Terminal.bytes(mem.path("extraPrivateBytesPerJob").asLong()), Terminal.bytes(mem.path("servicePrivateBytesOneJob").asLong())));
           }
         }
         default -> { }

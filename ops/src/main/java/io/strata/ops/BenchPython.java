@@ -122,7 +122,7 @@ final class BenchPython implements Callable<Integer> {
       return run(out, dir);
     } finally {
       if (ownWork) {
-        LoaderServe.deleteTree(dir);
+        DemoCommand.deleteTree(dir);
       }
     }
   }
@@ -130,8 +130,30 @@ final class BenchPython implements Callable<Integer> {
   /** This run's own loader service (a fresh one, of this build). */
   private Path serviceSocket;
 
+  /** Why this Python cannot run the peers, or null when it can. */
+  static String unavailable(String py) {
+    try {
+      Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, torch").redirectErrorStream(true).start();
+      String o = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+      return p.waitFor() == 0 ? null : py + " lacks numpy, pyarrow or torch (" + o.lines().reduce((a, b) -> b).orElse("")
+          + "); .ci/run makes target/pyvenv with them";
+    } catch (IOException | InterruptedException e) {
+      return "no " + py + " (" + e.getMessage() + ")";
+    }
+  }
+
   private int run(PrintWriter out, Path dir) throws Exception {
     String py = python();
+    String why = unavailable(py);
+    if (why != null) {
+      if (json) {
+        out.println(Json.compact(Json.object().put("benchmark", "python").put("available", false).put("reason", why)));
+      } else {
+        out.println("not measured: " + why);
+      }
+      out.flush();
+      return 0;
+    }
     serviceSocket = dir.resolve("service/loader.sock");
     Path script = dir.resolve("python_bench.py");
     try (InputStream in = BenchPython.class.getResourceAsStream("python_bench.py")) {
@@ -156,7 +178,7 @@ final class BenchPython implements Callable<Integer> {
 
     pythonRun(py, script, specFile, "export");
     ObjectNode result = Json.object();
-    result.put("benchmark", "python").put("python", py).put("batchRows", batchRows).put("workers", workers)
+    result.put("benchmark", "python").put("available", true).put("python", py).put("batchRows", batchRows).put("workers", workers)
         .put("epochs", epochs)
         .put("cores", Runtime.getRuntime().availableProcessors());
     features.forEach(result.putArray("features")::add);
@@ -289,13 +311,13 @@ final class BenchPython implements Callable<Integer> {
     return (m.getOrDefault("Private_Clean", 0L) + m.getOrDefault("Private_Dirty", 0L)) * 1024;
   }
 
-  /** Private bytes of this run's loader service (found by its socket on the command line). */
+  /** Private bytes of this run's loader service (its pid is in a file beside its socket). */
   private long servicePrivate() throws IOException {
-    String sock = serviceSocket.toString();
-    ProcessHandle h = ProcessHandle.allProcesses()
-        .filter(p -> p.info().arguments().map(a -> java.util.Arrays.asList(a).contains(sock)).orElse(false))
-        .findFirst().orElseThrow(() -> new IOException("the loader service on " + sock + " is not running"));
-    return privateBytes(h.pid());
+    Path pid = LoaderServe.pidFile(serviceSocket);
+    if (!Files.exists(pid)) {
+      throw new IOException("the loader service on " + serviceSocket + " is not running (no " + pid + ")");
+    }
+    return privateBytes(Long.parseLong(Files.readString(pid).strip()));
   }
 
   /**

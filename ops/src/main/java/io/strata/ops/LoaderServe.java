@@ -100,6 +100,11 @@ final class LoaderServe {
    * strata-py-session-N} per connection; the session count is an atomic, the idle check runs on the
    * accepting thread (the accept times out every second).
    */
+  /** The file holding the pid of the service listening on {@code socket}. */
+  static Path pidFile(Path socket) {
+    return socket.resolveSibling(socket.getFileName() + ".pid");
+  }
+
   static int service(Path socket, java.time.Duration idle) throws IOException, InterruptedException {
     Path dir = socket.toAbsolutePath().getParent();
     Files.createDirectories(dir);
@@ -121,6 +126,7 @@ final class LoaderServe {
       try (java.nio.channels.ServerSocketChannel server =
           java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
         server.bind(java.net.UnixDomainSocketAddress.of(socket));
+        Files.writeString(pidFile(socket), Long.toString(ProcessHandle.current().pid()));
         server.configureBlocking(false);
         System.err.println("strata: loader service on " + socket + " (pid " + ProcessHandle.current().pid() + ")");
         long idleSince = System.nanoTime();
@@ -157,6 +163,7 @@ final class LoaderServe {
         }
       } finally {
         Files.deleteIfExists(socket);
+        Files.deleteIfExists(pidFile(socket));
       }
     }
   }
@@ -198,7 +205,7 @@ final class LoaderServe {
           try {
             long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
             if (ProcessHandle.of(pid).isEmpty()) {
-              deleteTree(d);
+              DemoCommand.deleteTree(d);
             }
           } catch (NumberFormatException | IOException ignored) {
             // Not ours, or already gone.
@@ -290,18 +297,7 @@ final class LoaderServe {
       for (Region r : List.copyOf(byAddress.values())) {
         free(r);
       }
-      deleteTree(dir);
-    }
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+      DemoCommand.deleteTree(dir);
     }
   }
 

@@ -53,6 +53,8 @@ def timed(iterable, limit, bytes_of, skip=1):
             nbytes += bytes_of(b)
         if limit and n >= limit:
             break
+    if n == 0:
+        raise SystemExit("too few batches to time (%d seen, %d skipped): use more rows or smaller batches" % (seen, skip))
     seconds = time.perf_counter() - t0
     return {"batches": n, "bytes": nbytes, "seconds": seconds, "batchesPerSecond": n / seconds,
             "bytesPerSecond": nbytes / seconds}

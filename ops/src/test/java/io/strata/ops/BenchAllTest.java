@@ -30,7 +30,7 @@ class BenchAllTest {
     for (String n : BenchAll.NAMES) {
       assertTrue(all.has(n), "missing " + n);
       assertTrue(Files.exists(out.resolve(n + ".json")), n);
-      if (!n.equals("gpu") || all.path("gpu").path("available").asBoolean()) {
+      if (!(n.equals("gpu") || n.equals("python")) || all.path(n).path("available").asBoolean()) {
         String svg = Files.readString(out.resolve(n + ".svg"));
         assertTrue(svg.startsWith("<svg") && svg.strip().endsWith("</svg>"), n);
       }
@@ -51,6 +51,15 @@ class BenchAllTest {
     assertTrue(all.path("derived").path("byteIdentical").asBoolean());
     assertTrue(all.path("api").path("points").size() >= 2);
     assertEquals(2, all.path("memory").path("runs").size());
+    JsonNode python = all.path("python");
+    if ("1".equals(System.getenv("STRATA_REQUIRE_PYTHON"))) {
+      assertTrue(python.path("available").asBoolean(), "python: " + python);
+    }
+    if (python.path("available").asBoolean()) {
+      assertTrue(python.path("ratios").path("pythonVsJava").asDouble() > 0, python.toString());
+      assertTrue(python.path("ratios").path("pythonVsTorchMemmap").asDouble() > 0, python.toString());
+      assertTrue(python.path("memory").path("servicePrivateBytesOneJob").asLong() > 0, python.toString());
+    }
     String text = Files.readString(md);
     assertTrue(text.contains(BenchAll.BEGIN) && text.contains(BenchAll.END), text);
     assertTrue(text.indexOf(BenchAll.BEGIN) < text.indexOf("## Older section") && text.contains("kept"), text);
