@@ -178,7 +178,7 @@ final class BenchPython implements Callable<Integer> {
 
     pythonRun(py, script, specFile, "export");
     ObjectNode result = Json.object();
-    result.put("benchmark", "python").put("available", true).put("python", py).put("batchRows", batchRows).put("workers", workers)
+    result.put("benchmark", "python").put("available", true).put("interpreter", py).put("batchRows", batchRows).put("workers", workers)
         .put("epochs", epochs)
         .put("cores", Runtime.getRuntime().availableProcessors());
     features.forEach(result.putArray("features")::add);
