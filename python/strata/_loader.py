@@ -207,6 +207,7 @@ class _Server:
         self.out = self.sock.makefile("rb")
         self.released = collections.deque()
         self.slabs = {}
+        self.unmapped = {}
         self.dir = None
         self.closed = False
         try:
@@ -252,13 +253,21 @@ class _Server:
         return self._read()
 
     def map_slabs(self, announced, retired):
+        """Notes new slab files (mapped on first use) and forgets retired ones."""
         for sid, name, size in announced:
-            path = os.path.join(self.dir, name)
-            with open(path, "rb") as f:
-                m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-            self.slabs[sid] = pa.py_buffer(m)
+            self.unmapped[sid] = (name, size)
         for sid in retired:
             self.slabs.pop(sid, None)
+            self.unmapped.pop(sid, None)
+
+    def slab(self, sid):
+        """The read-only mapping of slab `sid` as a pyarrow buffer."""
+        b = self.slabs.get(sid)
+        if b is None:
+            name, size = self.unmapped.pop(sid)
+            with open(os.path.join(self.dir, name), "rb") as f:
+                b = self.slabs[sid] = pa.py_buffer(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ))
+        return b
 
     def close(self):
         if self.closed:
@@ -323,6 +332,7 @@ class Loader:
             "prefetch": int(prefetch),
             "threads": int(threads),
             "resume": None,
+            "token": os.environ.get("STRATA_TOKEN") or None,
         }
         if os.environ.get("STRATA_SHM_ROOT"):
             self._request["shmRoot"] = os.environ["STRATA_SHM_ROOT"]
@@ -367,7 +377,6 @@ class Loader:
 
     def _build(self, server, b):
         lease = _Lease(b["seq"], server.released)
-        slabs = server.slabs
 
         def buf(ref):
             if ref is None:
@@ -375,7 +384,7 @@ class Loader:
             sid, off, length = ref
             slab = lease.slabs.get(sid)
             if slab is None:
-                slab = lease.slabs[sid] = slabs[sid]
+                slab = lease.slabs[sid] = server.slab(sid)
             return pa.foreign_buffer(slab.address + off, length, base=lease)
 
         def array(c):

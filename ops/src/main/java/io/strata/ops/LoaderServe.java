@@ -412,7 +412,8 @@ final class LoaderServe {
       }
       String warning = null;
       if (nodeUrl != null) {
-        String token = System.getenv("STRATA_TOKEN");
+        // The job's token (the service's environment is whichever job started it).
+        String token = text(r, "token", null);
         NodeClient client = new NodeClient(nodeUrl, token == null || token.isBlank() ? null : token);
         try {
           client.health();

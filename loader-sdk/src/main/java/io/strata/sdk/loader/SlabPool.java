@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 
 /**
@@ -65,7 +64,9 @@ final class SlabPool implements AutoCloseable {
       try {
         keep = source.allocate(Math.max(slabBytes + slabBytes / 2, 1 << 20));
       } catch (IOException e) {
-        throw new UncheckedIOException("allocating batch memory: " + e.getMessage(), e);
+        // No slab this time (a full /dev/shm, say): later batches take their memory from their own
+        // arenas, as the first batch did, and the memory's owner sees buffers outside its slabs.
+        return;
       }
     }
     synchronized (this) {
