@@ -45,7 +45,7 @@ import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Every ORC file in shared/orc-conformance is imported, its served columns are promoted to
+ * Every ORC file in src/test/resources/orc-conformance (copies of Apache ORC's examples) is imported, its served columns are promoted to
  * segments, and every value is checked against the expected JSON rows from both tiers (and, for
  * the segments, through Arrow JS). The damaged files in corrupt/ must fail cleanly.
  */
@@ -64,7 +64,7 @@ class OrcConformanceTest {
 
   static Path conformanceDir() {
     String p = System.getProperty("strata.conformance.dir");
-    Path dir = p != null ? Path.of(p) : Path.of("../../shared/orc-conformance");
+    Path dir = p != null ? Path.of(p) : Path.of("src/test/resources/orc-conformance");
     assertTrue(Files.isDirectory(dir), "conformance files not found at " + dir.toAbsolutePath());
     return dir;
   }
