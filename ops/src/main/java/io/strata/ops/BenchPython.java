@@ -95,9 +95,11 @@ final class BenchPython implements Callable<Integer> {
   }
 
   private String python() {
-    if (python != null) {
-      return python;
-    }
+    return python != null ? python : defaultPython();
+  }
+
+  /** target/pyvenv/bin/python of the checkout when there is one, else python3. */
+  static String defaultPython() {
     Path root = checkout();
     if (root != null && Files.isExecutable(root.resolve("target/pyvenv/bin/python"))) {
       return root.resolve("target/pyvenv/bin/python").toString();
@@ -270,6 +272,17 @@ final class BenchPython implements Callable<Integer> {
 
   private ProcessBuilder pythonProcess(String py, Path script, Path specFile, String mode) {
     ProcessBuilder pb = new ProcessBuilder(py, script.toString(), specFile.toString(), mode);
+    clientEnvironment(pb, serviceSocket, 10);
+    pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+    return pb;
+  }
+
+  /**
+   * Sets up a Python process of the client so that it runs this build: the checkout's python/
+   * first on PYTHONPATH, the loader service started with this JVM and class path on {@code
+   * socket}, gone {@code idleSeconds} after its last job.
+   */
+  static void clientEnvironment(ProcessBuilder pb, Path socket, int idleSeconds) {
     Path root = checkout();
     if (root != null) {
       String pp = System.getenv("PYTHONPATH");
@@ -277,10 +290,8 @@ final class BenchPython implements Callable<Integer> {
     }
     pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
     pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
-    pb.environment().put("STRATA_LOADER_SOCKET", serviceSocket.toString());
-    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "10");
-    pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-    return pb;
+    pb.environment().put("STRATA_LOADER_SOCKET", socket.toString());
+    pb.environment().put("STRATA_LOADER_IDLE_EXIT", Integer.toString(idleSeconds));
   }
 
   private JsonNode pythonRun(String py, Path script, Path specFile, String mode) throws Exception {

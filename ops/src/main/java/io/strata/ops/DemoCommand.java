@@ -308,28 +308,16 @@ final class DemoCommand implements Callable<Integer> {
       why[0] = "not run from a checkout with examples/train_torch.py";
       return null;
     }
-    Path venv = root.resolve("target/pyvenv/bin/python");
-    String py = Files.isExecutable(venv) ? venv.toString() : "python3";
-    try {
-      Process probe = new ProcessBuilder(py, "-c", "import torch, pyarrow, numpy").redirectErrorStream(true).start();
-      probe.getInputStream().readAllBytes();
-      if (probe.waitFor() != 0) {
-        why[0] = py + " lacks torch, pyarrow or numpy (pip install ./python torch; see README)";
-        return null;
-      }
-    } catch (IOException | InterruptedException e) {
-      why[0] = "no " + py;
+    String py = BenchPython.defaultPython();
+    String missing = BenchPython.unavailable(py);
+    if (missing != null) {
+      why[0] = missing;
       return null;
     }
     ProcessBuilder pb = new ProcessBuilder(py, root.resolve("examples/train_torch.py").toString(), "--dataset",
         datasetDir.toString(), "--node", nodeUrl, "--job", "torch", "--epochs", Integer.toString(epochs),
         "--batch-samples", Integer.toString(samplesPerBatch), "--workers", "0", "--json");
-    String pp = System.getenv("PYTHONPATH");
-    pb.environment().put("PYTHONPATH", root.resolve("python") + (pp == null ? "" : ":" + pp));
-    pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
-    pb.environment().put("STRATA_LOADER_SOCKET", dir.resolve("loader-service/loader.sock").toString());
-    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "5");
+    BenchPython.clientEnvironment(pb, dir.resolve("loader-service/loader.sock"), 5);
     pb.redirectErrorStream(true).redirectOutput(logs.resolve("torch.log").toFile());
     return pb.start();
   }

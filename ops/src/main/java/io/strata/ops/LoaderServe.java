@@ -234,17 +234,7 @@ final class LoaderServe {
         announced.add(r);
         mappedBytes.addAndGet(bytes);
         ok = true;
-        return new Slab() {
-          @Override
-          public MemorySegment memory() {
-            return m;
-          }
-
-          @Override
-          public void close() {
-            free(r);
-          }
-        };
+        return Slab.of(m, () -> free(r));
       } catch (IOException e) {
         throw new IOException("cannot create shared batch memory " + file + " (" + bytes + " bytes): " + e.getMessage()
             + "; is " + dir.getParent() + " full?", e);

@@ -26,18 +26,7 @@ public interface BatchMemory {
   static BatchMemory offHeap() {
     return bytes -> {
       Arena arena = Arena.ofShared();
-      MemorySegment m = arena.allocate(bytes, 64);
-      return new Slab() {
-        @Override
-        public MemorySegment memory() {
-          return m;
-        }
-
-        @Override
-        public void close() {
-          arena.close();
-        }
-      };
+      return Slab.of(arena.allocate(bytes, 64), arena::close);
     };
   }
 
@@ -47,5 +36,20 @@ public interface BatchMemory {
 
     @Override
     void close();
+
+    /** A slab over {@code memory} that {@code free} releases. */
+    static Slab of(MemorySegment memory, Runnable free) {
+      return new Slab() {
+        @Override
+        public MemorySegment memory() {
+          return memory;
+        }
+
+        @Override
+        public void close() {
+          free.run();
+        }
+      };
+    }
   }
 }
