@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 
@@ -177,13 +178,14 @@ def _start_service():
     while time.monotonic() < deadline:
         s = _connect(path)
         if s is not None:
+            # Reap it when it exits: it outlives this loader (started only now, as it would keep
+            # poll() below from seeing a failed start).
+            threading.Thread(target=proc.wait, name="strata-loader-service-reaper", daemon=True).start()
             return s, path
+        # Exit 0 means another job's service holds the lock: it is starting, keep trying.
         code = proc.poll()
         if code is not None and code != 0:
             raise StrataError(_last_line(log_path) or "strata: the loader service failed to start (exit code %d)" % code)
-        if code == 0:
-            # Another job's service won the race: it is starting; keep trying to connect.
-            pass
         time.sleep(0.05)
     raise StrataError("strata: the loader service did not answer on %s (log: %s)" % (path, log_path))
 

@@ -60,3 +60,12 @@ def test_a_job_that_never_drops_batches_is_told_so(dataset):
     assert "holds 256 batches" in one_line(e)
     held.clear()
     loader.close()
+
+
+def test_a_loader_service_that_cannot_start_is_one_error(dataset, tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(tmp_path / "svc" / "loader.sock"))
+    monkeypatch.setenv("STRATA_JAVA", "/bin/false")
+    monkeypatch.setenv("STRATA_CLASSPATH", "nothing.jar")
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader(dataset, features=["amount"])
+    assert "failed to start" in one_line(e)

@@ -1,0 +1,36 @@
+"""The loader service: one per socket, shared by every loader, gone when idle."""
+
+import os
+import time
+
+import strata
+
+
+def test_loaders_share_one_service_which_exits_when_idle(dataset, tmp_path, monkeypatch):
+    sock = tmp_path / "svc" / "loader.sock"
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(sock))
+    monkeypatch.setenv("STRATA_LOADER_IDLE_EXIT", "2")
+    a = strata.Loader(dataset, features=["amount"], batch_samples=8, seed=1)
+    b = strata.Loader(dataset, features=["merchant_id"], batch_samples=8, seed=2)
+    pid_file = str(sock) + ".pid"
+    pid = int(open(pid_file).read())
+    next(iter(a))
+    next(iter(b))
+    assert int(open(pid_file).read()) == pid, "the second loader started another service"
+    a.close()
+    b.close()
+    deadline = time.time() + 30
+    while os.path.exists(sock) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(sock) and not os.path.exists(pid_file)
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the idle service is still running"
+    # A new loader starts a new service on the same socket.
+    c = strata.Loader(dataset, features=["amount"], batch_samples=8, seed=1)
+    assert next(iter(c)).num_rows > 0
+    assert int(open(pid_file).read()) != pid
+    c.close()
