@@ -27,7 +27,7 @@ CASES = {
 
 def compare(strata_cli, dataset, tmp_path, features, java_args, py_kwargs, java_extra=(), py_extra=None):
     dump = tmp_path / "java"
-    strata_cli("loader", "run", "--dataset", dataset, "--features", ";".join(features), "--dump-batches", dump,
+    strata_cli("loader", "run", "--dataset", dataset, "--features", ",".join(features), "--dump-batches", dump,
                *java_args, *java_extra)
     expected = java_batches(str(dump))
     assert expected, "the Java loader wrote no batch"

@@ -132,7 +132,7 @@ final class DemoCommand implements Callable<Integer> {
       long jobsStart = System.nanoTime();
       for (Map.Entry<String, List<String>> j : JOBS.entrySet()) {
         List<String> args = new ArrayList<>(List.of("loader", "run", "--dataset", datasetDir.toString(), "--node", node.url(),
-            "--job", j.getKey(), "--features", String.join(";", j.getValue()), "--mode", "samples", "--batch",
+            "--job", j.getKey(), "--features", String.join(",", j.getValue()), "--mode", "samples", "--batch",
             Integer.toString(samplesPerBatch), "--epochs", Integer.toString(epochs), "--seed", Integer.toString(j.getKey().length()),
             "--gpu", "--json"));
         jobs.add(BenchCommand.spawn(List.of("-Xmx512m", "-XX:+UseSerialGC"), args, logs.resolve(j.getKey() + ".log")));

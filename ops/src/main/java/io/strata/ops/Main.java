@@ -37,9 +37,10 @@ public final class Main implements Runnable {
   /** Exit code of wrong usage. */
   public static final int USAGE = 2;
 
+  /** {@code strata} alone: the help. */
   @Override
   public void run() {
-    throw new CommandLine.ParameterException(spec.commandLine(), "a command is required (see 'strata --help')");
+    spec.commandLine().usage(spec.commandLine().getOut());
   }
 
   /** Runs the command line and returns its exit code. */
@@ -51,7 +52,7 @@ public final class Main implements Runnable {
     cli.setParameterExceptionHandler(
         (ex, a) -> {
           CommandLine c = ex.getCommandLine();
-          c.getErr().println("strata: " + ex.getMessage());
+          c.getErr().println("strata: " + usageMessage(ex));
           c.getErr().println("Try '" + c.getCommandSpec().qualifiedName() + " --help' for more information.");
           c.getErr().flush();
           return USAGE;
@@ -63,9 +64,47 @@ public final class Main implements Runnable {
             ex.printStackTrace(c.getErr());
           }
           c.getErr().flush();
-          return ex instanceof IllegalArgumentException ? USAGE : FAILURE;
+          return exitCode(ex);
         });
     return cli.execute(args);
+  }
+
+  /**
+   * The usage error in one line; an unknown command or option names the closest ones (picocli's
+   * suggestions) or, for a command, the commands there are.
+   */
+  static String usageMessage(CommandLine.ParameterException ex) {
+    if (ex instanceof CommandLine.UnmatchedArgumentException u && !u.getUnmatched().isEmpty()) {
+      String arg = u.getUnmatched().getFirst();
+      CommandLine c = u.getCommandLine();
+      java.util.List<String> near = u.getSuggestions();
+      if (arg.startsWith("-")) {
+        return "unknown option '" + arg + "' for '" + c.getCommandSpec().qualifiedName() + "'"
+            + (near.isEmpty() ? "" : " (did you mean " + String.join(" or ", near) + "?)");
+      }
+      if (!c.getSubcommands().isEmpty()) {
+        java.util.List<String> names = c.getSubcommands().keySet().stream().filter(n -> !n.equals("help")).toList();
+        return "unknown command '" + arg + "' for '" + c.getCommandSpec().qualifiedName() + "'"
+            + (near.isEmpty() ? " (commands: " + String.join(", ", names) + ")"
+                : " (did you mean " + String.join(" or ", near) + "?)");
+      }
+      return "unexpected argument '" + arg + "' for '" + c.getCommandSpec().qualifiedName() + "'";
+    }
+    return ex.getMessage();
+  }
+
+  /**
+   * 2 for wrong usage: a bad argument here, or one the node refused as bad (400) or unknown
+   * (404: no such dataset, feature or chunk); 1 for every other failure.
+   */
+  static int exitCode(Exception ex) {
+    if (ex instanceof IllegalArgumentException) {
+      return USAGE;
+    }
+    if (ex instanceof io.strata.sdk.node.NodeClient.NodeRequestException r && (r.status() == 400 || r.status() == 404)) {
+      return USAGE;
+    }
+    return FAILURE;
   }
 
   /** One line naming the problem, without a stack trace. */

@@ -25,35 +25,47 @@ final class PinCommands {
     @Option(names = "--dataset", required = true, description = "Registered dataset name.")
     String dataset;
 
-    @Option(names = "--feature", description = "One feature (default: the whole dataset).")
-    String feature;
+    @Option(names = "--features", split = ",", paramLabel = "FEATURE",
+        description = "Features, separated by ',' (default: the whole dataset).")
+    List<String> features;
 
-    @Option(names = "--json", description = "Print the node's answer as one JSON object.")
+    @Option(names = "--json", description = "Print the node's answer as one JSON object (an array for several features).")
     boolean json;
 
-    abstract JsonNode apply(NodeClient c) throws Exception;
+    /** Pins or unpins {@code feature} (null: the dataset). */
+    abstract JsonNode apply(NodeClient c, String feature) throws Exception;
 
     @Override
     public Integer call() throws Exception {
-      JsonNode r = apply(node.client());
+      NodeClient c = node.client();
       PrintWriter out = spec.commandLine().getOut();
+      List<String> targets = features == null || features.isEmpty() ? java.util.Collections.singletonList(null) : features;
+      com.fasterxml.jackson.databind.node.ArrayNode all = Json.array();
+      for (String f : targets) {
+        JsonNode r = apply(c, f);
+        all.add(r);
+        if (json) {
+          continue;
+        }
+        if (r.path("pinned").asBoolean()) {
+          out.printf("pinned %s: its chunks stay on the SSD tier (%d promotions scheduled)%n", r.path("target").asText(),
+              r.path("promotionsScheduled").asInt());
+        } else {
+          out.printf("unpinned %s: the policy may evict it again%n", r.path("target").asText());
+        }
+      }
       if (json) {
-        out.println(Json.compact(r));
-      } else if (r.path("pinned").asBoolean()) {
-        out.printf("pinned %s: its chunks stay on the SSD tier (%d promotions scheduled)%n", r.path("target").asText(),
-            r.path("promotionsScheduled").asInt());
-      } else {
-        out.printf("unpinned %s: the policy may evict it again%n", r.path("target").asText());
+        out.println(Json.compact(all.size() == 1 ? all.get(0) : all));
       }
       return 0;
     }
   }
 
   @Command(name = "pin", mixinStandardHelpOptions = true,
-      description = "Pin a dataset or one feature on a node: promoted now (within the budget) and never evicted.")
+      description = "Pin a dataset or some of its features on a node: promoted now (within the budget) and never evicted.")
   static final class Pin extends PinBase {
     @Override
-    JsonNode apply(NodeClient c) throws Exception {
+    JsonNode apply(NodeClient c, String feature) throws Exception {
       return c.pin(dataset, feature);
     }
   }
@@ -61,7 +73,7 @@ final class PinCommands {
   @Command(name = "unpin", mixinStandardHelpOptions = true, description = "Remove a pin; the policy decides again.")
   static final class Unpin extends PinBase {
     @Override
-    JsonNode apply(NodeClient c) throws Exception {
+    JsonNode apply(NodeClient c, String feature) throws Exception {
       return c.unpin(dataset, feature);
     }
   }

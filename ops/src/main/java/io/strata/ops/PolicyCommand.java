@@ -160,9 +160,15 @@ final class PolicyCommand implements Runnable {
       if (!Files.isRegularFile(trace)) {
         throw new java.nio.file.NoSuchFileException(trace.toString(), null, "no such trace file");
       }
-      Trace t = Trace.read(trace);
+      // A malformed file is a failure of the input, not of the command line: exit 1.
+      Trace t;
+      try {
+        t = Trace.read(trace);
+      } catch (IllegalArgumentException e) {
+        throw new java.io.IOException(trace + ": " + e.getMessage(), e);
+      }
       if (t.size() == 0) {
-        throw new IllegalArgumentException(trace + " has no reads");
+        throw new java.io.IOException(trace + " has no reads");
       }
       double flash = Sizes.parse(flashBudget);
       ObjectNode result = Json.object();

@@ -246,7 +246,7 @@ final class SoakCommand implements Callable<Integer> {
       try {
         Process p = BenchCommand.spawn(List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
             List.of("loader", "run", "--dataset", hdd.toString(), "--node", url, "--job", "soak-" + slot + "-" + run,
-                "--features", String.join(";", mine), "--batch", Integer.toString(64 + rnd.nextInt(192)), "--epochs",
+                "--features", String.join(",", mine), "--batch", Integer.toString(64 + rnd.nextInt(192)), "--epochs",
                 Integer.toString(1 + rnd.nextInt(2)), "--seed", Integer.toString(rnd.nextInt(1_000_000)), "--prefetch", "2",
                 "--verify-against", truth.toString(), "--json"),
             logFile);

@@ -58,6 +58,42 @@ class CliTest {
   }
 
   @Test
+  void noArgumentsPrintTheHelpAndUnknownCommandsSuggestTheNearest() throws Exception {
+    Cli.Result help = Cli.run();
+    assertEquals(0, help.code(), help.err());
+    assertTrue(help.out().startsWith("Usage: strata") && help.out().contains("promote"), help.out());
+    Cli.Result typo = Cli.run("pormote");
+    assertEquals(2, typo.code());
+    assertTrue(typo.err().startsWith("strata: unknown command 'pormote' for 'strata' (did you mean promote"), typo.err());
+    Cli.Result sub = Cli.run("dataset", "genrate");
+    assertEquals(2, sub.code());
+    assertTrue(sub.err().contains("unknown command 'genrate' for 'strata dataset' (did you mean generate"), sub.err());
+    Cli.Result opt = Cli.run("dataset", "generate", "--out", tmp.resolve("y").toString(), "--rowz", "5");
+    assertEquals(2, opt.code());
+    assertTrue(opt.err().contains("unknown option '--rowz'"), opt.err());
+    Cli.Result version = Cli.run("--version");
+    assertEquals(0, version.code());
+    assertTrue(version.out().startsWith("strata "), version.out());
+  }
+
+  @Test
+  void featureListsSplitAtCommasOutsideParentheses() {
+    LoaderCommand.Run run = new LoaderCommand.Run();
+    new picocli.CommandLine(run).parseArgs("--dataset", "x", "--features",
+        "amount,ngram_hash(tokens, 2, 1000),zscore(log1p(amount));score");
+    assertEquals(java.util.List.of("amount", "ngram_hash(tokens, 2, 1000)", "zscore(log1p(amount))", "score"), run.features);
+  }
+
+  @Test
+  void aMalformedTraceIsAFailureNotAUsageError() throws Exception {
+    Path trace = tmp.resolve("bad.csv");
+    Files.writeString(trace, "time,job,dataset,feature,chunk,bytes\n0,j,d,f,0,-5\n");
+    Cli.Result r = Cli.run("policy", "simulate", "--trace", trace.toString(), "--ssd-budget", "10%");
+    assertEquals(1, r.code(), r.err());
+    assertTrue(r.err().startsWith("strata: ") && r.err().contains("bad.csv") && r.err().contains("bytes must be positive"), r.err());
+  }
+
+  @Test
   void missingAndCorruptInputsFailWithOneLine() throws Exception {
     Cli.Result missing = Cli.run("dataset", "describe", tmp.resolve("nowhere").toString());
     assertEquals(1, missing.code());

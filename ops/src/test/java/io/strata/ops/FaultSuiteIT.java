@@ -287,7 +287,7 @@ class FaultSuiteIT {
       assertEquals(1, v.code(), "segment verify must reject " + victim + ": " + v.out());
       assertTrue((v.out() + v.err()).contains(victim.getFileName().toString()), v.out() + v.err());
       Cli.Result job = Cli.run("loader", "run", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features",
-          "amount;score;merchant_category", "--batch", "64", "--verify-against", truth.toString(), "--json");
+          "amount,score,merchant_category", "--batch", "64", "--verify-against", truth.toString(), "--json");
       if (job.code() == 0) {
         JsonNode s = job.json();
         assertEquals(0, s.path("mismatches").asLong(), "a corrupted segment was served: " + job.out());

@@ -37,7 +37,7 @@ class MaterializeKillIT {
     assertEquals(0, Cli.run("features", "list", "--store", store.toString()).code(), "creates the store");
     // Two jobs compute the feature on the fly: that is what the promotion job reads.
     for (int j = 0; j < 2; j++) {
-      Cli.Result r = Cli.fork("1g", "loader", "run", "--dataset", ds.toString(), "--features", "amount;" + SPEC,
+      Cli.Result r = Cli.fork("1g", "loader", "run", "--dataset", ds.toString(), "--features", "amount," + SPEC,
           "--feature-store", store.toString(), "--mode", "rows", "--no-shuffle", "--batch", "65536", "--max-batches", "8");
       assertEquals(0, r.code(), r.err());
     }
