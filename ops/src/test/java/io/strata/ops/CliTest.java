@@ -77,6 +77,28 @@ class CliTest {
   }
 
   @Test
+  void importRefusesEmptyAndTruncatedFilesAndLeavesNothingBehind() throws Exception {
+    Path ds = tmp.resolve("src");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "20000", "--features", "10").code());
+    Path orc;
+    try (Stream<Path> s = Files.list(ds)) {
+      orc = s.filter(p -> p.toString().endsWith(".orc")).findFirst().orElseThrow();
+    }
+    Path empty = tmp.resolve("empty.orc");
+    Files.write(empty, new byte[0]);
+    Path truncated = tmp.resolve("truncated.orc");
+    byte[] bytes = Files.readAllBytes(orc);
+    Files.write(truncated, java.util.Arrays.copyOf(bytes, bytes.length / 2));
+    for (Object[] c : new Object[][] {{empty, "empty (0 bytes)"}, {truncated, "truncated"}}) {
+      Path out = tmp.resolve("out-" + ((Path) c[0]).getFileName());
+      Cli.Result r = Cli.run("dataset", "import", "--out", out.toString(), c[0].toString());
+      assertEquals(1, r.code(), r.err());
+      assertTrue(r.err().startsWith("strata: " + c[0]) && r.err().contains((String) c[1]), r.err());
+      assertFalse(Files.exists(out), "a failed import leaves no " + out);
+    }
+  }
+
+  @Test
   void featureListsSplitAtCommasOutsideParentheses() {
     LoaderCommand.Run run = new LoaderCommand.Run();
     new picocli.CommandLine(run).parseArgs("--dataset", "x", "--features",

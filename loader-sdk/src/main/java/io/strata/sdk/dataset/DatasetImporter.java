@@ -57,7 +57,32 @@ public final class DatasetImporter {
       throw new FileAlreadyExistsException(
           o.datasetDir().resolve(Manifest.FILE_NAME).toString(), null, "a dataset already exists there (use --replace)");
     }
+    // A failed import leaves nothing behind: the directory it created goes with it.
+    boolean created = !Files.exists(o.datasetDir());
     Files.createDirectories(o.datasetDir());
+    boolean ok = false;
+    try {
+      Manifest m = importInto(o, files, progress);
+      ok = true;
+      return m;
+    } finally {
+      if (!ok && created) {
+        deleteTree(o.datasetDir());
+      }
+    }
+  }
+
+  private static void deleteTree(Path dir) {
+    try (var walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException ignored) {
+      // Best effort: the failure being reported matters more.
+    }
+  }
+
+  private static Manifest importInto(Options o, List<Path> files, Progress progress) throws IOException {
     TypeDescription schema = null;
     Path schemaFile = null;
     List<Manifest.OrcFileInfo> fileInfos = new ArrayList<>();

@@ -48,11 +48,40 @@ final class OrcIo {
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
     }
+    checkShape(file);
     try {
       return OrcFile.createReader(
           hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(FS).useUTCTimestamp(true));
     } catch (IOException | RuntimeException e) {
       throw new CorruptFileException(file, "not a readable ORC file: " + describe(e), e);
+    }
+  }
+
+  private static final byte[] MAGIC = {'O', 'R', 'C'};
+
+  /**
+   * Names the plain cases before orc-core sees the file (it would report them as a protobuf or
+   * type-id error): an empty file, a file without ORC's "ORC" header, and a truncated one, whose
+   * last bytes are not the postscript's "ORC" followed by the postscript's length.
+   */
+  static void checkShape(java.nio.file.Path file) throws IOException {
+    long size = Files.size(file);
+    if (size == 0) {
+      throw new CorruptFileException(file, "the file is empty (0 bytes): not an ORC file");
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
+      java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate((int) Math.min(3, size));
+      ch.read(head, 0);
+      if (size < 3 || !java.util.Arrays.equals(head.array(), MAGIC)) {
+        throw new CorruptFileException(file, "not an ORC file (it does not start with \"ORC\")");
+      }
+      java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) Math.min(4, size));
+      ch.read(tail, size - tail.capacity());
+      byte[] t = tail.array();
+      if (size < 4 || t[0] != 'O' || t[1] != 'R' || t[2] != 'C') {
+        throw new CorruptFileException(file, "truncated: the file (" + size
+            + " bytes) starts as ORC but does not end with its footer");
+      }
     }
   }
 

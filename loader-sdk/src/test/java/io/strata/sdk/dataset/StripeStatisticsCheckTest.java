@@ -1,0 +1,76 @@
+package io.strata.sdk.dataset;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureType;
+import java.lang.foreign.Arena;
+import java.math.BigInteger;
+import java.nio.file.Path;
+import org.apache.hadoop.hive.common.type.HiveDecimal;
+import org.apache.hadoop.hive.serde2.io.HiveDecimalWritable;
+import org.apache.orc.TypeDescription;
+import org.apache.orc.impl.ColumnStatisticsImpl;
+import org.junit.jupiter.api.Test;
+
+/** Decoded decimals and dates that disagree with the writer's stripe statistics are refused. */
+class StripeStatisticsCheckTest {
+  private static final Path FILE = Path.of("part-00000.orc");
+
+  private static Column decimals(Arena arena, FeatureType t, long... unscaled) {
+    ColumnBuilder b = new ColumnBuilder(t, arena, unscaled.length);
+    for (long u : unscaled) {
+      b.appendDecimal(u, u < 0 ? -1 : 0);
+    }
+    return b.build();
+  }
+
+  private static Column dates(Arena arena, long... days) {
+    ColumnBuilder b = new ColumnBuilder(FeatureType.DATE, arena, days.length);
+    for (long d : days) {
+      b.appendLong(d);
+    }
+    return b.build();
+  }
+
+  @Test
+  void decimalsOutsideTheRecordedRangeOrSumAreDamage() {
+    long[] written = {-100050, 199920, 12345, 0};
+    ColumnStatisticsImpl stats = ColumnStatisticsImpl.create(TypeDescription.createDecimal().withPrecision(20).withScale(2));
+    for (long u : written) {
+      stats.increment();
+      stats.updateDecimal(new HiveDecimalWritable(HiveDecimal.create(BigInteger.valueOf(u), 2)));
+    }
+    FeatureType t = FeatureType.decimal(20, 2);
+    try (Arena arena = Arena.ofConfined()) {
+      assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "balance", stats, decimals(arena, t, written)));
+      // A changed value inside the range: the sum tells.
+      CorruptFileException sum = assertThrows(CorruptFileException.class,
+          () -> StripeStatisticsCheck.check(FILE, 0, "balance", stats, decimals(arena, t, -100050, 199920, 12346, 0)));
+      assertTrue(sum.getMessage().contains("balance") && sum.getMessage().contains("sum"), sum.getMessage());
+      // A value beyond the maximum (the bytes of a damaged varint).
+      CorruptFileException range = assertThrows(CorruptFileException.class,
+          () -> StripeStatisticsCheck.check(FILE, 0, "balance", stats, decimals(arena, t, -100050, 9_199_920, 12345, -9_212_345)));
+      assertTrue(range.getMessage().contains("part-00000.orc") && range.getMessage().contains("stripe 0"), range.getMessage());
+    }
+  }
+
+  @Test
+  void datesOutsideTheRecordedRangeAreDamage() {
+    int[] written = {18000, 19000, 18500};
+    ColumnStatisticsImpl stats = ColumnStatisticsImpl.create(TypeDescription.createDate());
+    for (int d : written) {
+      stats.increment();
+      stats.updateDate(d);
+    }
+    try (Arena arena = Arena.ofConfined()) {
+      assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "event_date", stats, dates(arena, 18000, 19000, 18500)));
+      assertThrows(CorruptFileException.class,
+          () -> StripeStatisticsCheck.check(FILE, 0, "event_date", stats, dates(arena, 18000, 19000, 91000)));
+    }
+  }
+}
