@@ -45,6 +45,7 @@ final class NodeApi {
     r.route().handler(this::authorize);
     r.get("/health").handler(ctx -> ctx.json(Map.of("status", "ok", "uptimeSeconds", tiers.now())));
     r.get("/metrics").handler(ctx -> run(ctx, this::metrics, "text/plain; version=0.0.4"));
+    r.get("/").handler(ctx -> ctx.redirect("/ui"));
     r.get("/ui").handler(ctx -> ctx.response().putHeader("content-type", "text/html; charset=utf-8").end(dashboard.html()));
     r.get("/ui/data").handler(ctx -> run(ctx, dashboard::data));
     r.get("/v1/datasets").handler(ctx -> run(ctx, tiers::listDatasets));

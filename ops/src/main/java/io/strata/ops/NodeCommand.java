@@ -51,10 +51,23 @@ final class NodeCommand implements Runnable {
       if (Files.exists(info)) {
         return Json.parse(Files.readAllBytes(info)).path("url").asText();
       }
+      // The node started last, from any home, while it runs.
+      Path last = lastNodeFile();
+      if (Files.exists(last)) {
+        JsonNode n = Json.parse(Files.readAllBytes(last));
+        if (ProcessHandle.of(n.path("pid").asLong()).map(ProcessHandle::isAlive).orElse(false)) {
+          return n.path("url").asText();
+        }
+      }
     } catch (IOException ignored) {
       // Fall back to the default address.
     }
     return "http://127.0.0.1:" + NodeConfig.DEFAULT_PORT;
+  }
+
+  /** Where a starting node records itself for later commands: beside the default home. */
+  static Path lastNodeFile() {
+    return NodeConfig.defaultHome().resolveSibling("last-node.json");
   }
 
   @Command(name = "start", mixinStandardHelpOptions = true, description = "Start a cache node (in the background unless --foreground).")
@@ -113,13 +126,20 @@ final class NodeCommand implements Runnable {
         return background(out, c, info);
       }
       CacheNode node = CacheNode.start(c);
-      AtomicFiles.write(info, Json.compact(Json.object().put("pid", ProcessHandle.current().pid()).put("url", node.url()))
-          .getBytes(StandardCharsets.UTF_8));
+      byte[] me = Json.compact(Json.object().put("pid", ProcessHandle.current().pid()).put("url", node.url())
+          .put("home", c.home().toString())).getBytes(StandardCharsets.UTF_8);
+      AtomicFiles.write(info, me);
+      Files.createDirectories(lastNodeFile().getParent());
+      AtomicFiles.write(lastNodeFile(), me);
       CountDownLatch stopped = new CountDownLatch(1);
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
         try {
           node.close();
           Files.deleteIfExists(info);
+          Path last = lastNodeFile();
+          if (Files.exists(last) && Json.parse(Files.readAllBytes(last)).path("pid").asLong() == ProcessHandle.current().pid()) {
+            Files.deleteIfExists(last);
+          }
         } catch (IOException ignored) {
           // Exiting anyway.
         }
@@ -131,8 +151,8 @@ final class NodeCommand implements Runnable {
         node.startupNotes().forEach(o.putArray("startupNotes")::add);
         out.println(Json.compact(o));
       } else {
-        out.printf("strata node listening on %s (home %s, SSD budget %s)%n", node.url(), c.home(),
-            Terminal.bytes(c.ssdBudgetBytes()));
+        out.printf("strata node listening on %s (home %s, SSD budget %s)%n  dashboard: %s/ui%n", node.url(), c.home(),
+            Terminal.bytes(c.ssdBudgetBytes()), node.url());
         for (String note : node.startupNotes()) {
           out.println("  " + note);
         }
@@ -167,7 +187,9 @@ final class NodeCommand implements Runnable {
             .put("home", c.home().toString()).put("log", log.toString())));
         return 0;
       }
-      out.printf("strata node started: %s (pid %d, home %s, log %s)%n", n.path("url").asText(), n.path("pid").asLong(), c.home(), log);
+      out.printf("strata node started: %s (pid %d, home %s, log %s)%n  dashboard: %s/ui%n"
+              + "  later commands find it while it runs (the node started last), or with --node %s or STRATA_NODE%n",
+          n.path("url").asText(), n.path("pid").asLong(), c.home(), log, n.path("url").asText(), n.path("url").asText());
       return 0;
     }
   }

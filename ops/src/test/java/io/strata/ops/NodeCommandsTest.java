@@ -248,6 +248,16 @@ class NodeCommandsTest {
       assertTrue(again.err().contains("already running"), again.err());
       JsonNode st = Json.parse(Cli.run("node", "status", "--home", h.toString(), "--json").out());
       assertTrue(st.has("ssd"), st.toString());
+      // Without --node or a node in the default home, commands find the node started last.
+      if (System.getenv("STRATA_NODE") == null && !Files.exists(io.strata.node.NodeConfig.defaultHome().resolve("node.json"))) {
+        assertEquals(s.path("url").asText(), NodeCommand.nodeUrl(null));
+      }
+      // The root of the node is its dashboard.
+      java.net.http.HttpResponse<String> root = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(s.path("url").asText() + "/")).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertEquals(302, root.statusCode());
+      assertEquals("/ui", root.headers().firstValue("location").orElse(""));
     } finally {
       Cli.Result stop = Cli.run("node", "stop", "--home", h.toString(), "--json");
       assertEquals(0, stop.code(), stop.err());
