@@ -174,9 +174,19 @@ final class LoaderCommand implements Runnable {
             .shard(rank, world)
             .prefetch(prefetch, threads)
             .shuffle(!noShuffle);
+        boolean nodeReachable = true;
         if (node != null) {
           String token = System.getenv("STRATA_TOKEN");
-          b.node(new io.strata.sdk.node.NodeClient(node, token == null || token.isBlank() ? null : token), jobName);
+          io.strata.sdk.node.NodeClient client = new io.strata.sdk.node.NodeClient(node, token == null || token.isBlank() ? null : token);
+          try {
+            client.health();
+          } catch (java.io.IOException e) {
+            nodeReachable = false;
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("strata: warning: " + Main.describe(e) + "; reading from ORC until the node answers");
+            err.flush();
+          }
+          b.node(client, jobName);
         }
         switch (mode) {
           case samples -> b.sampleBatches(batch);
@@ -268,6 +278,9 @@ final class LoaderCommand implements Runnable {
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
+          if (node != null) {
+            j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected());
+          }
           j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
           j.set("epochs", epochStats);
           if (checker != null) {
@@ -293,6 +306,9 @@ final class LoaderCommand implements Runnable {
               out.printf("checked %s sample values of %d batches against %s: %d mismatches%n", Terminal.count(checker.values),
                   checker.batches, verifyAgainst, checker.mismatches);
               checker.firstMismatches.forEach(m -> out.println("  mismatch: " + m));
+            }
+            if (node != null && !loader.node().connected()) {
+              out.printf("node %s: not reachable at the end of the run; the reads above went to ORC while it was down%n", node);
             }
             out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(TierStats.Tier.SSD)),
                 Terminal.seconds(s.nanos(TierStats.Tier.SSD) / 1e9), Terminal.bytes(s.bytes(TierStats.Tier.HDD)),

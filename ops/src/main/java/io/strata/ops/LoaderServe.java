@@ -408,8 +408,7 @@ final class LoaderServe {
         try {
           client.health();
         } catch (IOException e) {
-          warning = "strata: node " + nodeUrl + " is unreachable (" + Main.describe(e)
-              + "); reading from ORC and the local tiers until it answers";
+          warning = "strata: warning: " + Main.describe(e) + "; reading from ORC until the node answers";
         }
         b.node(client, job);
       }

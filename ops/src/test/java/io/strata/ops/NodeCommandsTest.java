@@ -179,6 +179,9 @@ class NodeCommandsTest {
     Cli.Result loader = Cli.run("loader", "run", "--dataset", dataset.toString(), "--node", dead, "--features", "amount",
         "--max-batches", "1", "--json");
     assertEquals(0, loader.code(), "a loader keeps reading ORC while the node is down: " + loader.err());
+    assertEquals("strata: warning: cache node at " + dead + " is unreachable: ConnectException; reading from ORC until the node answers",
+        loader.err().strip(), "warned once");
+    assertTrue(loader.json().has("nodeReachableAtStart") && !loader.json().path("nodeReachableAtStart").asBoolean(), loader.out());
   }
 
   @Test
