@@ -43,6 +43,38 @@ public final class Batch implements AutoCloseable {
   private final Source source;
   private final AutoCloseable owner;
   private boolean closed;
+  private final Unclosed unclosed = new Unclosed();
+
+  private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create(r -> {
+    Thread t = new Thread(r, "strata-batch-cleaner");
+    t.setDaemon(true);
+    return t;
+  });
+  private static final java.util.concurrent.atomic.AtomicLong UNCLOSED = new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * Says, once per process, that a batch became garbage without {@link #close()}: its memory is
+   * not given back until the loader closes, so a job that forgets {@code try (batch)} holds twice
+   * the memory it needs. The memory is not reclaimed here: columns taken from the batch may still
+   * be in use.
+   */
+  private static final class Unclosed implements Runnable {
+    volatile boolean closed;
+    volatile String what;
+
+    @Override
+    public void run() {
+      if (!closed && UNCLOSED.getAndIncrement() == 0) {
+        System.err.println("strata: warning: " + what + " was never closed; its memory stays taken until the loader"
+            + " closes: use try (Batch b = ...) or close each batch");
+      }
+    }
+  }
+
+  /** Batches that became garbage without being closed, in this process. */
+  static long unclosedBatches() {
+    return UNCLOSED.get();
+  }
 
   Batch(int epoch, long step, int planHash, long stepsPerEpoch, int rows, SequencedMap<String, Column> columns,
       int[] unitOffsets, long[] unitIds, int windowLength, int lookahead, Source source, AutoCloseable owner) {
@@ -58,6 +90,8 @@ public final class Batch implements AutoCloseable {
     this.lookahead = lookahead;
     this.source = source;
     this.owner = owner;
+    unclosed.what = "batch " + epoch + "/" + step;
+    CLEANER.register(this, unclosed);
   }
 
   public int epoch() {
@@ -170,6 +204,7 @@ public final class Batch implements AutoCloseable {
   public void close() {
     if (!closed) {
       closed = true;
+      unclosed.closed = true;
       try {
         owner.close();
       } catch (Exception e) {

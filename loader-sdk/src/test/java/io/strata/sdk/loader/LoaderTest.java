@@ -216,6 +216,21 @@ class LoaderTest {
   }
 
   @Test
+  void aBatchNeverClosedIsReportedWhenCollected() throws Exception {
+    long before = Batch.unclosedBatches();
+    try (Loader loader = base().rowBatches(1_000, false).build()) {
+      loader.next().close();
+      loader.next(); // dropped without close()
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      while (Batch.unclosedBatches() == before && System.nanoTime() < deadline) {
+        System.gc();
+        Thread.sleep(20);
+      }
+    }
+    assertTrue(Batch.unclosedBatches() > before, "the unclosed batch was reported");
+  }
+
+  @Test
   void shuffledSingleRowsOfResidentFixedWidthFeaturesAreGatheredExactly() throws IOException {
     // Every fixed-width type, nulls (score) and bit-packed bools included, resident in every chunk:
     // the loader gathers each feature's rows in one pass (ColumnBuilder.appendGathered).
