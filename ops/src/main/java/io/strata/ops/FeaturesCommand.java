@@ -88,8 +88,15 @@ final class FeaturesCommand implements Runnable {
         }
         return 0;
       }
-      try (Dataset ds = Dataset.open(Path.of(dataset)); FeatureStore fs = FeatureStore.openWriter(store)) {
+      // The dataset and the spec are checked before the store is opened (or created).
+      try (Dataset ds = Dataset.open(Path.of(dataset))) {
         Derivation d = Derivation.of(Spec.parse(derived), ds);
+        return deriveInto(ds, d, out);
+      }
+    }
+
+    private int deriveInto(Dataset ds, Derivation d, PrintWriter out) throws IOException {
+      try (FeatureStore fs = FeatureStore.openWriter(store)) {
         String fp = fs.fingerprint(d, orc(ds));
         Optional<FeatureMeta> before = fs.meta(fp);
         Terminal.Bar bar = new Terminal.Bar("derive", spec.commandLine().getErr());
@@ -123,6 +130,13 @@ final class FeaturesCommand implements Runnable {
     }
   }
 
+  /** Refuses a directory that holds no feature store: reading one must not create it. */
+  static void requireStore(Path store) throws java.nio.file.NoSuchFileException {
+    if (!Files.isDirectory(store.resolve("rocksdb"))) {
+      throw new java.nio.file.NoSuchFileException(store.toString(), null, "no feature store (features derive --store creates one)");
+    }
+  }
+
   @Command(name = "list", mixinStandardHelpOptions = true,
       description = "The derived features a store holds: a local store (--store) or the node's.")
   static final class ListCmd implements Callable<Integer> {
@@ -143,6 +157,7 @@ final class FeaturesCommand implements Runnable {
       if (store == null) {
         all = node.client().derivedFeatures();
       } else {
+        requireStore(store);
         try (FeatureStore fs = Files.exists(store.resolve("rocksdb/LOCK")) ? openAny(store) : FeatureStore.openWriter(store)) {
           ArrayNode a = Json.array();
           for (FeatureMeta m : fs.list()) {
@@ -210,6 +225,7 @@ final class FeaturesCommand implements Runnable {
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
       long limit = Sizes.parse(budget);
+      requireStore(store);
       try (FeatureStore fs = FeatureStore.openWriter(store)) {
         Map<String, Candidate> byKey = new LinkedHashMap<>();
         for (DerivedStore.Usage u : fs.usage()) {
@@ -295,6 +311,7 @@ final class FeaturesCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
+      requireStore(store);
       try (FeatureStore fs = FeatureStore.openWriter(store)) {
         Map<String, String> dirs = new LinkedHashMap<>();
         fs.list().forEach(m -> dirs.put(m.dataset(), m.datasetDir()));

@@ -161,6 +161,9 @@ final class LoaderCommand implements Runnable {
         throw new IllegalArgumentException("--verify-against checks samples: use it with --mode samples");
       }
       String jobName = job != null ? job : "loader-" + ProcessHandle.current().pid();
+      if (ssd != null && !Files.isDirectory(ssd)) {
+        throw new java.nio.file.NoSuchFileException(ssd.toString(), null, "no SSD tier directory ('strata promote --ssd' makes one)");
+      }
       try (Dataset ds = Dataset.open(dataset);
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
           io.strata.store.FeatureStore fstore = featureStore == null ? null : io.strata.store.FeatureStore.openReader(featureStore)) {

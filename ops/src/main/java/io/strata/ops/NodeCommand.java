@@ -96,6 +96,8 @@ final class NodeCommand implements Runnable {
     boolean json;
 
     NodeConfig build() throws IOException {
+      // Values are checked before the home's directories are created.
+      long budget = ssdBudget == null ? -1 : Sizes.parse(ssdBudget);
       NodeConfig c = config != null ? NodeConfig.read(config)
           : NodeConfig.embedded(home != null ? home : NodeConfig.defaultHome(), NodeConfig.DEFAULT_PORT);
       if (port != null) {
@@ -106,8 +108,8 @@ final class NodeCommand implements Runnable {
         hddRoots.forEach(r -> roots.add(r.toAbsolutePath().normalize()));
         c = c.withHddRoots(roots);
       }
-      if (ssdBudget != null) {
-        c = c.withSsdBudget(Sizes.parse(ssdBudget));
+      if (budget >= 0) {
+        c = c.withSsdBudget(budget);
       }
       return c;
     }

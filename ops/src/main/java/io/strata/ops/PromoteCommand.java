@@ -84,8 +84,10 @@ final class PromoteCommand implements Callable<Integer> {
 
   private int local() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
-    try (Dataset ds = Dataset.open(Path.of(dataset)); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
+    try (Dataset ds = Dataset.open(Path.of(dataset))) {
+      // Arguments are checked before the SSD directory is opened (or created).
       List<String> f = features != null ? features : ds.featureNames();
+      f.forEach(ds::feature);
       if (chunks != null) {
         for (int c : chunks) {
           if (c < 0 || c >= ds.chunks().size()) {
@@ -93,6 +95,12 @@ final class PromoteCommand implements Callable<Integer> {
           }
         }
       }
+      return promoteInto(ds, f, w);
+    }
+  }
+
+  private int promoteInto(Dataset ds, List<String> f, PrintWriter w) throws Exception {
+    try (SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
       Terminal.Bar bar = new Terminal.Bar("promote", spec.commandLine().getErr());
       Promoter.Report r = Promoter.promote(ds, store, f, chunks, bar);
       bar.done();

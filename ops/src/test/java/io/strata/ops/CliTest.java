@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -95,6 +96,29 @@ class CliTest {
       assertEquals(1, r.code(), r.err());
       assertTrue(r.err().startsWith("strata: " + c[0]) && r.err().contains((String) c[1]), r.err());
       assertFalse(Files.exists(out), "a failed import leaves no " + out);
+    }
+  }
+
+  @Test
+  void refusedCommandsCreateNoDirectory() throws Exception {
+    Path ds = tmp.resolve("ds");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "20000", "--features", "10").code());
+    Path store = tmp.resolve("store");
+    Path ssd = tmp.resolve("ssd");
+    Path home = tmp.resolve("home");
+    Object[][] cases = {
+        {new String[] {"features", "list", "--store", store.toString()}, 1},
+        {new String[] {"features", "derive", "--dataset", ds.toString(), "--store", store.toString(), "--spec", "log1p(nosuch)"}, 2},
+        {new String[] {"promote", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "nosuch"}, 2},
+        {new String[] {"loader", "run", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "amount"}, 1},
+        {new String[] {"node", "start", "--home", home.toString(), "--ssd-budget", "lots"}, 2}};
+    for (Object[] c : cases) {
+      String[] args = (String[]) c[0];
+      Cli.Result r = Cli.run(args);
+      assertEquals((int) c[1], r.code(), String.join(" ", args) + ": " + r.err());
+      for (Path p : List.of(store, ssd, home)) {
+        assertFalse(Files.exists(p), String.join(" ", args) + " left " + p);
+      }
     }
   }
 
