@@ -157,6 +157,23 @@ final class PolicyCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
+      // The arguments first (exit 2), then the file (exit 1).
+      for (String b : budgets) {
+        String v = b.strip();
+        if (v.endsWith("%")) {
+          try {
+            double share = Double.parseDouble(v.substring(0, v.length() - 1));
+            if (!(share > 0 && share <= 100)) {
+              throw new IllegalArgumentException("an SSD budget share must be in (0, 100]%, got " + v);
+            }
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("bad SSD budget share '" + v + "' (examples: 10%, 2.5%)");
+          }
+        } else {
+          Sizes.parse(v);
+        }
+      }
+      double flash = Sizes.parse(flashBudget);
       if (!Files.isRegularFile(trace)) {
         throw new java.nio.file.NoSuchFileException(trace.toString(), null, "no such trace file");
       }
@@ -170,7 +187,6 @@ final class PolicyCommand implements Runnable {
       if (t.size() == 0) {
         throw new java.io.IOException(trace + " has no reads");
       }
-      double flash = Sizes.parse(flashBudget);
       ObjectNode result = Json.object();
       result.put("trace", trace.toString()).put("reads", t.size()).put("jobs", t.jobs()).put("chunks", t.keys())
           .put("distinctBytes", t.distinctBytes()).put("totalBytes", t.totalBytes());

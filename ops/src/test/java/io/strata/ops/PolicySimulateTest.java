@@ -45,7 +45,7 @@ class PolicySimulateTest {
     Path bad = tmp.resolve("bad.csv");
     Files.writeString(bad, "time,job,dataset,feature,chunk,bytes\n1,j,d,f,zero,10\n");
     Cli.Result r = Cli.run("policy", "simulate", "--trace", bad.toString(), "--ssd-budget", "1g");
-    assertEquals(2, r.code());
+    assertEquals(1, r.code(), "a malformed file is a failure, not wrong usage: " + r.err());
     assertTrue(r.err().contains("line 2: bad number"), r.err());
     Cli.Result missing = Cli.run("policy", "simulate", "--trace", tmp.resolve("none.csv").toString(), "--ssd-budget", "1g");
     assertEquals(1, missing.code());
