@@ -179,7 +179,7 @@ final class BenchAll implements Callable<Integer> {
   }
 
   /** Generates and promotes a dataset once; later runs reuse it. */
-  private static void prepare(Path dir, long rows, PrintWriter log) throws IOException {
+  static void prepare(Path dir, long rows, PrintWriter log) throws IOException {
     Path ready = dir.resolve("READY");
     if (Files.exists(ready)) {
       return;

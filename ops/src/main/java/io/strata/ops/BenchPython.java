@@ -164,11 +164,10 @@ final class BenchPython implements Callable<Integer> {
     Path ds = dataset;
     Path tier = ssd;
     if (ds == null) {
-      ds = dir.resolve("events");
-      tier = dir.resolve("ssd");
-      step(out, "dataset", "generate", "--out", ds.toString(), "--rows", Long.toString(rows), "--features", "10",
-          "--seed", Long.toString(seed), "--rows-per-chunk", Long.toString(Math.max(65536, rows / 16)));
-      step(out, "promote", "--dataset", ds.toString(), "--ssd", tier.toString(), "--features", String.join(",", features));
+      Path data = dir.resolve("data");
+      BenchAll.prepare(data, rows, spec.commandLine().getErr());
+      ds = data.resolve("hdd");
+      tier = data.resolve("ssd");
     }
     Path npy = Files.createDirectories(dir.resolve("npy"));
     ObjectNode specJson = Json.object().put("dataset", ds.toAbsolutePath().toString()).put("ssd", tier.toAbsolutePath().toString())
@@ -234,15 +233,6 @@ final class BenchPython implements Callable<Integer> {
     }
     out.flush();
     return 0;
-  }
-
-  private void step(PrintWriter out, String... args) {
-    java.io.StringWriter sink = new java.io.StringWriter();
-    java.io.StringWriter err = new java.io.StringWriter();
-    int code = Main.run(args, new PrintWriter(sink), new PrintWriter(err));
-    if (code != 0) {
-      throw new IllegalStateException("strata " + args[0] + " failed: " + err.toString().strip());
-    }
   }
 
   /** The Java loader in this process, same settings: rate after its first batch. */
