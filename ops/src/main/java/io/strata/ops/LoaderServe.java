@@ -37,7 +37,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The back end of the Python client ({@code strata loader serve}): one Java {@link Loader} per
@@ -91,20 +90,20 @@ final class LoaderServe {
     }
   }
 
-  /**
-   * The per-host service: sessions over a Unix domain socket, one thread each, in one JVM shared by
-   * every Python job of the user on this host (so a job adds its session, not a JVM). A lock file
-   * beside the socket makes it the only one; it exits after {@code idle} with no session.
-   *
-   * <p>Threads: the accepting thread ({@code strata-loader-service}), one {@code
-   * strata-py-session-N} per connection; the session count is an atomic, the idle check runs on the
-   * accepting thread (the accept times out every second).
-   */
   /** The file holding the pid of the service listening on {@code socket}. */
   static Path pidFile(Path socket) {
     return socket.resolveSibling(socket.getFileName() + ".pid");
   }
 
+  /**
+   * The per-host service: sessions over a Unix domain socket, one thread each, in one JVM shared by
+   * every Python job of the user on this host (so a job adds its session, not a JVM). A lock file
+   * beside the socket makes it the only one; it exits after {@code idle} with no session.
+   *
+   * <p>Threads: the calling thread accepts (a selector that wakes at least every second, so the
+   * idle check runs there too); one {@code strata-py-session-N} thread per connection. The count
+   * of open sessions is an atomic.
+   */
   static int service(Path socket, java.time.Duration idle) throws IOException, InterruptedException {
     Path dir = socket.toAbsolutePath().getParent();
     Files.createDirectories(dir);
@@ -121,7 +120,7 @@ final class LoaderServe {
         return 0;
       }
       Files.deleteIfExists(socket);
-      java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
+      AtomicInteger active = new AtomicInteger();
       AtomicInteger counter = new AtomicInteger();
       try (java.nio.channels.ServerSocketChannel server =
           java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
@@ -183,7 +182,6 @@ final class LoaderServe {
     private final ConcurrentSkipListMap<Long, Region> byAddress = new ConcurrentSkipListMap<>();
     private final ConcurrentLinkedQueue<Integer> retired = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Region> announced = new ConcurrentLinkedQueue<>();
-    private final AtomicLong mappedBytes = new AtomicLong();
 
     ShmMemory(Path dir) {
       this.dir = dir;
@@ -232,7 +230,6 @@ final class LoaderServe {
         Region r = new Region(id, m.address(), bytes, file, arena);
         byAddress.put(r.base(), r);
         announced.add(r);
-        mappedBytes.addAndGet(bytes);
         ok = true;
         return Slab.of(m, () -> free(r));
       } catch (IOException e) {
@@ -249,7 +246,6 @@ final class LoaderServe {
     private void free(Region r) {
       byAddress.remove(r.base());
       r.arena().close();
-      mappedBytes.addAndGet(-r.size());
       try {
         Files.deleteIfExists(r.file());
       } catch (IOException ignored) {

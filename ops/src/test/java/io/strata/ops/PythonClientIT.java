@@ -30,8 +30,7 @@ class PythonClientIT {
   /** The Python that has the client's dependencies, or null with the reason in {@code why[0]}. */
   static String python(String[] why) throws InterruptedException {
     String env = System.getenv("STRATA_PYTHON");
-    Path venv = projectDir().resolve("target/pyvenv/bin/python");
-    String py = env != null ? env : Files.isExecutable(venv) ? venv.toString() : "python3";
+    String py = env != null ? env : BenchPython.defaultPython();
     try {
       Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, pytest, torch").redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
@@ -58,13 +57,9 @@ class PythonClientIT {
     Path root = projectDir();
     ProcessBuilder pb = new ProcessBuilder(py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
         "--basetemp=" + tmp.resolve("pytest"), root.resolve("python/tests").toString());
-    pb.environment().put("PYTHONPATH", root.resolve("python").toString());
-    pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
+    // This build's client and a loader service of this build alone, gone soon after the suite.
+    BenchPython.clientEnvironment(pb, tmp.resolve("svc/loader.sock"), 5);
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
-    // A loader service of this build alone, gone soon after the suite.
-    pb.environment().put("STRATA_LOADER_SOCKET", tmp.resolve("svc/loader.sock").toString());
-    pb.environment().put("STRATA_LOADER_IDLE_EXIT", "5");
     pb.redirectErrorStream(true);
     Path log = tmp.resolve("pytest.log");
     pb.redirectOutput(log.toFile());

@@ -165,13 +165,7 @@ public final class TieredReader implements AutoCloseable {
    * pass ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
    */
   public void appendSingleRows(long[] rows, int n, List<ColumnBuilder> out) throws IOException {
-    if (store != null) {
-      long g = store.generation();
-      if (g != seenGeneration) {
-        seenGeneration = g;
-        forgetAbsent();
-      }
-    }
+    refreshResidency();
     List<ChunkInfo> chunks = dataset.chunks();
     int[] chunk = new int[n];
     int[] local = new int[n];
@@ -223,13 +217,7 @@ public final class TieredReader implements AutoCloseable {
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
     int local = (int) (row - c.firstRow());
     int chunk = c.index();
-    if (store != null) {
-      long g = store.generation();
-      if (g != seenGeneration) {
-        seenGeneration = g;
-        forgetAbsent();
-      }
-    }
+    refreshResidency();
     fromOrc.clear();
     long t0 = System.nanoTime();
     long ssdBytes = 0;
@@ -310,6 +298,17 @@ public final class TieredReader implements AutoCloseable {
     leases[i][chunk] = l;
     columns[i][chunk] = l.column(feature);
     return columns[i][chunk];
+  }
+
+  /** When the store's contents changed since the last read, looks up the chunks found absent again. */
+  private void refreshResidency() {
+    if (store != null) {
+      long g = store.generation();
+      if (g != seenGeneration) {
+        seenGeneration = g;
+        forgetAbsent();
+      }
+    }
   }
 
   /** Forgets the chunks found absent, so that they are looked up again. */
