@@ -215,14 +215,25 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     }
   }
 
+  /**
+   * Reports reads every 250 ms until closed. Close wakes it through {@code pendingReads}' monitor
+   * rather than by interrupting it: an interrupt during a report abandons the HTTP request while
+   * the node may still receive it, after the job has ended its plan.
+   */
   private void reportLoop() {
     while (!closed) {
-      try {
-        Thread.sleep(250);
-      } catch (InterruptedException e) {
-        return;
+      synchronized (pendingReads) {
+        try {
+          if (!closed) {
+            pendingReads.wait(250);
+          }
+        } catch (InterruptedException e) {
+          return;
+        }
       }
-      flush();
+      if (!closed) {
+        flush();
+      }
     }
   }
 
@@ -250,9 +261,12 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   @Override
   public void close() {
     closed = true;
-    reporter.interrupt();
+    synchronized (pendingReads) {
+      pendingReads.notifyAll();
+    }
     try {
-      reporter.join(2000);
+      // A report in flight finishes first, so the last flush below comes after it.
+      reporter.join(30_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
