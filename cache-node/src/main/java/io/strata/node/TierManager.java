@@ -449,18 +449,19 @@ final class TierManager implements AutoCloseable {
       throw NodeException.badRequest("the plan has " + length + " reads; at most 50,000,000 are accepted");
     }
     int[] seq = new int[(int) length];
-    int[] ends = new int[epochs];
+    int[] ends = new int[epochs * order.size()];
     int i = 0;
+    int s = 0;
     for (int e = 0; e < epochs; e++) {
       for (int c : order) {
         for (String f : features) {
           seq[i++] = key(ds, f, c);
         }
+        ends[s++] = i;
       }
-      ends[e] = i;
     }
     int id = jobId(job);
-    policy.plan(id, seq, ends, substitutable);
+    policy.plan(id, new CachePolicy.JobPlan(seq, ends, 0, Math.max(1, order.size()), substitutable));
     jobs.put(job, new JobInfo(job, id, ds.name(), List.copyOf(features), now()));
     return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("reads", length);
   }

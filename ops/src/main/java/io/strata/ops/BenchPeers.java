@@ -483,9 +483,9 @@ final class BenchPeers {
         for (int i = 0; i < traces.size(); i++) {
           Trace tr = traces.get(i);
           long budget = (long) (tr.distinctBytes() * b / 100);
-          strata[i] = Simulator.run(tr, new StrataPolicy(budget, 0), false).byteHitRatio();
-          lru[i] = Simulator.run(tr, new LruPolicy(budget), false).byteHitRatio();
-          opt[i] = Simulator.run(tr, new OptPolicy(tr, budget), false).byteHitRatio();
+          strata[i] = Simulator.run(tr, new StrataPolicy(budget, 0)).byteHitRatio();
+          lru[i] = Simulator.run(tr, new LruPolicy(budget)).byteHitRatio();
+          opt[i] = Simulator.run(tr, new OptPolicy(tr, budget)).byteHitRatio();
         }
         double s = Arrays.stream(strata).average().orElse(0);
         double l = Arrays.stream(lru).average().orElse(0);

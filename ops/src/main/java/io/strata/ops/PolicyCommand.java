@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.Sizes;
 import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.CaffeinePolicy;
+import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
 import io.strata.node.policy.OptPolicy;
 import io.strata.node.policy.Simulator;
@@ -200,14 +201,23 @@ final class PolicyCommand implements Runnable {
             ? (long) (t.distinctBytes() * Double.parseDouble(b.strip().replace("%", "")) / 100)
             : Sizes.parse(b);
         List<Simulator.Result> results = new ArrayList<>();
-        results.add(Simulator.run(t, new StrataPolicy(budget, flash), false));
-        results.add(Simulator.run(t, new StrataPolicy(budget, flash), true));
-        results.add(Simulator.run(t, new LruPolicy(budget), false));
-        results.add(Simulator.run(t, new CaffeinePolicy(budget), false));
-        results.add(Simulator.run(t, new OptPolicy(t, budget), false));
-        Simulator.Result strata = results.get(0);
-        Simulator.Result lru = results.get(2);
-        Simulator.Result opt = results.get(4);
+        Simulator.Result strata = Simulator.run(t, new StrataPolicy(budget, flash));
+        Simulator.Result lru = Simulator.run(t, new LruPolicy(budget));
+        Simulator.Result opt = Simulator.run(t, new OptPolicy(t, budget));
+        results.add(strata);
+        if (!t.controls().isEmpty()) {
+          // The same reads with nothing declared: what the plans were worth.
+          Simulator.Result online = Simulator.run(t.withoutPlans(), new StrataPolicy(budget, flash));
+          results.add(new Simulator.Result("strata-online", online.reads(), online.hits(), online.hitBytes(), online.hddBytes(),
+              online.flashBytes(), online.seconds()));
+        }
+        if (t.tier(0) != Trace.Tier.UNKNOWN) {
+          results.add(Simulator.live(t));
+        }
+        results.add(lru);
+        results.add(Simulator.run(t, new CaffeinePolicy(budget)));
+        results.add(Simulator.run(t, new FrequencyPolicy(budget)));
+        results.add(opt);
         ObjectNode run = runs.addObject();
         run.put("ssdBudgetBytes", budget).put("ssdBudgetShare", (double) budget / t.distinctBytes());
         ArrayNode policies = run.putArray("policies");
@@ -216,9 +226,9 @@ final class PolicyCommand implements Runnable {
           ObjectNode o = policies.addObject();
           o.put("policy", r.policy()).put("byteHitRatio", r.byteHitRatio()).put("hddBytesRead", r.hddBytes())
               .put("hddBytesAbsorbed", r.hitBytes()).put("flashBytesWritten", r.flashBytes()).put("hits", r.hits())
-              .put("seconds", r.seconds());
+              .put("seconds", r.seconds()).put("eventsPerSecond", r.eventsPerSecond());
           table.row(r.policy(), String.format(Locale.ROOT, "%.3f", r.byteHitRatio()), Terminal.bytes(r.hddBytes()),
-              Terminal.bytes(r.hitBytes()), Terminal.bytes(r.flashBytes()),
+              Terminal.bytes(r.hitBytes()), r.flashBytes() < 0 ? "n/a" : Terminal.bytes(r.flashBytes()),
               String.format(Locale.ROOT, "%.2f", r.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio())),
               String.format(Locale.ROOT, "%.2fx", (double) r.hitBytes() / Math.max(1, lru.hitBytes())),
               String.format(Locale.ROOT, "%.2f", (double) r.flashBytes() / Math.max(1, lru.flashBytes())));

@@ -25,11 +25,43 @@ public interface CachePolicy {
   Outcome access(double time, int job, int key, long bytes, Evictions evictions);
 
   /**
-   * What a job will read, in order, from its next read on: its declared plan. {@code epochEnds}
-   * holds the index in {@code keys} where each epoch ends (exclusive); with {@code
-   * substitutable}, reads within an epoch may come in another order.
+   * What a job will read from now on, as the node expanded it from the job's plan: {@code keys}
+   * grouped into steps (batches), step {@code i} being {@code keys[stepEnds[i-1]..stepEnds[i])}
+   * ({@code stepEnds[-1]} is 0). Step 0 is the job's global step {@code firstStep} (its position
+   * when it declared: resumed jobs start mid-plan); an epoch is {@code stepsPerEpoch} steps. With
+   * {@code substitutable}, the job may read the steps of an epoch in another order.
    */
-  default void plan(int job, int[] keys, int[] epochEnds, boolean substitutable) {}
+  record JobPlan(int[] keys, int[] stepEnds, long firstStep, long stepsPerEpoch, boolean substitutable) {
+    public JobPlan {
+      if (stepEnds.length > 0 && stepEnds[stepEnds.length - 1] != keys.length) {
+        throw new IllegalArgumentException("the last step must end at the last key");
+      }
+      for (int i = 1; i < stepEnds.length; i++) {
+        if (stepEnds[i] < stepEnds[i - 1]) {
+          throw new IllegalArgumentException("step ends must not decrease");
+        }
+      }
+      if (firstStep < 0 || stepsPerEpoch < 1) {
+        throw new IllegalArgumentException("first step must be >= 0 and an epoch at least one step");
+      }
+    }
+
+    /** Steps in the plan. */
+    public int steps() {
+      return stepEnds.length;
+    }
+
+    /** Index in {@code keys} where step {@code s} starts. */
+    public int stepStart(int s) {
+      return s == 0 ? 0 : stepEnds[s - 1];
+    }
+  }
+
+  /** {@code job} declared {@code plan}, replacing any plan it had. */
+  default void plan(int job, JobPlan plan) {}
+
+  /** {@code job} is now at global step {@code step} of its plan (it reports it with its reads). */
+  default void progress(int job, long step, double time) {}
 
   /**
    * Declares that {@code key} belongs to feature stream {@code group} (one feature of one dataset

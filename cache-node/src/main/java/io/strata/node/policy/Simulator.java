@@ -1,16 +1,15 @@
 package io.strata.node.policy;
 
-import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 
 /**
- * Replays a trace through a policy and counts what it cost. A plan-aware policy learns each job's
- * future reads at that job's first read in the trace, never earlier: the job's reads from there
- * on, in order, split into epochs where a chunk repeats. With substitution, a job whose next
- * chunk is not resident reads a resident chunk of its current epoch first (the same chunks per
- * epoch, another order); other jobs and the baselines replay the trace as it is.
+ * Replays a trace through a policy and counts what it cost. The policy gets exactly what the node
+ * gets, in the same calls: the reads, and the plan, step and end records the trace holds (what
+ * jobs declared to the node and reported to it), each at its place in the trace. A trace without
+ * plan records leaves the policy to learn online from the reads alone. Nothing is taken from the
+ * trace's future.
  */
 public final class Simulator {
   private Simulator() {}
@@ -31,91 +30,49 @@ public final class Simulator {
       long total = hitBytes + hddBytes;
       return total == 0 ? 0 : (double) hitBytes / total;
     }
+
+    /** Trace reads replayed per second of wall time. */
+    public double eventsPerSecond() {
+      return seconds <= 0 ? 0 : reads / seconds;
+    }
   }
 
-  /** A job's reads in trace order and where its epochs end. */
-  record JobReads(int[] keys, int[] epochEnds, int firstRow, int lastRow) {}
-
-  static JobReads[] jobReads(Trace t) {
-    List<List<Integer>> keys = new ArrayList<>();
-    int[] first = new int[t.jobs()];
-    int[] last = new int[t.jobs()];
-    for (int j = 0; j < t.jobs(); j++) {
-      keys.add(new ArrayList<>());
-      first[j] = -1;
-    }
-    for (int i = 0; i < t.size(); i++) {
-      int j = t.job(i);
-      keys.get(j).add(t.key(i));
-      if (first[j] < 0) {
-        first[j] = i;
-      }
-      last[j] = i;
-    }
-    JobReads[] out = new JobReads[t.jobs()];
-    for (int j = 0; j < t.jobs(); j++) {
-      int[] k = keys.get(j).stream().mapToInt(Integer::intValue).toArray();
-      List<Integer> ends = new ArrayList<>();
-      Set<Integer> seen = new HashSet<>();
-      for (int i = 0; i < k.length; i++) {
-        if (!seen.add(k[i])) {
-          ends.add(i);
-          seen.clear();
-          seen.add(k[i]);
-        }
-      }
-      ends.add(k.length);
-      out[j] = new JobReads(k, ends.stream().mapToInt(Integer::intValue).toArray(), first[j], last[j]);
-    }
-    return out;
-  }
-
-  /** Replays {@code trace} through {@code policy}. */
-  public static Result run(Trace trace, CachePolicy policy, boolean substitute) {
-    long started = System.nanoTime();
-    JobReads[] jobs = jobReads(trace);
-    int[] cursor = new int[trace.jobs()];
-    int[] epoch = new int[trace.jobs()];
-    boolean[][] consumed = new boolean[trace.jobs()][];
-    for (int j = 0; j < jobs.length; j++) {
-      consumed[j] = new boolean[jobs[j].keys().length];
-    }
-    java.util.Map<String, Integer> groupIds = new java.util.HashMap<>();
+  /** Tells {@code policy} which feature stream (dataset/feature) each key of {@code trace} belongs to. */
+  static void groups(Trace trace, CachePolicy policy) {
+    Map<String, Integer> groupIds = new HashMap<>();
     for (int k = 0; k < trace.keys(); k++) {
       String name = trace.keyName(k);
       String g = name.substring(0, name.lastIndexOf('/'));
       policy.group(k, groupIds.computeIfAbsent(g, x -> groupIds.size()));
     }
+  }
+
+  /** Hands {@code c} to {@code policy} as the node would. */
+  static void apply(Trace.Control c, CachePolicy policy) {
+    switch (c) {
+      case Trace.PlanRecord p -> policy.plan(p.job(), p.plan());
+      case Trace.StepRecord s -> policy.progress(s.job(), s.step(), s.time());
+      case Trace.EndRecord e -> policy.jobEnded(e.job());
+    }
+  }
+
+  /** Replays {@code trace} through {@code policy}. */
+  public static Result run(Trace trace, CachePolicy policy) {
+    long started = System.nanoTime();
+    groups(trace, policy);
+    List<Trace.Control> controls = trace.controls();
+    int c = 0;
     long hits = 0;
     long hitBytes = 0;
     long hddBytes = 0;
     long flashBytes = 0;
     for (int i = 0; i < trace.size(); i++) {
-      int j = trace.job(i);
-      JobReads jr = jobs[j];
-      if (i == jr.firstRow()) {
-        policy.plan(j, jr.keys(), jr.epochEnds(), substitute);
+      while (c < controls.size() && controls.get(c).at() == i) {
+        apply(controls.get(c++), policy);
       }
-      int pick = cursor[j];
-      if (substitute && !policy.resident(jr.keys()[pick])) {
-        int end = jr.epochEnds()[epoch[j]];
-        for (int p = pick + 1; p < end; p++) {
-          if (!consumed[j][p] && policy.resident(jr.keys()[p])) {
-            pick = p;
-            break;
-          }
-        }
-      }
-      consumed[j][pick] = true;
-      while (cursor[j] < consumed[j].length && consumed[j][cursor[j]]) {
-        cursor[j]++;
-      }
-      while (epoch[j] < jr.epochEnds().length - 1 && cursor[j] >= jr.epochEnds()[epoch[j]]) {
-        epoch[j]++;
-      }
-      int key = jr.keys()[pick];
+      int key = trace.key(i);
       long bytes = trace.bytes(key);
-      switch (policy.access(trace.time(i), j, key, bytes, CachePolicy.Evictions.NONE)) {
+      switch (policy.access(trace.time(i), trace.job(i), key, bytes, CachePolicy.Evictions.NONE)) {
         case HIT -> {
           hits++;
           hitBytes += bytes;
@@ -126,11 +83,24 @@ public final class Simulator {
         }
         case MISS_BYPASSED -> hddBytes += bytes;
       }
-      if (i == jr.lastRow()) {
-        policy.jobEnded(j);
+    }
+    return new Result(policy.name(), trace.size(), hits, hitBytes, hddBytes, flashBytes, (System.nanoTime() - started) / 1e9);
+  }
+
+  /** What the node did live on a recorded trace: reads whose tier the trace records, in the same units. */
+  public static Result live(Trace trace) {
+    long hits = 0;
+    long hitBytes = 0;
+    long hddBytes = 0;
+    for (int i = 0; i < trace.size(); i++) {
+      long bytes = trace.bytes(trace.key(i));
+      if (trace.tier(i) == Trace.Tier.SSD) {
+        hits++;
+        hitBytes += bytes;
+      } else {
+        hddBytes += bytes;
       }
     }
-    return new Result(policy.name() + (substitute ? "+substitution" : ""), trace.size(), hits, hitBytes, hddBytes,
-        flashBytes, (System.nanoTime() - started) / 1e9);
+    return new Result("live", trace.size(), hits, hitBytes, hddBytes, -1, 0);
   }
 }

@@ -12,6 +12,11 @@ import java.util.SplittableRandom;
  * 20–37 % of one dataset's features (datasets are Zipf-popular too) for 1–3 epochs, each epoch
  * visiting every chunk once in a shuffled order and reading all the job's features of that chunk
  * together (rows are read across features). Feature chunks differ in size as column types do.
+ *
+ * <p>Each job declares what a real job's loader declares: at its start, its plan (every epoch's
+ * chunk order, one chunk per step, as its seed determines), a step record as it reaches each
+ * step, and the end of its plan after its last read. {@link Trace#withoutPlans()} strips them for
+ * the online-only case.
  */
 public final class TraceGenerator {
   private TraceGenerator() {}
@@ -40,7 +45,12 @@ public final class TraceGenerator {
     }
   }
 
-  private record Read(double time, String job, String dataset, String feature, int chunk, long bytes) {}
+  /** A read, or with {@code feature} "@plan", "@step" or "@end" a control record. */
+  private record Read(double time, String job, String dataset, String feature, int chunk, long bytes, int[][] plan) {
+    Read(double time, String job, String dataset, String feature, int chunk, long bytes) {
+      this(time, job, dataset, feature, chunk, bytes, null);
+    }
+  }
 
   /** Bytes of a feature chunk: 262,144 rows of one of several column widths. */
   private static final int[] WIDTHS = {1, 2, 4, 4, 8, 8, 8, 16, 32, 64};
@@ -67,21 +77,40 @@ public final class TraceGenerator {
       double step = Math.exp(Math.log(2.0) + 0.5 * r.nextGaussian()); // seconds per chunk of all features
       double t = start;
       String job = "job" + j;
+      int[][] plan = new int[epochs * s.chunks()][];
       for (int e = 0; e < epochs; e++) {
         int[] order = permutation(s.chunks(), r);
-        for (int c : order) {
+        for (int i = 0; i < order.length; i++) {
+          int c = order[i];
+          int g = e * s.chunks() + i;
+          plan[g] = new int[] {c};
+          reads.add(new Read(t, job, "ds" + d, "@step", g, 0));
           for (int k = 0; k < features.length; k++) {
             int f = features[k];
-            reads.add(new Read(t + k * 1e-3, job, "ds" + d, "f" + f, c, bytes[d][f]));
+            reads.add(new Read(t + (k + 1) * 1e-4, job, "ds" + d, "f" + f, c, bytes[d][f]));
           }
           t += step * (0.5 + r.nextDouble());
         }
       }
+      List<String> names = new ArrayList<>();
+      for (int f : features) {
+        names.add("f" + f);
+      }
+      reads.add(new Read(start - 1e-3, job, "ds" + d, "@plan:" + String.join(";", names), s.chunks(), 0, plan));
+      reads.add(new Read(t, job, "ds" + d, "@end", 0, 0));
     }
     reads.sort(Comparator.comparingDouble(Read::time));
     Trace.Builder b = new Trace.Builder();
     for (Read x : reads) {
-      b.add(x.time(), x.job(), x.dataset(), x.feature(), x.chunk(), x.bytes());
+      if (x.feature().startsWith("@plan:")) {
+        b.plan(x.time(), x.job(), x.dataset(), List.of(x.feature().substring(6).split(";")), 0, x.chunk(), false, x.plan());
+      } else if (x.feature().equals("@step")) {
+        b.step(x.time(), x.job(), x.dataset(), x.chunk());
+      } else if (x.feature().equals("@end")) {
+        b.end(x.time(), x.job(), x.dataset());
+      } else {
+        b.add(x.time(), x.job(), x.dataset(), x.feature(), x.chunk(), x.bytes());
+      }
     }
     return b.build();
   }
