@@ -1,6 +1,7 @@
 package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.loader.PlanProgram;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.internal.Json;
 import io.vertx.core.Future;
@@ -75,7 +76,15 @@ final class NodeApi {
         }
         list.add(new TierManager.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
       }
-      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list);
+      long step = -1;
+      if (b.has("step")) {
+        JsonNode st = b.get("step");
+        if (!st.isIntegralNumber() || !st.canConvertToLong() || st.asLong() < 0) {
+          throw NodeException.badRequest("'step' must be a non-negative integer, got " + st);
+        }
+        step = st.asLong();
+      }
+      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list, step);
     }));
     r.post("/v1/plans").handler(ctx -> run(ctx, () -> {
       JsonNode b = body(ctx);
@@ -83,9 +92,32 @@ final class NodeApi {
       if (sub != null && !sub.isBoolean()) {
         throw NodeException.badRequest("'substitutable' must be true or false");
       }
+      if (b.has("program")) {
+        if (b.has("chunkOrder") || b.has("epochs")) {
+          throw NodeException.badRequest("a plan is either a 'program' or 'epochs' with a 'chunkOrder', not both");
+        }
+        PlanProgram program;
+        try {
+          program = PlanProgram.fromJson(b.get("program"));
+        } catch (IllegalArgumentException e) {
+          throw NodeException.badRequest(e.getMessage());
+        }
+        return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true), program,
+            sub != null && sub.asBoolean());
+      }
       return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true),
           b.has("epochs") ? integer(b, "epochs") : 1, ints(b, "chunkOrder"), sub != null && sub.asBoolean());
     }, 201));
+    r.get("/v1/trace").handler(ctx -> workers.executeBlocking(() -> new Object[] {tiers.traceCsv(), tiers.traceDropped()}, false)
+        .onComplete(ar -> {
+          if (ar.succeeded()) {
+            ctx.response().putHeader("content-type", "text/csv; charset=utf-8")
+                .putHeader("x-strata-trace-dropped", String.valueOf(ar.result()[1])).end((String) ar.result()[0]);
+          } else {
+            fail(ctx, ar.cause());
+          }
+        }));
+    r.delete("/v1/trace").handler(ctx -> run(ctx, tiers::clearTrace));
     r.delete("/v1/plans/:job").handler(ctx -> run(ctx, () -> {
       tiers.endJob(ctx.pathParam("job"));
       return Json.object().put("ended", ctx.pathParam("job"));

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.LoadingCache;
 import io.strata.node.policy.CachePolicy;
+import io.strata.sdk.loader.PlanProgram;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
@@ -55,6 +56,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class TierManager implements AutoCloseable {
   static final String REGISTRY = "datasets.json";
   static final String RUNNING_MARKER = "node.running";
+  /** A plan whose job has sent nothing for this long is dropped (the job finished or died). */
+  static final double PLAN_LEASE_SECONDS = 600;
+  /** Rows the read trace keeps (the oldest go first). */
+  static final int TRACE_ROWS = 1_000_000;
+  /** Chunk entries a plan may expand to, all features together. */
+  static final long MAX_PLAN_READS = 50_000_000;
 
   /** One feature chunk of one dataset version. */
   record KeyInfo(String dataset, String version, String feature, int chunk, int group) {}
@@ -89,6 +96,9 @@ final class TierManager implements AutoCloseable {
   private final Set<Integer> pending = new HashSet<>();
   private final Map<String, Integer> jobIds = new HashMap<>();
   private final Map<String, JobInfo> jobs = new LinkedHashMap<>();
+  /** When each job with a plan was last heard from (plan, reads or steps); plans expire after {@link #PLAN_LEASE_SECONDS}. */
+  private final Map<String, Double> lastSeen = new HashMap<>();
+  private final TraceRecorder trace = new TraceRecorder(TRACE_ROWS);
   private final Set<String> pins = new HashSet<>();
   private final Map<String, Long> quotas = new TreeMap<>();
   private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
@@ -460,10 +470,95 @@ final class TierManager implements AutoCloseable {
         ends[s++] = i;
       }
     }
-    int id = jobId(job);
-    policy.plan(id, new CachePolicy.JobPlan(seq, ends, 0, Math.max(1, order.size()), substitutable));
-    jobs.put(job, new JobInfo(job, id, ds.name(), List.copyOf(features), now()));
+    int[][] stepChunks = new int[epochs * order.size()][];
+    for (int k = 0; k < stepChunks.length; k++) {
+      stepChunks[k] = new int[] {order.get(k % order.size())};
+    }
+    installPlan(job, ds, features, new CachePolicy.JobPlan(seq, ends, 0, Math.max(1, order.size()), substitutable), stepChunks);
     return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("reads", length);
+  }
+
+  /**
+   * A job's plan as its loader's program: the node expands it with the loader's own code into
+   * the chunks of every step from the program's start step on; each step reads every one of
+   * {@code features} of its chunks.
+   */
+  synchronized ObjectNode plan(String job, String datasetName, List<String> features, PlanProgram program, boolean substitutable) {
+    checkJobName(job);
+    Dataset ds = dataset(datasetName);
+    if (features.isEmpty()) {
+      throw NodeException.badRequest("'features' must name at least one feature");
+    }
+    for (String f : features) {
+      checkFeatureAndChunk(ds, f, 0);
+    }
+    int[][] stepChunks;
+    long perEpoch;
+    try {
+      perEpoch = program.stepsPerEpoch(ds);
+      stepChunks = program.expand(ds, MAX_PLAN_READS / features.size());
+    } catch (IllegalArgumentException e) {
+      throw NodeException.badRequest("plan of job '" + job + "': " + e.getMessage());
+    }
+    int total = 0;
+    for (int[] c : stepChunks) {
+      total += c.length * features.size();
+    }
+    int[] seq = new int[total];
+    int[] ends = new int[stepChunks.length];
+    int i = 0;
+    for (int s = 0; s < stepChunks.length; s++) {
+      for (int c : stepChunks[s]) {
+        for (String f : features) {
+          seq[i++] = key(ds, f, c);
+        }
+      }
+      ends[s] = i;
+    }
+    installPlan(job, ds, features, new CachePolicy.JobPlan(seq, ends, program.startStep(), Math.max(1, perEpoch), substitutable),
+        stepChunks);
+    return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("steps", stepChunks.length)
+        .put("stepsPerEpoch", perEpoch).put("startStep", program.startStep()).put("reads", total);
+  }
+
+  private void installPlan(String job, Dataset ds, List<String> features, CachePolicy.JobPlan jp, int[][] stepChunks) {
+    double now = now();
+    expirePlans(now);
+    int id = jobId(job);
+    policy.plan(id, jp);
+    jobs.put(job, new JobInfo(job, id, ds.name(), List.copyOf(features), now));
+    lastSeen.put(job, now);
+    trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
+  }
+
+  /** Drops the plans of jobs silent for longer than the lease. */
+  private void expirePlans(double now) {
+    var it = jobs.values().iterator();
+    while (it.hasNext()) {
+      JobInfo j = it.next();
+      if (now - lastSeen.getOrDefault(j.name(), now) > PLAN_LEASE_SECONDS) {
+        it.remove();
+        lastSeen.remove(j.name());
+        policy.jobEnded(j.id());
+        trace.end(now, j.name(), j.dataset());
+      }
+    }
+  }
+
+  /** The recorded trace as CSV, and how many of its oldest rows were dropped. */
+  synchronized String traceCsv() {
+    return trace.csv();
+  }
+
+  synchronized long traceDropped() {
+    return trace.dropped();
+  }
+
+  /** Forgets the recorded trace; returns the rows dropped. */
+  synchronized ObjectNode clearTrace() {
+    int n = trace.rows();
+    trace.clear();
+    return Json.object().put("cleared", n);
   }
 
   synchronized void endJob(String job) {
@@ -472,7 +567,9 @@ final class TierManager implements AutoCloseable {
     if (j == null) {
       throw NodeException.notFound("no job '" + job + "' has a plan");
     }
+    lastSeen.remove(job);
     policy.jobEnded(j.id());
+    trace.end(now(), job, j.dataset());
   }
 
   // ---------------------------------------------------------------- reads
@@ -524,7 +621,7 @@ final class TierManager implements AutoCloseable {
   record Read(String feature, int chunk, long bytes, boolean ssd) {}
 
   /** Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions). */
-  synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads) {
+  synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step) {
     checkJobName(job);
     Dataset ds = dataset(datasetName);
     int jid = jobId(job);
@@ -536,8 +633,13 @@ final class TierManager implements AutoCloseable {
         throw NodeException.badRequest("'bytes' must not be negative");
       }
     }
+    expirePlans(now);
+    if (jobs.containsKey(job)) {
+      lastSeen.put(job, now);
+    }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
@@ -555,7 +657,12 @@ final class TierManager implements AutoCloseable {
         }
       }
     }
-    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted);
+    if (step >= 0) {
+      // After the reads: they belong to steps up to this one.
+      policy.progress(jid, step, now);
+      trace.step(now, job, ds.name(), step);
+    }
+    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.containsKey(job));
   }
 
   /** SSD bytes a dataset holds or has in flight. */

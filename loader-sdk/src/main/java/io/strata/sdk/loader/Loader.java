@@ -58,6 +58,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private final Map<String, DerivedChunkSource> derived;
   private final Plan plan;
   private final int planHash;
+  private final PlanProgram program;
   private final long stepsPerEpoch;
   private final long end;
   private final BatchCache cache;
@@ -102,14 +103,6 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.plan = b.plan();
     if (b.nodeClient != null) {
       this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, b.nodeJob, dataset, storageNames, b.nodeRefreshMillis);
-      List<Integer> order = null;
-      if (!plan.shuffle) {
-        order = new ArrayList<>();
-        for (int c = 0; c < dataset.chunks().size(); c++) {
-          order.add(c);
-        }
-      }
-      node.declarePlan(b.epochs, order, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
       this.store = node;
     } else {
       this.node = null;
@@ -127,6 +120,10 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       start = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
     }
     this.next = start;
+    this.program = PlanProgram.of(plan, b.epochs, start);
+    if (node != null) {
+      node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
+    }
     this.slabs = new SlabPool(b.depth + b.threads + 2, b.batchMemory);
     if (b.cacheRoot != null) {
       cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
@@ -232,6 +229,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       b = cache.open(g, epochOf(g), stepOf(g), planHash, stepsPerEpoch);
       if (b != null) {
         fromCache++;
+        if (node != null) {
+          node.step(g);
+        }
       } else {
         if (fallback == null) {
           fallback = new Producer(false);
@@ -304,6 +304,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     public Batch produce(long g) throws IOException {
       int epoch = epochOf(g);
       long step = stepOf(g);
+      if (store != null) {
+        store.step(g);
+      }
       if (epoch != orderEpoch) {
         order = plan.order(epoch);
         orderEpoch = epoch;
@@ -634,6 +637,14 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     public Loader build() throws IOException {
       return new Loader(this);
     }
+  }
+
+  /**
+   * This loader's plan as a program, from the step it started at: what it declares to a cache
+   * node, which expands it into the chunks of every step.
+   */
+  public PlanProgram planProgram() {
+    return program;
   }
 
   @Override

@@ -147,6 +147,10 @@ abstract class Plan {
       return u * blockRows;
     }
 
+    int blockRows() {
+      return blockRows;
+    }
+
     @Override
     String describe() {
       return "rows:" + blockRows + "x" + unitsPerBatch;
@@ -231,6 +235,10 @@ abstract class Plan {
 
     int lookahead() {
       return lookahead;
+    }
+
+    int stride() {
+      return stride;
     }
 
     @Override

@@ -152,7 +152,18 @@ public final class NodeClient {
   public record Read(String feature, int chunk, long bytes, boolean fromSsd) {}
 
   public JsonNode reportReads(String job, String dataset, List<Read> reads) throws IOException {
+    return reportReads(job, dataset, reads, -1);
+  }
+
+  /**
+   * Reports reads and, when {@code step >= 0}, that the job has reached global step {@code step}
+   * of its plan. The answer's {@code planned} says whether the node holds a plan for the job.
+   */
+  public JsonNode reportReads(String job, String dataset, List<Read> reads, long step) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset);
+    if (step >= 0) {
+      b.put("step", step);
+    }
     ArrayNode a = b.putArray("reads");
     for (Read r : reads) {
       a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes()).put("tier", r.fromSsd() ? "ssd" : "hdd");
@@ -160,7 +171,20 @@ public final class NodeClient {
     return call("POST", "/v1/reads", b);
   }
 
-  /** Declares a job's plan; {@code chunkOrder} may be null (dataset order). */
+  /**
+   * Declares a job's plan as its loader's program: the node expands it into the chunks of every
+   * step, from {@code program.startStep()} on.
+   */
+  public JsonNode declarePlan(String job, String dataset, List<String> features, io.strata.sdk.loader.PlanProgram program,
+      boolean substitutable) throws IOException {
+    ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
+    ArrayNode f = b.putArray("features");
+    features.forEach(f::add);
+    b.set("program", program.toJson());
+    return call("POST", "/v1/plans", b);
+  }
+
+  /** Declares a job's plan as one chunk order for every epoch; {@code chunkOrder} may be null (dataset order). */
   public JsonNode declarePlan(String job, String dataset, List<String> features, int epochs, List<Integer> chunkOrder,
       boolean substitutable) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("epochs", epochs).put("substitutable", substitutable);

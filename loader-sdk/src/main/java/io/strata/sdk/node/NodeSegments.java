@@ -43,7 +43,12 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private long lastRefresh;
   private String lastError;
 
-  private record Plan(int epochs, List<Integer> chunkOrder, boolean substitutable, List<String> features) {}
+  private record Plan(io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> features) {}
+
+  /** The highest global step a reader of this job has started (-1 before the first). */
+  private final AtomicLong step = new AtomicLong(-1);
+  private long reportedStep = -1;
+  private final AtomicLong readsReported = new AtomicLong();
 
   private static final class Mapping {
     final SegmentFile file;
@@ -70,17 +75,33 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
 
   /**
    * Declares the job's plan over {@code planFeatures} (the raw features: derived ones are served
-   * whole) now, and again whenever the node comes back.
+   * whole) now, and again, from the job's current step, whenever the node comes back or has
+   * forgotten it (restart, lease expired).
    */
-  public synchronized void declarePlan(int epochs, List<Integer> chunkOrder, boolean substitutable, List<String> planFeatures) {
-    plan = new Plan(epochs, chunkOrder == null ? null : List.copyOf(chunkOrder), substitutable, List.copyOf(planFeatures));
-    if (connected && !plan.features().isEmpty()) {
+  public synchronized void declarePlan(io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> planFeatures) {
+    plan = new Plan(program, substitutable, List.copyOf(planFeatures));
+    sendPlan();
+  }
+
+  private synchronized void sendPlan() {
+    if (connected && plan != null && !plan.features().isEmpty()) {
+      long at = Math.max(plan.program().startStep(), step.get());
       try {
-        client.declarePlan(job, dataset.name(), plan.features(), epochs, plan.chunkOrder(), substitutable);
+        client.declarePlan(job, dataset.name(), plan.features(), plan.program().from(at), plan.substitutable());
       } catch (IOException e) {
         disconnected(e);
       }
     }
+  }
+
+  @Override
+  public void step(long g) {
+    step.accumulateAndGet(g, Math::max);
+  }
+
+  /** Reads reported to the node and accepted (one per feature chunk and report). */
+  public long readsReported() {
+    return readsReported.get();
   }
 
   public boolean connected() {
@@ -130,8 +151,8 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
         generation.incrementAndGet();
       }
     }
-    if (!wasConnected && plan != null) {
-      declarePlan(plan.epochs(), plan.chunkOrder(), plan.substitutable(), plan.features());
+    if (!wasConnected) {
+      sendPlan();
     }
   }
 
@@ -247,11 +268,17 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       }
       pendingReads.clear();
     }
-    if (reads.isEmpty() || !connected) {
+    long at = step.get();
+    if ((reads.isEmpty() && at == reportedStep) || !connected) {
       return;
     }
     try {
-      client.reportReads(job, dataset.name(), reads);
+      JsonNode r = client.reportReads(job, dataset.name(), reads, at);
+      reportedStep = at;
+      readsReported.addAndGet(reads.size());
+      if (plan != null && r.has("planned") && !r.path("planned").asBoolean()) {
+        sendPlan(); // the node forgot the plan (it expired while this job was silent)
+      }
     } catch (IOException e) {
       disconnected(e);
     }

@@ -28,4 +28,11 @@ public interface SegmentSource {
 
   /** Told about every read a reader makes (for reporting to a node); nothing by default. */
   default void read(Dataset dataset, String feature, int chunk, long bytes, boolean fromSsd) {}
+
+  /**
+   * The calling thread starts reading the batch at global step {@code step} of its loader's plan
+   * (or the loader served that batch from its batch cache); the reads it reports next belong to
+   * that batch. Nothing by default; a node source reports the job's position with its reads.
+   */
+  default void step(long step) {}
 }

@@ -1,0 +1,119 @@
+package io.strata.node;
+
+import io.strata.node.policy.Trace;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * What the node received from jobs, kept as a replayable trace (the CSV of {@link Trace}): every
+ * reported read (one row per feature chunk and report, with the chunk's size as the policy saw
+ * it first and the tier that served it), and every plan (as expanded), step report and plan end.
+ *
+ * <p>Bounded: at most {@code capacity} rows (a plan counts one row per 64 chunk entries); when
+ * full, the oldest rows go and are counted as dropped. Not thread-safe: the tier manager calls it
+ * under its monitor.
+ */
+final class TraceRecorder {
+  private sealed interface Row permits ReadRow, PlanRow, StepRow, EndRow {
+    double time();
+  }
+
+  private record ReadRow(double time, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) implements Row {}
+
+  private record PlanRow(double time, String job, String dataset, String payload, long firstStep, int weight) implements Row {}
+
+  private record StepRow(double time, String job, String dataset, long step) implements Row {}
+
+  private record EndRow(double time, String job, String dataset) implements Row {}
+
+  private final int capacity;
+  private final ArrayDeque<Row> rows = new ArrayDeque<>();
+  private final Map<String, Long> sizes = new HashMap<>();
+  private long weight;
+  private long dropped;
+  private double last = 0;
+
+  TraceRecorder(int capacity) {
+    this.capacity = capacity;
+  }
+
+  private void add(Row r, int w) {
+    rows.addLast(r);
+    weight += w;
+    while (weight > capacity && !rows.isEmpty()) {
+      Row old = rows.removeFirst();
+      weight -= old instanceof PlanRow p ? p.weight() : 1;
+      dropped++;
+    }
+  }
+
+  /** Times never go back (the trace format requires order). */
+  private double time(double t) {
+    last = Math.max(last, t);
+    return last;
+  }
+
+  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
+    long size = sizes.computeIfAbsent(dataset + "\0" + feature + "\0" + chunk, k -> Math.max(1, bytes));
+    add(new ReadRow(time(t), job, dataset, feature, chunk, size, ssd), 1);
+  }
+
+  void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,
+      int[][] stepChunks) {
+    for (String f : features) {
+      if (f.contains("|") || f.contains(";") || f.contains(",") || f.startsWith("@")) {
+        return; // not representable in the trace format; the job's reads are still recorded
+      }
+    }
+    long entries = 0;
+    for (int[] s : stepChunks) {
+      entries += s.length;
+    }
+    int w = (int) Math.min(capacity, 1 + entries / 64);
+    add(new PlanRow(time(t), job, dataset, Trace.planPayload(stepsPerEpoch, substitutable, features, stepChunks), firstStep, w), w);
+  }
+
+  void step(double t, String job, String dataset, long step) {
+    add(new StepRow(time(t), job, dataset, step), 1);
+  }
+
+  void end(double t, String job, String dataset) {
+    add(new EndRow(time(t), job, dataset), 1);
+  }
+
+  long dropped() {
+    return dropped;
+  }
+
+  int rows() {
+    return rows.size();
+  }
+
+  void clear() {
+    rows.clear();
+    weight = 0;
+    dropped = 0;
+  }
+
+  /** The trace as CSV, header first. */
+  String csv() {
+    StringBuilder sb = new StringBuilder(rows.size() * 48 + 64);
+    sb.append(Trace.HEADER).append('\n');
+    for (Row r : rows) {
+      sb.append(String.format(Locale.ROOT, "%.3f,", r.time()));
+      switch (r) {
+        case ReadRow x -> sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
+            .append(x.chunk()).append(',').append(x.bytes()).append(x.ssd() ? ",ssd" : ",hdd");
+        case PlanRow p -> sb.append(p.job()).append(',').append(p.dataset()).append(",@plan,").append(p.firstStep()).append(',')
+            .append(p.payload());
+        case StepRow s -> sb.append(s.job()).append(',').append(s.dataset()).append(",@step,").append(s.step()).append(",0");
+        case EndRow e -> sb.append(e.job()).append(',').append(e.dataset()).append(",@end,0,0");
+      }
+      sb.append('\n');
+    }
+    return sb.toString();
+  }
+}

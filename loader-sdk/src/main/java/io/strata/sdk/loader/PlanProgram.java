@@ -1,0 +1,207 @@
+package io.strata.sdk.loader;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.internal.Json;
+
+/**
+ * A loader's plan as a program: the few parameters from which its order is computed (batching
+ * mode and sizes, seed, shuffle, shard, epochs, the permutation algorithm) and the global step
+ * it starts from. This is what a job sends a cache node; the node {@link #expand expands} it, with
+ * the same code the loader runs, into the chunks each step will read. It stays a few hundred
+ * bytes on the wire whatever the dataset's size.
+ *
+ * @param mode {@code samples}, {@code rows} or {@code windows}
+ * @param unitsPerBatch samples, row blocks or windows per batch
+ * @param blockRows rows per block ({@code rows} mode; 0 otherwise)
+ * @param windowLength window rows ({@code windows} mode; 0 otherwise)
+ * @param lookahead label rows after a window ({@code windows} mode)
+ * @param stride rows between window starts ({@code windows} mode)
+ * @param seed shuffle seed
+ * @param shuffle whether epochs are permuted
+ * @param rank this job's shard
+ * @param world number of shards
+ * @param dropLast whether a short last batch is dropped
+ * @param epochs epochs the job runs
+ * @param startStep the global step ({@code epoch * stepsPerEpoch + step}) the job starts from
+ */
+public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
+    long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) {
+  /** The permutation and batching code this program is expanded with; a node refuses others. */
+  public static final String ALGORITHM = "strata-feistel4-v1";
+
+  public PlanProgram {
+    switch (mode) {
+      case "samples", "rows", "windows" -> {}
+      default -> throw new IllegalArgumentException("plan mode must be samples, rows or windows, got '" + mode + "'");
+    }
+    if (epochs < 1 || epochs > 10_000) {
+      throw new IllegalArgumentException("plan epochs must be in 1..10000, got " + epochs);
+    }
+    if (startStep < 0) {
+      throw new IllegalArgumentException("plan start step must not be negative, got " + startStep);
+    }
+  }
+
+  static PlanProgram of(Plan p, int epochs, long startStep) {
+    return switch (p) {
+      case Plan.Samples s -> new PlanProgram("samples", p.unitsPerBatch, 0, 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
+          p.dropLast, epochs, startStep);
+      case Plan.Rows r -> new PlanProgram("rows", p.unitsPerBatch, r.blockRows(), 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
+          p.dropLast, epochs, startStep);
+      case Plan.Windows w -> new PlanProgram("windows", p.unitsPerBatch, 0, w.length(), w.lookahead(), w.stride(), p.seed,
+          p.shuffle, p.rank, p.world, p.dropLast, epochs, startStep);
+      default -> throw new IllegalStateException(p.getClass().getName());
+    };
+  }
+
+  /** The same program from another step (a resumed job). */
+  public PlanProgram from(long step) {
+    return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, rank, world, dropLast,
+        epochs, step);
+  }
+
+  /** The loader's plan over {@code ds}; checks the parameters as the loader does. */
+  Plan plan(Dataset ds) {
+    return switch (mode) {
+      case "samples" -> new Plan.Samples(samples(ds), unitsPerBatch, seed, shuffle, rank, world, dropLast);
+      case "rows" -> new Plan.Rows(ds.rows(), blockRows, unitsPerBatch, seed, shuffle, rank, world, dropLast);
+      default -> new Plan.Windows(samples(ds), windowLength, lookahead, stride, unitsPerBatch, seed, shuffle, rank, world,
+          dropLast);
+    };
+  }
+
+  private SampleIndex samples(Dataset ds) {
+    return ds.sampleIndex().orElseThrow(() -> new IllegalArgumentException(
+        "a " + mode + " plan needs a sample index, and dataset " + ds.name() + " has none"));
+  }
+
+  /** Batches per epoch over {@code ds}. */
+  public long stepsPerEpoch(Dataset ds) {
+    return plan(ds).stepsPerEpoch();
+  }
+
+  /**
+   * The chunks of {@code ds} each step reads, from {@link #startStep} to the end of the last
+   * epoch: entry {@code i} lists, in the order the batch first touches them, the chunks of global
+   * step {@code startStep + i}. A loader with this plan reads, in that batch, every planned feature
+   * of exactly these chunks. Refuses (IllegalArgumentException) an expansion of more than {@code
+   * maxChunkReads} chunk entries.
+   */
+  public int[][] expand(Dataset ds, long maxChunkReads) {
+    Plan p = plan(ds);
+    long perEpoch = p.stepsPerEpoch();
+    long total = perEpoch * epochs;
+    long first = Math.min(startStep, total);
+    if (total - first > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("the plan has " + (total - first) + " steps; too many to expand");
+    }
+    int[][] out = new int[(int) (total - first)][];
+    int[] mark = new int[ds.chunks().size()];
+    int[] buf = new int[16];
+    long entries = 0;
+    Permutation order = null;
+    int orderEpoch = -1;
+    for (long g = first; g < total; g++) {
+      int epoch = (int) (g / perEpoch);
+      long step = g % perEpoch;
+      if (epoch != orderEpoch) {
+        order = p.order(epoch);
+        orderEpoch = epoch;
+      }
+      int stamp = (int) (g - first) + 1;
+      int n = 0;
+      int units = p.unitsInStep(step);
+      for (int k = 0; k < units; k++) {
+        long u = p.unit(order, step, k);
+        long start = p.unitStart(u);
+        int rows = p.unitRows(u);
+        if (rows == 0) {
+          continue;
+        }
+        int c0 = ds.chunkOf(start);
+        int c1 = ds.chunkOf(start + rows - 1);
+        for (int c = c0; c <= c1; c++) {
+          if (mark[c] != stamp) {
+            mark[c] = stamp;
+            if (n == buf.length) {
+              buf = java.util.Arrays.copyOf(buf, n * 2);
+            }
+            buf[n++] = c;
+          }
+        }
+      }
+      entries += n;
+      if (entries > maxChunkReads) {
+        throw new IllegalArgumentException("the plan reads more than " + maxChunkReads + " chunks in all; too many to expand");
+      }
+      out[(int) (g - first)] = java.util.Arrays.copyOf(buf, n);
+    }
+    return out;
+  }
+
+  /** The wire form (what {@code POST /v1/plans} takes as {@code program}). */
+  public ObjectNode toJson() {
+    ObjectNode o = Json.object().put("algorithm", ALGORITHM).put("mode", mode).put("unitsPerBatch", unitsPerBatch);
+    if (mode.equals("rows")) {
+      o.put("blockRows", blockRows);
+    }
+    if (mode.equals("windows")) {
+      o.put("windowLength", windowLength).put("lookahead", lookahead).put("stride", stride);
+    }
+    o.put("seed", Long.toString(seed)).put("shuffle", shuffle).put("rank", rank).put("world", world).put("dropLast", dropLast)
+        .put("epochs", epochs).put("startStep", startStep);
+    return o;
+  }
+
+  /** Reads the wire form; a missing or malformed field is an IllegalArgumentException naming it. */
+  public static PlanProgram fromJson(JsonNode o) {
+    if (o == null || !o.isObject()) {
+      throw new IllegalArgumentException("'program' must be an object");
+    }
+    String algorithm = o.path("algorithm").asText("");
+    if (!algorithm.equals(ALGORITHM)) {
+      throw new IllegalArgumentException("plan algorithm '" + algorithm + "' is not this node's (" + ALGORITHM
+          + "): upgrade the node or the loader so that they match");
+    }
+    String mode = o.path("mode").asText("");
+    boolean rows = mode.equals("rows");
+    boolean windows = mode.equals("windows");
+    long seed;
+    try {
+      seed = Long.parseLong(o.path("seed").asText(""));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("'program.seed' must be a 64-bit integer (as a string), got " + o.path("seed"));
+    }
+    return new PlanProgram(mode, intField(o, "unitsPerBatch", 1), rows ? intField(o, "blockRows", 1) : 0,
+        windows ? intField(o, "windowLength", 1) : 0, windows ? intField(o, "lookahead", 0) : 0,
+        windows ? intField(o, "stride", 1) : 0, seed, bool(o, "shuffle"), intField(o, "rank", 0), intField(o, "world", 1),
+        bool(o, "dropLast"), intField(o, "epochs", 1), longField(o, "startStep"));
+  }
+
+  private static int intField(JsonNode o, String name, int min) {
+    JsonNode v = o.get(name);
+    if (v == null || !v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < min) {
+      throw new IllegalArgumentException("'program." + name + "' must be an integer of at least " + min + ", got " + v);
+    }
+    return v.asInt();
+  }
+
+  private static long longField(JsonNode o, String name) {
+    JsonNode v = o.get(name);
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0) {
+      throw new IllegalArgumentException("'program." + name + "' must be a non-negative integer, got " + v);
+    }
+    return v.asLong();
+  }
+
+  private static boolean bool(JsonNode o, String name) {
+    JsonNode v = o.get(name);
+    if (v == null || !v.isBoolean()) {
+      throw new IllegalArgumentException("'program." + name + "' must be true or false, got " + v);
+    }
+    return v.asBoolean();
+  }
+}
