@@ -74,6 +74,7 @@ final class TierManager implements AutoCloseable {
     long ssdBytes;
     long hddBytes;
     long flashBytes;
+    long admittedBytes;
     long promotions;
     long promotionFailures;
     long evictions;
@@ -325,6 +326,11 @@ final class TierManager implements AutoCloseable {
       ObjectNode fo = features.addObject().put("name", f.name());
       if (f.supported()) {
         fo.put("type", f.type().toString());
+        long estimate = 0;
+        for (int c = 0; c < ds.chunks().size(); c++) {
+          estimate += estimateBytes(ds, f.name(), c);
+        }
+        fo.put("policyBytes", estimate);
       } else {
         fo.put("unsupported", f.unsupportedReason());
       }
@@ -639,7 +645,7 @@ final class TierManager implements AutoCloseable {
     }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
+      long traceBytes = trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
@@ -651,6 +657,9 @@ final class TierManager implements AutoCloseable {
         g[1] += r.bytes();
       }
       CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
+      if (o == CachePolicy.Outcome.MISS_ADMITTED) {
+        counters.admittedBytes += traceBytes; // in the trace's units, to compare with a replay
+      }
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
         if (schedulePromotion(k)) {
           admitted++;
@@ -1067,6 +1076,7 @@ final class TierManager implements AutoCloseable {
     t.put("byteHitRatio", total == 0 ? 0 : (double) counters.ssdBytes / total);
     t.put("hddBytesAvoided", counters.ssdBytes);
     t.put("flashBytesWritten", counters.flashBytes);
+    t.put("policyAdmittedBytes", counters.admittedBytes); // chunk sizes as the trace gives them
     t.put("flashBytesPerHour", flashRate());
     t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
     t.put("rejectedPromotions", counters.rejectedPromotions).put("evictions", counters.evictions);

@@ -56,9 +56,11 @@ final class TraceRecorder {
     return last;
   }
 
-  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
+  /** Records a read; returns the size the trace gives the chunk (the first it was seen with). */
+  long read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
     long size = sizes.computeIfAbsent(dataset + "\0" + feature + "\0" + chunk, k -> Math.max(1, bytes));
     add(new ReadRow(time(t), job, dataset, feature, chunk, size, ssd), 1);
+    return size;
   }
 
   void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,

@@ -116,6 +116,78 @@ class CacheNodeTest {
   }
 
   @Test
+  void theNodeExpandsAJobsProgramAndRecordsAReplayableTrace() throws Exception {
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      io.strata.sdk.loader.PlanProgram program;
+      long reported;
+      int batches;
+      try (Loader loader = job(ds, "job-t").epochs(2).build()) {
+        program = loader.planProgram();
+        assertEquals(1, client.tiers().path("jobs").size(), "the plan is declared at build");
+        batches = run(loader);
+        loader.node().flush();
+        reported = loader.node().readsReported();
+      }
+      HttpResponse<String> r = raw("GET", "/v1/trace", null, null);
+      assertEquals(200, r.statusCode());
+      assertEquals("0", r.headers().firstValue("x-strata-trace-dropped").orElseThrow());
+      Path csv = home.resolve("trace.csv");
+      Files.writeString(csv, r.body());
+      io.strata.node.policy.Trace t = io.strata.node.policy.Trace.read(csv);
+      assertEquals(reported, t.size(), "one row per reported feature chunk");
+      assertTrue(t.tier(0) != io.strata.node.policy.Trace.Tier.UNKNOWN);
+      List<io.strata.node.policy.Trace.Control> controls = t.controls();
+      var plan = (io.strata.node.policy.Trace.PlanRecord) controls.getFirst();
+      int[][] expected = program.expand(ds, Long.MAX_VALUE);
+      assertEquals(batches, expected.length);
+      assertEquals(expected.length, plan.stepChunks().length);
+      for (int s = 0; s < expected.length; s++) {
+        assertEquals(java.util.Arrays.toString(expected[s]), java.util.Arrays.toString(plan.stepChunks()[s]), "step " + s);
+      }
+      long lastStep = controls.stream().filter(c -> c instanceof io.strata.node.policy.Trace.StepRecord)
+          .mapToLong(c -> ((io.strata.node.policy.Trace.StepRecord) c).step()).max().orElse(-1);
+      assertEquals(batches - 1, lastStep, "the job reported its last step");
+      assertTrue(controls.getLast() instanceof io.strata.node.policy.Trace.EndRecord, "closing the loader ends its plan");
+      // The same trace replays offline.
+      long budget = t.distinctBytes() / 4;
+      var opt = io.strata.node.policy.Simulator.run(t, new io.strata.node.policy.OptPolicy(t, budget));
+      var lru = io.strata.node.policy.Simulator.run(t, new io.strata.node.policy.LruPolicy(budget));
+      assertTrue(opt.byteHitRatio() >= lru.byteHitRatio());
+      // Clearing empties it.
+      assertEquals(200, raw("DELETE", "/v1/trace", null, null).statusCode());
+      assertEquals(1, raw("GET", "/v1/trace", null, null).body().strip().lines().count());
+    }
+    // A program from another loader version, or mixed with a chunk order, is refused by name.
+    String good = "{\"algorithm\":\"" + io.strata.sdk.loader.PlanProgram.ALGORITHM + "\",\"mode\":\"samples\",\"unitsPerBatch\":8,"
+        + "\"seed\":\"1\",\"shuffle\":true,\"rank\":0,\"world\":1,\"dropLast\":false,\"epochs\":1,\"startStep\":0}";
+    Object[][] cases = {
+      {good.replace(io.strata.sdk.loader.PlanProgram.ALGORITHM, "feistel-v0"), 400, "plan algorithm 'feistel-v0'"},
+      {good.replace("\"samples\"", "\"tapes\""), 400, "plan mode must be samples, rows or windows"},
+      {good.replace("\"epochs\":1", "\"epochs\":0"), 400, "'program.epochs'"},
+      {good.replace("\"unitsPerBatch\":8", "\"unitsPerBatch\":1e99"), 400, "'program.unitsPerBatch'"},
+    };
+    for (Object[] c : cases) {
+      HttpResponse<String> r = raw("POST", "/v1/plans",
+          "{\"job\":\"p\",\"dataset\":\"events\",\"features\":[\"amount\"],\"program\":" + c[0] + "}", null);
+      assertEquals((int) c[1], r.statusCode(), r.body());
+      assertTrue(Json.parse(r.body()).path("error").asText().contains((String) c[2]), r.body());
+    }
+    HttpResponse<String> both = raw("POST", "/v1/plans",
+        "{\"job\":\"p\",\"dataset\":\"events\",\"features\":[\"amount\"],\"chunkOrder\":[0],\"program\":" + good + "}", null);
+    assertEquals(400, both.statusCode());
+    HttpResponse<String> ok = raw("POST", "/v1/plans",
+        "{\"job\":\"p\",\"dataset\":\"events\",\"features\":[\"amount\"],\"program\":" + good + "}", null);
+    assertEquals(201, ok.statusCode(), ok.body());
+    assertTrue(Json.parse(ok.body()).path("steps").asLong() > 0, ok.body());
+    HttpResponse<String> step = raw("POST", "/v1/reads", "{\"job\":\"p\",\"dataset\":\"events\",\"reads\":[],\"step\":-1}", null);
+    assertEquals(400, step.statusCode());
+    HttpResponse<String> known = raw("POST", "/v1/reads", "{\"job\":\"p\",\"dataset\":\"events\",\"reads\":[],\"step\":3}", null);
+    assertTrue(Json.parse(known.body()).path("planned").asBoolean(), known.body());
+    HttpResponse<String> unknown = raw("POST", "/v1/reads", "{\"job\":\"q\",\"dataset\":\"events\",\"reads\":[]}", null);
+    assertFalse(Json.parse(unknown.body()).path("planned").asBoolean(), unknown.body());
+  }
+
+  @Test
   void theSsdBudgetHoldsUnderPressure() throws Exception {
     client.setPolicy(Json.object().put("ssdBudgetBytes", 3L << 20));
     try (Dataset ds = Dataset.open(datasetDir)) {

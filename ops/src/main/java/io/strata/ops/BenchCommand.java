@@ -26,7 +26,8 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(name = "bench", mixinStandardHelpOptions = true,
     description = "Side-by-side benchmarks against peers; 'bench all' runs every one and writes BENCHMARKS.md's results and charts.",
     subcommands = {BenchAll.class, BenchPeers.Sample.class, BenchPeers.Scan.class, BenchCommand.Memory.class, BenchPeers.Policy.class,
-      BenchCommand.Derived.class, BenchCommand.Restart.class, BenchPeers.Api.class, BenchPeers.Gpu.class, BenchPython.class})
+      BenchCommand.Derived.class, BenchCommand.Restart.class, BenchPeers.Api.class, BenchPeers.Gpu.class, BenchPython.class,
+      BenchPolicyLive.class})
 final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
 

@@ -282,7 +282,9 @@ final class LoaderCommand implements Runnable {
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
           if (node != null) {
-            j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected());
+            loader.node().flush();
+            j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected())
+                .put("nodeReadsReported", loader.node().readsReported());
           }
           j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
           j.set("epochs", epochStats);

@@ -25,7 +25,7 @@ import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata node start|stop|status}. */
 @Command(name = "node", mixinStandardHelpOptions = true, description = "Run and inspect the cache node.",
-    subcommands = {NodeCommand.Start.class, NodeCommand.Stop.class, NodeCommand.Status.class})
+    subcommands = {NodeCommand.Start.class, NodeCommand.Stop.class, NodeCommand.Status.class, NodeCommand.TraceOut.class})
 final class NodeCommand implements Runnable {
   @Spec CommandSpec spec;
 
@@ -299,6 +299,53 @@ final class NodeCommand implements Runnable {
           Terminal.seconds(t.path("uptimeSeconds").asDouble()), t.path("hdd").path("datasets").asInt(), t.path("jobs").size(),
           Terminal.bytes(t.path("ssd").path("bytes").asLong()), Terminal.bytes(t.path("ssd").path("budgetBytes").asLong()),
           t.path("ssd").path("segments").asInt(), 100 * t.path("traffic").path("byteHitRatio").asDouble());
+      return 0;
+    }
+  }
+
+  @Command(name = "trace", mixinStandardHelpOptions = true,
+      description = "Save what the node recorded of the jobs' reads and plans as a trace CSV, to replay with 'strata policy simulate'.")
+  static final class TraceOut implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Mixin NodeOptions node;
+
+    @Option(names = {"-o", "--out"}, required = true, description = "CSV file to write (replaced atomically).")
+    Path out;
+
+    @Option(names = "--clear", description = "Then forget the recorded trace on the node (the next one starts empty).")
+    boolean clear;
+
+    @Option(names = "--json", description = "Print what was saved as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      Path dir = out.toAbsolutePath().getParent();
+      if (dir == null || !Files.isDirectory(dir)) {
+        throw new IllegalArgumentException("--out: directory " + dir + " does not exist");
+      }
+      NodeClient c = node.client();
+      NodeClient.RecordedTrace t = c.trace();
+      io.strata.sdk.internal.AtomicFiles.write(out, t.csv().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      io.strata.node.policy.Trace parsed;
+      try {
+        parsed = io.strata.node.policy.Trace.read(out);
+      } catch (IllegalArgumentException e) {
+        Files.deleteIfExists(out);
+        throw new IOException("the node's trace does not parse: " + e.getMessage(), e);
+      }
+      if (clear) {
+        c.clearTrace();
+      }
+      PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        w.println(Json.compact(Json.object().put("trace", out.toString()).put("reads", parsed.size()).put("jobs", parsed.jobs())
+            .put("records", parsed.controls().size()).put("droppedRows", t.droppedRows())));
+      } else {
+        w.printf("wrote %s: %s reads by %d jobs, %d plan/step/end records%s%n", out, Terminal.count(parsed.size()), parsed.jobs(),
+            parsed.controls().size(), t.droppedRows() > 0 ? "; the node dropped the " + t.droppedRows() + " oldest rows" : "");
+      }
       return 0;
     }
   }

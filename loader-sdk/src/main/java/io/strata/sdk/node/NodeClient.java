@@ -265,6 +265,41 @@ public final class NodeClient {
     return call("POST", "/v1/unpin", b);
   }
 
+  /** The node's recorded trace: its CSV text and how many of its oldest rows the node dropped. */
+  public record RecordedTrace(String csv, long droppedRows) {}
+
+  /** What the node recorded of the jobs' reads and plans ({@code GET /v1/trace}). */
+  public RecordedTrace trace() throws IOException {
+    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve("/v1/trace")).timeout(timeout).GET();
+    if (token != null) {
+      b.header("Authorization", "Bearer " + token);
+    }
+    HttpResponse<String> r;
+    try {
+      r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      throw new NodeUnavailableException("cache node at " + base + " is unreachable: " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NodeUnavailableException("interrupted while calling the cache node", e);
+    }
+    if (r.statusCode() >= 400) {
+      String msg;
+      try {
+        msg = Json.parse(r.body()).path("error").asText("HTTP " + r.statusCode());
+      } catch (IOException e) {
+        msg = "HTTP " + r.statusCode();
+      }
+      throw new NodeRequestException(r.statusCode(), msg);
+    }
+    return new RecordedTrace(r.body(), Long.parseLong(r.headers().firstValue("x-strata-trace-dropped").orElse("0")));
+  }
+
+  /** Forgets the recorded trace. */
+  public JsonNode clearTrace() throws IOException {
+    return call("DELETE", "/v1/trace", null);
+  }
+
   /** The raw text of {@code /metrics}. */
   public String metrics() throws IOException {
     HttpRequest req = HttpRequest.newBuilder(base.resolve("/metrics")).timeout(timeout).GET().build();
