@@ -74,7 +74,6 @@ final class TierManager implements AutoCloseable {
     long ssdBytes;
     long hddBytes;
     long flashBytes;
-    long admittedBytes;
     long promotions;
     long promotionFailures;
     long evictions;
@@ -301,7 +300,7 @@ final class TierManager implements AutoCloseable {
       for (String feature : info.columns()) {
         int key = key(ds, feature, info.chunk());
         residentRefs.put(key, ref);
-        keyBytes.set(key, share);
+        setKeyBytes(key, share);
         policy.restore(key, share);
       }
     }
@@ -375,6 +374,13 @@ final class TierManager implements AutoCloseable {
   }
 
   /** Segment bytes of a chunk before it is written: exact for fixed widths, an estimate otherwise. */
+  /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
+  private synchronized void setKeyBytes(int key, long bytes) {
+    keyBytes.set(key, bytes);
+    KeyInfo k = keys.get(key);
+    trace.size(k.dataset(), k.feature(), k.chunk(), bytes);
+  }
+
   private static long estimateBytes(Dataset ds, String feature, int chunk) {
     if (io.strata.sdk.derive.Spec.isDerived(feature)) {
       return ds.chunks().get(chunk).rows() * 16 + 4096;
@@ -645,7 +651,7 @@ final class TierManager implements AutoCloseable {
     }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      long traceBytes = trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
@@ -657,9 +663,6 @@ final class TierManager implements AutoCloseable {
         g[1] += r.bytes();
       }
       CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
-      if (o == CachePolicy.Outcome.MISS_ADMITTED) {
-        counters.admittedBytes += traceBytes; // in the trace's units, to compare with a replay
-      }
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
         if (schedulePromotion(k)) {
           admitted++;
@@ -745,7 +748,7 @@ final class TierManager implements AutoCloseable {
       synchronized (this) {
         pending.remove(key);
         counters.flashBytes += ref.bytes();
-        keyBytes.set(key, ref.bytes());
+        setKeyBytes(key, ref.bytes());
         if (policy.resident(key) && !closed) {
           residentRefs.put(key, ref);
           counters.promotions++;
@@ -858,7 +861,7 @@ final class TierManager implements AutoCloseable {
         SegmentRef ref = store.write(new SegmentInfo(ds.name(), ds.version(), c, chunk.firstRow(), chunk.endRow(), List.of(canonical)), cols);
         synchronized (this) {
           pending.remove(k);
-          keyBytes.set(k, ref.bytes());
+          setKeyBytes(k, ref.bytes());
           residentRefs.put(k, ref);
           counters.flashBytes += ref.bytes();
           policy.resize(k, ref.bytes(), now(), this::evicted);
@@ -1076,7 +1079,6 @@ final class TierManager implements AutoCloseable {
     t.put("byteHitRatio", total == 0 ? 0 : (double) counters.ssdBytes / total);
     t.put("hddBytesAvoided", counters.ssdBytes);
     t.put("flashBytesWritten", counters.flashBytes);
-    t.put("policyAdmittedBytes", counters.admittedBytes); // chunk sizes as the trace gives them
     t.put("flashBytesPerHour", flashRate());
     t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
     t.put("rejectedPromotions", counters.rejectedPromotions).put("evictions", counters.evictions);

@@ -9,8 +9,10 @@ import java.util.Map;
 
 /**
  * What the node received from jobs, kept as a replayable trace (the CSV of {@link Trace}): every
- * reported read (one row per feature chunk and report, with the chunk's size as the policy saw
- * it first and the tier that served it), and every plan (as expanded), step report and plan end.
+ * reported read (one row per feature chunk and report, with the tier that served it), and every
+ * plan (as expanded), step report and plan end. A chunk's size in every row is the last the node
+ * knew when the trace is taken: its segment's bytes once it was written, the node's estimate
+ * before, so a replay budgets in the same bytes as the node.
  *
  * <p>Bounded: at most {@code capacity} rows (a plan counts one row per 64 chunk entries); when
  * full, the oldest rows go and are counted as dropped. Not thread-safe: the tier manager calls it
@@ -21,7 +23,7 @@ final class TraceRecorder {
     double time();
   }
 
-  private record ReadRow(double time, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) implements Row {}
+  private record ReadRow(double time, String job, String dataset, String feature, int chunk, boolean ssd) implements Row {}
 
   private record PlanRow(double time, String job, String dataset, String payload, long firstStep, int weight) implements Row {}
 
@@ -56,11 +58,15 @@ final class TraceRecorder {
     return last;
   }
 
-  /** Records a read; returns the size the trace gives the chunk (the first it was seen with). */
-  long read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
-    long size = sizes.computeIfAbsent(dataset + "\0" + feature + "\0" + chunk, k -> Math.max(1, bytes));
-    add(new ReadRow(time(t), job, dataset, feature, chunk, size, ssd), 1);
-    return size;
+  /** Records a read of a chunk of {@code bytes} bytes (unless its size is already known). */
+  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
+    sizes.putIfAbsent(dataset + "\0" + feature + "\0" + chunk, Math.max(1, bytes));
+    add(new ReadRow(time(t), job, dataset, feature, chunk, ssd), 1);
+  }
+
+  /** The chunk's size is now known to be {@code bytes}. */
+  void size(String dataset, String feature, int chunk, long bytes) {
+    sizes.put(dataset + "\0" + feature + "\0" + chunk, Math.max(1, bytes));
   }
 
   void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,
@@ -108,7 +114,8 @@ final class TraceRecorder {
       sb.append(String.format(Locale.ROOT, "%.3f,", r.time()));
       switch (r) {
         case ReadRow x -> sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
-            .append(x.chunk()).append(',').append(x.bytes()).append(x.ssd() ? ",ssd" : ",hdd");
+            .append(x.chunk()).append(',').append(sizes.get(x.dataset() + "\0" + x.feature() + "\0" + x.chunk()))
+            .append(x.ssd() ? ",ssd" : ",hdd");
         case PlanRow p -> sb.append(p.job()).append(',').append(p.dataset()).append(",@plan,").append(p.firstStep()).append(',')
             .append(p.payload());
         case StepRow s -> sb.append(s.job()).append(',').append(s.dataset()).append(",@step,").append(s.step()).append(",0");

@@ -173,7 +173,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       NodeClient.RecordedTrace recorded = client.trace();
       Files.writeString(tracePath, recorded.csv(), StandardCharsets.UTF_8);
       Trace trace = Trace.read(tracePath);
-      long liveFlash = client.tiers().path("traffic").path("policyAdmittedBytes").asLong();
+      long liveFlash = client.tiers().path("traffic").path("flashBytesWritten").asLong();
       Simulator.Result live = Simulator.live(trace);
       live = new Simulator.Result("live node", live.reads(), live.hits(), live.hitBytes(), live.hddBytes(), liveFlash, seconds);
       Simulator.Result opt = Simulator.run(trace, new OptPolicy(trace, budget));

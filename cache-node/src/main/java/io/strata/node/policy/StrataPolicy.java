@@ -500,9 +500,16 @@ public final class StrataPolicy implements CachePolicy {
     }
   }
 
-  /** When {@code key} is expected to be read next, from declared plans or its own history. */
+  static boolean HARMONIC = !Boolean.getBoolean("strata.min");
+
+  /**
+   * When {@code key} is expected to be read next, from declared plans or its own history. Several
+   * jobs' reads combine as rates: a chunk that two jobs will read in ten seconds each is worth
+   * what one read in five seconds is (with one job this is Belady's next use).
+   */
   double nextUse(int key, double now) {
     double best = NEVER;
+    double rate = 0;
     List<Occurrence> occ = occurrences.get(key);
     if (occ != null) {
       boolean anyAlive = false;
@@ -515,12 +522,13 @@ public final class StrataPolicy implements CachePolicy {
           continue;
         }
         anyAlive = true;
-        double rate = o.plan.rate();
-        if (Double.isNaN(rate)) {
-          rate = typicalRate();
+        double r = o.plan.rate();
+        if (Double.isNaN(r)) {
+          r = typicalRate();
         }
-        double eta = now + (o.plan.plan.stepStart(s) - o.plan.position + 1) / rate;
-        best = Math.min(best, eta);
+        double d = (o.plan.plan.stepStart(s) - o.plan.position + 1) / r;
+        best = Math.min(best, now + d);
+        rate += 1 / d;
       }
       if (!anyAlive) {
         occ.removeIf(o -> o.plan.ended || o.nextStep() < 0);
@@ -529,7 +537,15 @@ public final class StrataPolicy implements CachePolicy {
         }
       }
     }
-    best = Math.min(best, popularNextUse(key, now));
+    if (HARMONIC && rate > 0) {
+      best = now + 1 / rate;
+    }
+    double popular = popularNextUse(key, now);
+    if (HARMONIC && popular < NEVER && rate > 0) {
+      best = now + 1 / (rate + 1 / Math.max(1e-9, popular - now));
+    } else {
+      best = Math.min(best, popular);
+    }
     if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !planned(key)) {
       double expected = lastRead[key] + gap[key];
       best = expected >= now ? expected : now + Math.max(gap[key], now - lastRead[key]);

@@ -306,6 +306,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       long step = stepOf(g);
       if (store != null) {
         store.step(g);
+        reader.refresh();
       }
       if (epoch != orderEpoch) {
         order = plan.order(epoch);

@@ -171,6 +171,12 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     return generation.get();
   }
 
+  /** Whether the node still lists the chunk (as of the last refresh; true while the node is unreachable). */
+  @Override
+  public synchronized boolean stillResident(Dataset ds, String feature, int chunk) {
+    return !connected || residency.containsKey(feature + "\0" + chunk);
+  }
+
   @Override
   public SegmentSource.Lease lease(Dataset ds, String feature, int chunk) throws IOException {
     Path p;

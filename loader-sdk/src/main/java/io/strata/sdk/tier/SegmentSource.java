@@ -26,6 +26,15 @@ public interface SegmentSource {
    */
   long generation();
 
+  /**
+   * Whether {@code feature} of {@code chunk} is still resident as far as this source knows (a
+   * reader holding a lease on it releases the lease when not, so that evicted segments are
+   * unmapped and their SSD blocks freed). True by default.
+   */
+  default boolean stillResident(Dataset dataset, String feature, int chunk) {
+    return true;
+  }
+
   /** Told about every read a reader makes (for reporting to a node); nothing by default. */
   default void read(Dataset dataset, String feature, int chunk, long bytes, boolean fromSsd) {}
 

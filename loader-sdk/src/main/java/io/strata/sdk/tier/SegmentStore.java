@@ -173,6 +173,11 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   /** A segment holding {@code feature} of the given chunk, if any. */
+  @Override
+  public boolean stillResident(io.strata.sdk.Dataset dataset, String feature, int chunk) {
+    return find(dataset.name(), dataset.version(), feature, chunk).isPresent();
+  }
+
   public synchronized Optional<SegmentRef> find(String dataset, String version, String feature, int chunk) {
     List<SegmentRef> refs = byChunk.get(key(dataset, version, chunk));
     if (refs != null) {

@@ -19,9 +19,9 @@ import java.util.SequencedMap;
  * Reads row ranges of a fixed set of features from the tiers: from a mapped segment when the
  * feature's chunk is resident on the SSD tier, from ORC otherwise, and appends them to column
  * builders. Every read is counted per tier ({@link #stats()}). Whether a chunk is resident is
- * looked up once per feature and chunk and the segment stays leased until {@link
- * #releaseLeases()} or {@link #close()}, so a later eviction never pulls data from under this
- * reader. ORC is read a row group at a time, and decoded row groups are kept (within {@link
+ * looked up once per feature and chunk and the segment stays leased until {@link #refresh()}
+ * finds it evicted, {@link #releaseLeases()} or {@link #close()}, so an eviction never pulls data
+ * from under a read in progress, yet evicted segments are unmapped once the reader moves on. ORC is read a row group at a time, and decoded row groups are kept (within {@link
  * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. HDD bytes count what was decoded from ORC. Not
  * thread-safe: use one reader per thread.
  */
@@ -298,6 +298,45 @@ public final class TieredReader implements AutoCloseable {
     leases[i][chunk] = l;
     columns[i][chunk] = l.column(feature);
     return columns[i][chunk];
+  }
+
+  /**
+   * Between batches: when the store's contents changed, releases the leases of chunks it no
+   * longer holds (so that their segments are unmapped and the node's SSD blocks freed) and looks
+   * up the chunks found absent again. Not to be called between {@link #measure} and the appends
+   * of the same rows.
+   */
+  public void refresh() {
+    if (store == null) {
+      return;
+    }
+    long g = store.generation();
+    if (g == releaseGeneration) {
+      return;
+    }
+    releaseGeneration = g;
+    for (int i = 0; i < leases.length; i++) {
+      for (int c = 0; c < leases[i].length; c++) {
+        if (leases[i][c] != null) {
+          String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
+          if (!store.stillResident(dataset, feature, c)) {
+            leases[i][c].close();
+            leases[i][c] = null;
+            columns[i][c] = null;
+            released++;
+          }
+        }
+      }
+    }
+    forgetAbsent();
+  }
+
+  private long released;
+  private long releaseGeneration;
+
+  /** Leases released because their chunks left the SSD tier. */
+  public long releasedLeases() {
+    return released;
   }
 
   /** When the store's contents changed since the last read, looks up the chunks found absent again. */
