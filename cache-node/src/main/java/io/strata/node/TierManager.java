@@ -111,6 +111,8 @@ final class TierManager implements AutoCloseable {
   private double promoteTokens;
   private double lastPromoteRefill = Double.NaN;
   private boolean closed;
+  /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
+  private long residency;
 
   TierManager(NodeConfig config) throws IOException {
     this.config = config;
@@ -626,6 +628,9 @@ final class TierManager implements AutoCloseable {
       }
     }
     out.put("orcSource", ds.directory().toString());
+    synchronized (this) {
+      out.put("residency", residency);
+    }
     return out;
   }
 
@@ -674,7 +679,8 @@ final class TierManager implements AutoCloseable {
       policy.progress(jid, step, now);
       trace.step(now, job, ds.name(), step);
     }
-    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.containsKey(job));
+    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.containsKey(job))
+        .put("residency", residency);
   }
 
   /** SSD bytes a dataset holds or has in flight. */
@@ -751,6 +757,7 @@ final class TierManager implements AutoCloseable {
         setKeyBytes(key, ref.bytes());
         if (policy.resident(key) && !closed) {
           residentRefs.put(key, ref);
+          residency++;
           counters.promotions++;
           policy.resize(key, ref.bytes(), now(), this::evicted);
           Long quota = quotas.get(info.dataset());
@@ -799,6 +806,7 @@ final class TierManager implements AutoCloseable {
   /** Called by the policy for every key it evicts (under this object's lock). */
   private void evicted(int key) {
     SegmentRef ref = residentRefs.remove(key);
+    residency++;
     if (ref == null) {
       return;
     }
@@ -863,6 +871,7 @@ final class TierManager implements AutoCloseable {
           pending.remove(k);
           setKeyBytes(k, ref.bytes());
           residentRefs.put(k, ref);
+          residency++;
           counters.flashBytes += ref.bytes();
           policy.resize(k, ref.bytes(), now(), this::evicted);
           placed++;

@@ -18,7 +18,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The SSD tier as a cache node sees it, for one job on one dataset: residency comes from the
- * node ({@code resolve}, refreshed every {@code refreshMillis}), segments are mapped locally
+ * node ({@code resolve}, refreshed every {@code refreshMillis}, and as soon as a read report's
+ * answer says segments landed or went), segments are mapped locally
  * (shared, reference counted), and every read is aggregated and reported to the node in the
  * background, with the job's plan declared up front.
  *
@@ -48,6 +49,8 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   /** The highest global step a reader of this job has started (-1 before the first). */
   private final AtomicLong step = new AtomicLong(-1);
   private long reportedStep = -1;
+  /** The node's residency counter as of the last resolve; a report answering another one makes the next read resolve again. */
+  private volatile long resolvedResidency = -1;
   private final AtomicLong readsReported = new AtomicLong();
 
   private static final class Mapping {
@@ -131,6 +134,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       return;
     }
     boolean wasConnected;
+    resolvedResidency = r.path("residency").asLong(-1);
     Map<String, Path> next = new HashMap<>();
     if (r.path("version").asText().equals(dataset.version())) {
       for (JsonNode s : r.path("segments")) {
@@ -282,6 +286,11 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       JsonNode r = client.reportReads(job, dataset.name(), reads, at);
       reportedStep = at;
       readsReported.addAndGet(reads.size());
+      if (r.has("residency") && r.path("residency").asLong() != resolvedResidency) {
+        synchronized (this) {
+          lastRefresh = 0; // segments landed or went: the next read resolves again
+        }
+      }
       if (plan != null && r.has("planned") && !r.path("planned").asBoolean()) {
         sendPlan(); // the node forgot the plan (it expired while this job was silent)
       }
