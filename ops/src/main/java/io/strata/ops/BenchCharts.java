@@ -63,12 +63,14 @@ final class BenchCharts {
       case "policy" -> {
         List<Double> xs = new ArrayList<>();
         Map<String, List<Double>> s = new LinkedHashMap<>();
-        for (String p : List.of("strata", "lru", "opt")) {
-          s.put(p.equals("opt") ? "OPT" : p.equals("lru") ? "LRU" : "Strata", new ArrayList<>());
+        for (String p : List.of("Strata", "Strata online", "Caffeine", "LRU", "OPT")) {
+          s.put(p, new ArrayList<>());
         }
         for (JsonNode b : r.path("budgets")) {
           xs.add(b.path("ssdBudgetPercent").asDouble());
           s.get("Strata").add(b.path("strata").asDouble());
+          s.get("Strata online").add(b.path("strataOnline").asDouble());
+          s.get("Caffeine").add(b.path("caffeine").asDouble());
           s.get("LRU").add(b.path("lru").asDouble());
           s.get("OPT").add(b.path("opt").asDouble());
         }
@@ -290,15 +292,40 @@ final class BenchCharts {
           m.append('\n');
         }
         case "policy" -> {
-          m.append("### 4. Cache policy: Strata vs LRU vs OPT").append(time).append("\n\n");
-          m.append("Byte hit ratio, mean over generated multi-job traces (seeds ").append(r.path("seeds")).append(").\n\n");
-          m.append("| SSD budget | Strata | LRU | OPT | Strata/OPT | Strata/LRU |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+          m.append("### 4. Cache policy on generated traces: Strata vs LRU, Caffeine, frequency, OPT").append(time).append("\n\n");
+          m.append("Byte hit ratio, mean over generated multi-job traces (seeds ").append(r.path("seeds"))
+              .append("); *Strata* gets the plans the jobs declare, *online* the same reads without them.\n\n");
+          m.append("| SSD budget | Strata | Strata online | LRU | Caffeine | frequency | OPT | Strata/OPT | Strata/LRU | online/LRU |\n"
+              + "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
           for (JsonNode b : r.path("budgets")) {
-            m.append(String.format(Locale.ROOT, "| %s %% | %.3f | %.3f | %.3f | %.2f | %s |%n", num(b.path("ssdBudgetPercent").asDouble()),
-                b.path("strata").asDouble(), b.path("lru").asDouble(), b.path("opt").asDouble(), b.path("strataVsOpt").asDouble(),
-                x(b.path("strataVsLru").asDouble())));
+            m.append(String.format(Locale.ROOT, "| %s %% | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %s | %s |%n",
+                num(b.path("ssdBudgetPercent").asDouble()), b.path("strata").asDouble(), b.path("strataOnline").asDouble(),
+                b.path("lru").asDouble(), b.path("caffeine").asDouble(), b.path("frequency").asDouble(), b.path("opt").asDouble(),
+                b.path("strataVsOpt").asDouble(), x(b.path("strataVsLru").asDouble()), x(b.path("onlineVsLru").asDouble())));
+          }
+          if (r.has("eventsPerSecond")) {
+            JsonNode sp = r.path("eventsPerSecond");
+            m.append(String.format(Locale.ROOT, "%nReplay speed on a %s-read trace (best of 3 after a warm-up): Strata %s events/s, "
+                + "OPT %s, LRU %s.%n", Terminal.count(sp.path("traceReads").asLong()), Terminal.count((long) sp.path("strata").asDouble()),
+                Terminal.count((long) sp.path("opt").asDouble()), Terminal.count((long) sp.path("lru").asDouble())));
           }
           m.append('\n');
+        }
+        case "policy-live" -> {
+          m.append("### 4b. Cache policy live: real jobs against a real node").append(time).append("\n\n");
+          JsonNode h = r.path("byteHitRatio");
+          JsonNode fl = r.path("flashBytes");
+          m.append(String.format(Locale.ROOT, "%d loader processes, %s reads recorded by the node, SSD budget %s (%.0f %% of the bytes "
+              + "read); every policy but the live node replays the node's recorded trace.%n%n", r.path("jobs").asInt(),
+              Terminal.count(r.path("reads").asLong()), Terminal.bytes(r.path("ssdBudgetBytes").asLong()),
+              100 * r.path("budgetShare").asDouble()));
+          m.append("| policy | byte hit ratio | flash written |\n| --- | ---: | ---: |\n");
+          for (String k : List.of("live", "strataReplayed", "strataReplayedNoPlans", "opt", "lru", "caffeine-wtinylfu", "frequency")) {
+            m.append(String.format(Locale.ROOT, "| %s | %.3f | %s |%n", k, h.path(k).asDouble(), Terminal.bytes(fl.path(k).asLong())));
+          }
+          JsonNode ra = r.path("ratios");
+          m.append(String.format(Locale.ROOT, "%nlive/OPT **%.2f**, live/LRU **%s**, flash/LRU **%.2f**.%n%n",
+              ra.path("liveVsOpt").asDouble(), x(ra.path("liveVsLru").asDouble()), ra.path("flashVsLru").asDouble()));
         }
         case "derived" -> {
           m.append("### 5. Derived features: first job vs later jobs").append(time).append("\n\n");

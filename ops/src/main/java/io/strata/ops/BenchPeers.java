@@ -59,6 +59,10 @@ final class BenchPeers {
     return a.length == 0 ? 0 : a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
   }
 
+  static String f3(double v) {
+    return String.format(Locale.ROOT, "%.3f", v);
+  }
+
   static String f2(double v) {
     return String.format(Locale.ROOT, "%.2f", v);
   }
@@ -451,7 +455,8 @@ final class BenchPeers {
   // ------------------------------------------------------------------------------------------ policy
 
   @Command(name = "policy", mixinStandardHelpOptions = true,
-      description = "The cache policy on generated multi-job traces at several SSD budgets: Strata vs LRU vs OPT (offline optimum).")
+      description = "The cache policy on generated multi-job traces at several SSD budgets: Strata (plans declared, and online only) "
+          + "vs LRU, Caffeine W-TinyLFU, a frequency cache and OPT; replay speed on a 1 M-event trace.")
   static final class Policy implements Callable<Integer> {
     @Spec CommandSpec spec;
 
@@ -460,6 +465,9 @@ final class BenchPeers {
 
     @Option(names = "--seeds", split = ",", defaultValue = "1,2,3", description = "Trace seeds; default ${DEFAULT-VALUE}.")
     List<Long> seeds;
+
+    @Option(names = "--speed-jobs", defaultValue = "600", description = "Jobs of the trace the replay speed is measured on (600: about 1 M reads); 0 skips it.")
+    int speedJobs;
 
     @Option(names = "--json", description = "Print the figures as one JSON object.")
     boolean json;
@@ -475,31 +483,62 @@ final class BenchPeers {
       for (long s : seeds) {
         traces.add(TraceGenerator.generate(TraceGenerator.Spec.defaults(s)));
       }
-      Terminal.Table t = new Terminal.Table("SSD budget", "Strata hit ratio", "LRU", "OPT", "Strata/OPT", "Strata/LRU");
+      Terminal.Table t = new Terminal.Table("SSD budget", "Strata", "Strata online", "LRU", "Caffeine", "frequency", "OPT", "Strata/OPT",
+          "Strata/LRU", "online/LRU");
       for (double b : budgets) {
-        double[] strata = new double[traces.size()];
-        double[] lru = new double[traces.size()];
-        double[] opt = new double[traces.size()];
+        double[][] r = new double[7][traces.size()];
         for (int i = 0; i < traces.size(); i++) {
           Trace tr = traces.get(i);
+          Trace bare = tr.withoutPlans();
           long budget = (long) (tr.distinctBytes() * b / 100);
-          strata[i] = Simulator.run(tr, new StrataPolicy(budget, 0)).byteHitRatio();
-          lru[i] = Simulator.run(tr, new LruPolicy(budget)).byteHitRatio();
-          opt[i] = Simulator.run(tr, new OptPolicy(tr, budget)).byteHitRatio();
+          r[0][i] = Simulator.run(tr, new StrataPolicy(budget, 0)).byteHitRatio();
+          r[1][i] = Simulator.run(bare, new StrataPolicy(budget, 0)).byteHitRatio();
+          r[2][i] = Simulator.run(tr, new LruPolicy(budget)).byteHitRatio();
+          r[3][i] = Simulator.run(tr, new io.strata.node.policy.CaffeinePolicy(budget)).byteHitRatio();
+          r[4][i] = Simulator.run(tr, new io.strata.node.policy.FrequencyPolicy(budget)).byteHitRatio();
+          r[5][i] = Simulator.run(tr, new OptPolicy(tr, budget)).byteHitRatio();
         }
-        double s = Arrays.stream(strata).average().orElse(0);
-        double l = Arrays.stream(lru).average().orElse(0);
-        double o = Arrays.stream(opt).average().orElse(0);
+        double[] m = new double[6];
+        for (int k = 0; k < 6; k++) {
+          m[k] = Arrays.stream(r[k]).average().orElse(0);
+        }
         ObjectNode run = runs.addObject();
-        run.put("ssdBudgetPercent", b).put("strata", s).put("lru", l).put("opt", o).put("strataVsOpt", s / o)
-            .put("strataVsLru", s / Math.max(1e-12, l));
-        t.row(f2(b) + " %", f2(s), f2(l), f2(o), f2(s / o), f2(s / Math.max(1e-12, l)) + "x");
+        run.put("ssdBudgetPercent", b).put("strata", m[0]).put("strataOnline", m[1]).put("lru", m[2]).put("caffeine", m[3])
+            .put("frequency", m[4]).put("opt", m[5]).put("strataVsOpt", m[0] / m[5]).put("strataVsLru", m[0] / Math.max(1e-12, m[2]))
+            .put("onlineVsLru", m[1] / Math.max(1e-12, m[2]));
+        t.row(f2(b) + " %", f3(m[0]), f3(m[1]), f3(m[2]), f3(m[3]), f3(m[4]), f3(m[5]), f2(m[0] / m[5]),
+            f2(m[0] / Math.max(1e-12, m[2])) + "x", f2(m[1] / Math.max(1e-12, m[2])) + "x");
+      }
+      if (speedJobs > 0) {
+        // Replay speed: one warm-up replay, then the best of three of each policy.
+        Trace big = TraceGenerator.generate(new TraceGenerator.Spec(4, 60, 48, speedJobs, 1.1, 60, 7));
+        long budget = big.distinctBytes() / 10;
+        ObjectNode speed = res.putObject("eventsPerSecond");
+        speed.put("traceReads", big.size());
+        List<Map.Entry<String, java.util.function.Supplier<io.strata.node.policy.CachePolicy>>> ps = List.of(
+            Map.entry("strata", () -> new StrataPolicy(budget, 0)), Map.entry("opt", () -> new OptPolicy(big, budget)),
+            Map.entry("lru", () -> new LruPolicy(budget)));
+        for (var e : ps) {
+          Simulator.run(big, e.getValue().get());
+          double best = 0;
+          for (int k = 0; k < 3; k++) {
+            best = Math.max(best, Simulator.run(big, e.getValue().get()).eventsPerSecond());
+          }
+          speed.put(e.getKey(), best);
+        }
       }
       if (json) {
         out.println(Json.compact(res));
       } else {
-        out.printf("byte hit ratio, mean over %d generated traces (seeds %s)%n", traces.size(), seeds);
+        out.printf("byte hit ratio, mean over %d generated traces (seeds %s); Strata online: the same reads without plan records%n",
+            traces.size(), seeds);
         t.print(out);
+        if (res.has("eventsPerSecond")) {
+          com.fasterxml.jackson.databind.JsonNode sp = res.get("eventsPerSecond");
+          out.printf("replay speed on a %s-read trace: Strata %s events/s, OPT %s, LRU %s%n", Terminal.count(sp.path("traceReads").asLong()),
+              Terminal.count((long) sp.path("strata").asDouble()), Terminal.count((long) sp.path("opt").asDouble()),
+              Terminal.count((long) sp.path("lru").asDouble()));
+        }
       }
       return 0;
     }
