@@ -74,15 +74,7 @@ final class NodeApi {
         if (!tier.equals("ssd") && !tier.equals("hdd")) {
           throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\", got '" + tier + "'");
         }
-        int count = 1;
-        if (x.has("count")) {
-          JsonNode c = x.get("count");
-          if (!c.isIntegralNumber() || !c.canConvertToInt() || c.asInt() < 1 || c.asInt() > 1_000_000) {
-            throw NodeException.badRequest("'count' must be an integer in 1..1000000, got " + c);
-          }
-          count = c.asInt();
-        }
-        list.add(new TierManager.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd"), count));
+        list.add(new TierManager.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
       }
       long step = -1;
       if (b.has("step")) {

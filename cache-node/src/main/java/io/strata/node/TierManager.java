@@ -634,8 +634,8 @@ final class TierManager implements AutoCloseable {
     return out;
   }
 
-  /** {@code count} reported reads: {@code bytes} of {@code feature} in {@code chunk} in all, served by {@code tier}. */
-  record Read(String feature, int chunk, long bytes, boolean ssd, int count) {}
+  /** One reported read: {@code bytes} of {@code feature} in {@code chunk}, served by {@code tier}. */
+  record Read(String feature, int chunk, long bytes, boolean ssd) {}
 
   /** Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions). */
   synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step) {
@@ -656,25 +656,21 @@ final class TierManager implements AutoCloseable {
     }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd(), r.count());
-      counters.reads += r.count();
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
+      counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
-        counters.ssdReads += r.count();
+        counters.ssdReads++;
         counters.ssdBytes += r.bytes();
         g[0] += r.bytes();
       } else {
         counters.hddBytes += r.bytes();
         g[1] += r.bytes();
       }
-      // Each read is an access, as when the trace is replayed.
-      for (int i = 0; i < r.count(); i++) {
-        CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
-        if (o == CachePolicy.Outcome.MISS_ADMITTED
-            || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
-          if (schedulePromotion(k)) {
-            admitted++;
-          }
+      CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
+      if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
+        if (schedulePromotion(k)) {
+          admitted++;
         }
       }
     }

@@ -9,8 +9,7 @@ import java.util.Map;
 
 /**
  * What the node received from jobs, kept as a replayable trace (the CSV of {@link Trace}): every
- * reported read (one row per feature chunk and report, with the tier that served it and how many
- * batches read the chunk since the job's previous report), and every
+ * reported read (one row per feature chunk and report, with the tier that served it), and every
  * plan (as expanded), step report and plan end. A chunk's size in every row is the last the node
  * knew when the trace is taken: its segment's bytes once it was written, the node's estimate
  * before, so a replay budgets in the same bytes as the node.
@@ -24,7 +23,7 @@ final class TraceRecorder {
     double time();
   }
 
-  private record ReadRow(double time, String job, String dataset, String feature, int chunk, boolean ssd, int count) implements Row {}
+  private record ReadRow(double time, String job, String dataset, String feature, int chunk, boolean ssd) implements Row {}
 
   private record PlanRow(double time, String job, String dataset, String payload, long firstStep, int weight) implements Row {}
 
@@ -60,9 +59,9 @@ final class TraceRecorder {
   }
 
   /** Records a read of a chunk of {@code bytes} bytes (unless its size is already known). */
-  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd, int count) {
+  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
     sizes.putIfAbsent(dataset + "\0" + feature + "\0" + chunk, Math.max(1, bytes));
-    add(new ReadRow(time(t), job, dataset, feature, chunk, ssd, count), 1);
+    add(new ReadRow(time(t), job, dataset, feature, chunk, ssd), 1);
   }
 
   /** The chunk's size is now known to be {@code bytes}. */
@@ -114,14 +113,9 @@ final class TraceRecorder {
     for (Row r : rows) {
       sb.append(String.format(Locale.ROOT, "%.3f,", r.time()));
       switch (r) {
-        case ReadRow x -> {
-          sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
+        case ReadRow x -> sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
             .append(x.chunk()).append(',').append(sizes.get(x.dataset() + "\0" + x.feature() + "\0" + x.chunk()))
             .append(x.ssd() ? ",ssd" : ",hdd");
-          if (x.count() > 1) {
-            sb.append(',').append(x.count());
-          }
-        }
         case PlanRow p -> sb.append(p.job()).append(',').append(p.dataset()).append(",@plan,").append(p.firstStep()).append(',')
             .append(p.payload());
         case StepRow s -> sb.append(s.job()).append(',').append(s.dataset()).append(",@step,").append(s.step()).append(",0");

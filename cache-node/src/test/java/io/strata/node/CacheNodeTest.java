@@ -134,7 +134,7 @@ class CacheNodeTest {
       Path csv = home.resolve("trace.csv");
       Files.writeString(csv, r.body());
       io.strata.node.policy.Trace t = io.strata.node.policy.Trace.read(csv);
-      assertEquals(reported, t.reads(), "every read the job reported: one per feature chunk and batch");
+      assertEquals(reported, t.size(), "one row per reported feature chunk");
       assertTrue(t.tier(0) != io.strata.node.policy.Trace.Tier.UNKNOWN);
       List<io.strata.node.policy.Trace.Control> controls = t.controls();
       var plan = (io.strata.node.policy.Trace.PlanRecord) controls.getFirst();

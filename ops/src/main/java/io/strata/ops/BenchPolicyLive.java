@@ -187,11 +187,11 @@ final class BenchPolicyLive implements Callable<Integer> {
       online = new Simulator.Result("strata (replayed, no plans)", online.reads(), online.hits(), online.hitBytes(), online.hddBytes(),
           online.flashBytes(), online.seconds());
 
-      boolean everyRead = trace.reads() == jobReads && recorded.droppedRows() == 0;
+      boolean everyRead = trace.size() == jobReads && recorded.droppedRows() == 0;
       boolean optBounds = opt.byteHitRatio() + 1e-9 >= live.byteHitRatio();
       ObjectNode res = Json.object().put("benchmark", "policy-live").put("quick", quick).put("jobs", n)
           .put("datasets", datasets.size()).put("ssdBudgetBytes", budget).put("distinctBytes", distinct)
-          .put("budgetShare", budgetShare / 100).put("seconds", seconds).put("reads", trace.reads()).put("traceRows", trace.size()).put("jobReads", jobReads)
+          .put("budgetShare", budgetShare / 100).put("seconds", seconds).put("reads", trace.size()).put("jobReads", jobReads)
           .put("planRecords", trace.controls().stream().filter(c -> c instanceof Trace.PlanRecord).count());
       ObjectNode ratios = res.putObject("ratios");
       ratios.put("liveVsOpt", live.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio()));
@@ -220,7 +220,7 @@ final class BenchPolicyLive implements Callable<Integer> {
         out.println(Json.compact(res));
       } else {
         out.printf("%d jobs in %.0f s; the node recorded %s reads (%s reported by the jobs), %d plans%n", n, seconds,
-            Terminal.count(trace.reads()), Terminal.count(jobReads), res.path("planRecords").asLong());
+            Terminal.count(trace.size()), Terminal.count(jobReads), res.path("planRecords").asLong());
         table.print(out);
         out.printf("live/OPT %.2f, live/LRU %.2fx, flash/LRU %.2f (SSD budget %s, %.0f%% of the bytes read)%n",
             ratios.path("liveVsOpt").asDouble(), ratios.path("liveVsLru").asDouble(), ratios.path("flashVsLru").asDouble(),
@@ -228,7 +228,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       }
       out.flush();
       if (!everyRead) {
-        throw new IOException("the recorded trace has " + trace.reads() + " reads but the jobs reported " + jobReads
+        throw new IOException("the recorded trace has " + trace.size() + " reads but the jobs reported " + jobReads
             + (recorded.droppedRows() > 0 ? " (the node dropped " + recorded.droppedRows() + " rows)" : ""));
       }
       if (!optBounds) {

@@ -42,20 +42,10 @@ public final class OptPolicy implements CachePolicy {
     return "opt";
   }
 
-  private int repeats;
-
-  /**
-   * Reads must be replayed in trace order: row i's first read, then its repeats (a row counting n
-   * reads is n calls; the repeats hit when the first admitted the chunk).
-   */
+  /** Reads must be replayed in trace order: the i-th call is row i. */
   @Override
   public Outcome access(double time, int job, int key, long bytes, Evictions evictions) {
-    if (repeats > 0 && trace.key(position - 1) == key) {
-      repeats--;
-      return isResident[key] ? Outcome.HIT : Outcome.MISS_BYPASSED;
-    }
     int i = position++;
-    repeats = trace.count(i) - 1;
     if (trace.key(i) != key) {
       throw new IllegalStateException("OPT replays its own trace in order: row " + i + " is not key " + key);
     }
@@ -63,9 +53,7 @@ public final class OptPolicy implements CachePolicy {
     if (isResident[key]) {
       return Outcome.HIT;
     }
-    // The row's own repeats are its next reads: a chunk read again at once is worth admitting.
-    int next = repeats > 0 ? i : nextUse[i];
-    if (next == Integer.MAX_VALUE || bytes > budget) {
+    if (nextUse[i] == Integer.MAX_VALUE || bytes > budget) {
       return Outcome.MISS_BYPASSED;
     }
     // Farthest-next-use victims until the chunk fits; bypass if any victim is needed sooner.
@@ -82,7 +70,7 @@ public final class OptPolicy implements CachePolicy {
         }
         best = s;
       }
-      if (best < 0 || keyNext[residentKeys[best]] < next) {
+      if (best < 0 || keyNext[residentKeys[best]] < nextUse[i]) {
         return Outcome.MISS_BYPASSED;
       }
       if (taken.length == 0) {

@@ -6,8 +6,7 @@ import java.util.Map;
 
 /**
  * Replays a trace through a policy and counts what it cost. The policy gets exactly what the node
- * gets, in the same calls: the reads (a row counting n reads is n accesses in a row, as at the
- * node), and the plan, step and end records the trace holds (what
+ * gets, in the same calls: the reads, and the plan, step and end records the trace holds (what
  * jobs declared to the node and reported to it), each at its place in the trace. A trace without
  * plan records leaves the policy to learn online from the reads alone. Nothing is taken from the
  * trace's future.
@@ -73,21 +72,19 @@ public final class Simulator {
       }
       int key = trace.key(i);
       long bytes = trace.bytes(key);
-      for (int n = trace.count(i); n > 0; n--) {
-        switch (policy.access(trace.time(i), trace.job(i), key, bytes, CachePolicy.Evictions.NONE)) {
-          case HIT -> {
-            hits++;
-            hitBytes += bytes;
-          }
-          case MISS_ADMITTED -> {
-            hddBytes += bytes;
-            flashBytes += bytes;
-          }
-          case MISS_BYPASSED -> hddBytes += bytes;
+      switch (policy.access(trace.time(i), trace.job(i), key, bytes, CachePolicy.Evictions.NONE)) {
+        case HIT -> {
+          hits++;
+          hitBytes += bytes;
         }
+        case MISS_ADMITTED -> {
+          hddBytes += bytes;
+          flashBytes += bytes;
+        }
+        case MISS_BYPASSED -> hddBytes += bytes;
       }
     }
-    return new Result(policy.name(), trace.reads(), hits, hitBytes, hddBytes, flashBytes, (System.nanoTime() - started) / 1e9);
+    return new Result(policy.name(), trace.size(), hits, hitBytes, hddBytes, flashBytes, (System.nanoTime() - started) / 1e9);
   }
 
   /** What the node did live on a recorded trace: reads whose tier the trace records, in the same units. */
@@ -96,14 +93,14 @@ public final class Simulator {
     long hitBytes = 0;
     long hddBytes = 0;
     for (int i = 0; i < trace.size(); i++) {
-      long bytes = trace.bytes(trace.key(i)) * trace.count(i);
+      long bytes = trace.bytes(trace.key(i));
       if (trace.tier(i) == Trace.Tier.SSD) {
-        hits += trace.count(i);
+        hits++;
         hitBytes += bytes;
       } else {
         hddBytes += bytes;
       }
     }
-    return new Result("live", trace.reads(), hits, hitBytes, hddBytes, -1, 0);
+    return new Result("live", trace.size(), hits, hitBytes, hddBytes, -1, 0);
   }
 }

@@ -28,8 +28,7 @@ import java.util.Map;
  * </ul>
  *
  * A read row may carry a seventh field, {@code ssd} or {@code hdd}: which tier served it live (the
- * node's recorded traces have it), and an eighth, a count: the row stands for that many reads of
- * the chunk at that time (a node's report aggregates a quarter second of a job's batches). Jobs and keys are interned to dense ints so that policies work
+ * node's recorded traces have it). Jobs and keys are interned to dense ints so that policies work
  * on arrays; a key named only in plans has size 0 until it is read.
  */
 public final class Trace {
@@ -42,7 +41,6 @@ public final class Trace {
   private final List<String> jobNames;
   private final List<String> keyNames;
   private final byte[] tier;
-  private final int[] count;
   private final List<Control> controls;
 
   /** The tier that served a read live, when the trace says. */
@@ -74,8 +72,7 @@ public final class Trace {
   public record EndRecord(int at, double time, int job, String dataset) implements Control {}
 
   Trace(double[] time, int[] job, int[] key, long[] keyBytes, List<String> jobNames, List<String> keyNames, byte[] tier,
-      int[] count, List<Control> controls) {
-    this.count = count;
+      List<Control> controls) {
     this.time = time;
     this.job = job;
     this.key = key;
@@ -88,26 +85,12 @@ public final class Trace {
 
   /** The same reads without plan, step or end records: what a node learns when jobs declare nothing. */
   public Trace withoutPlans() {
-    return new Trace(time, job, key, keyBytes, jobNames, keyNames, tier, count, List.of());
+    return new Trace(time, job, key, keyBytes, jobNames, keyNames, tier, List.of());
   }
 
   /** Plan, step and end records in order. */
   public List<Control> controls() {
     return controls;
-  }
-
-  /** How many reads row {@code i} stands for (1 unless the trace says). */
-  public int count(int i) {
-    return count[i];
-  }
-
-  /** Reads in all (rows weighted by their counts). */
-  public long reads() {
-    long n = 0;
-    for (int c : count) {
-      n += c;
-    }
-    return n;
   }
 
   /** Which tier served read {@code i} live. */
@@ -166,8 +149,8 @@ public final class Trace {
   /** Sum of the bytes of every read. */
   public long totalBytes() {
     long b = 0;
-    for (int i = 0; i < key.length; i++) {
-      b += keyBytes[key[i]] * count[i];
+    for (int k : key) {
+      b += keyBytes[k];
     }
     return b;
   }
@@ -183,7 +166,6 @@ public final class Trace {
     private final List<String> jobNames = new ArrayList<>();
     private final List<String> keyNames = new ArrayList<>();
     private byte[] tier = new byte[1024];
-    private int[] count = new int[1024];
     private final List<Control> controls = new ArrayList<>();
     private int n;
     private int rows;
@@ -225,15 +207,7 @@ public final class Trace {
 
     /** Adds a read served live by {@code servedBy}. */
     public Builder add(double t, String jobName, String dataset, String feature, int chunk, long bytes, Tier servedBy) {
-      return add(t, jobName, dataset, feature, chunk, bytes, servedBy, 1);
-    }
-
-    /** Adds {@code reads} reads at once, served live by {@code servedBy}. */
-    public Builder add(double t, String jobName, String dataset, String feature, int chunk, long bytes, Tier servedBy, int reads) {
       checkTime(t);
-      if (reads < 1) {
-        throw new IllegalArgumentException("row " + rows + ": count must be at least 1, got " + reads);
-      }
       if (bytes <= 0) {
         throw new IllegalArgumentException("row " + rows + ": bytes must be positive, got " + bytes);
       }
@@ -254,9 +228,7 @@ public final class Trace {
         job = Arrays.copyOf(job, n * 2);
         key = Arrays.copyOf(key, n * 2);
         tier = Arrays.copyOf(tier, n * 2);
-        count = Arrays.copyOf(count, n * 2);
       }
-      count[n] = reads;
       time[n] = t;
       job[n] = j;
       key[n] = k;
@@ -335,7 +307,7 @@ public final class Trace {
     public Trace build() {
       return new Trace(Arrays.copyOf(time, n), Arrays.copyOf(job, n), Arrays.copyOf(key, n),
           Arrays.copyOf(keyBytes, keyNames.size()), List.copyOf(jobNames), List.copyOf(keyNames), Arrays.copyOf(tier, n),
-          Arrays.copyOf(count, n), List.copyOf(controls));
+          List.copyOf(controls));
     }
   }
 
@@ -358,7 +330,7 @@ public final class Trace {
           continue;
         }
         String[] f = line.split(",", -1);
-        if (f.length != 6 && !((f.length == 7 || f.length == 8) && !f[3].strip().startsWith("@"))) {
+        if (f.length != 6 && !(f.length == 7 && !f[3].strip().startsWith("@"))) {
           throw new IllegalArgumentException(file + " line " + lineNo + ": expected 6 fields, got " + f.length + ": " + line);
         }
         try {
@@ -374,7 +346,7 @@ public final class Trace {
                 throw new IllegalArgumentException("unknown record '" + f[3].strip() + "' (expected @plan, @step or @end)");
               }
               Tier tier = Tier.UNKNOWN;
-              if (f.length >= 7) {
+              if (f.length == 7) {
                 tier = switch (f[6].strip()) {
                   case "ssd" -> Tier.SSD;
                   case "hdd" -> Tier.HDD;
@@ -382,8 +354,7 @@ public final class Trace {
                   default -> throw new IllegalArgumentException("tier must be ssd or hdd, got '" + f[6].strip() + "'");
                 };
               }
-              b.add(t, job, ds, f[3].strip(), Integer.parseInt(f[4].strip()), Long.parseLong(f[5].strip()), tier,
-                  f.length == 8 ? Integer.parseInt(f[7].strip()) : 1);
+              b.add(t, job, ds, f[3].strip(), Integer.parseInt(f[4].strip()), Long.parseLong(f[5].strip()), tier);
             }
           }
         } catch (NumberFormatException e) {
@@ -431,11 +402,8 @@ public final class Trace {
         }
         String[] k = keyNames.get(key[i]).split("/");
         w.write(String.format(Locale.ROOT, "%.3f,%s,%s,%s,%s,%d", time[i], jobNames.get(job[i]), k[0], k[1], k[2], keyBytes[key[i]]));
-        if (tier[i] != 0 || count[i] > 1) {
-          w.write(tier[i] == Tier.SSD.ordinal() ? ",ssd" : tier[i] == Tier.HDD.ordinal() ? ",hdd" : ",");
-        }
-        if (count[i] > 1) {
-          w.write("," + count[i]);
+        if (tier[i] != 0) {
+          w.write(tier[i] == Tier.SSD.ordinal() ? ",ssd" : ",hdd");
         }
         w.newLine();
       }

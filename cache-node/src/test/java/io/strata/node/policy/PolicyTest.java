@@ -165,27 +165,6 @@ class PolicyTest {
   }
 
   @Test
-  void aRowCountingSeveralReadsIsThatManyReads() throws IOException {
-    Trace.Builder b = new Trace.Builder();
-    b.add(0, "j", "d", "f", 0, 100, Trace.Tier.HDD, 5);
-    b.add(1, "j", "d", "f", 1, 100, Trace.Tier.SSD, 3);
-    b.add(2, "j", "d", "f", 0, 100);
-    Trace t = b.build();
-    assertEquals(3, t.size());
-    assertEquals(9, t.reads());
-    Path f = tmp.resolve("counts.csv");
-    t.write(f);
-    Trace back = Trace.read(f);
-    assertEquals(9, back.reads());
-    assertEquals(Trace.Tier.SSD, back.tier(1));
-    Simulator.Result opt = Simulator.run(back, new OptPolicy(back, 1000));
-    assertEquals(9, opt.reads());
-    assertEquals(4 + 2 + 1, opt.hits(), "the first read of each row misses, its repeats and the later read hit");
-    Simulator.Result live = Simulator.live(back);
-    assertEquals(3, live.hits());
-  }
-
-  @Test
   void tracesRoundTripThroughCsv() throws IOException {
     Trace t = TraceGenerator.generate(new TraceGenerator.Spec(1, 5, 4, 3, 1.1, 10, 1));
     Path f = tmp.resolve("rt.csv");

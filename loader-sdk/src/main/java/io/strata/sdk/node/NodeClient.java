@@ -148,22 +148,8 @@ public final class NodeClient {
     return call("POST", "/v1/resolve", b);
   }
 
-  /**
-   * What a job read of one feature chunk since its last report: {@code bytes} in all, from the
-   * SSD tier or not, in {@code count} batches (each batch that touches the chunk is one read).
-   */
-  public record Read(String feature, int chunk, long bytes, boolean fromSsd, int count) {
-    public Read {
-      if (count < 1) {
-        throw new IllegalArgumentException("a read count is at least 1, got " + count);
-      }
-    }
-
-    /** One read. */
-    public Read(String feature, int chunk, long bytes, boolean fromSsd) {
-      this(feature, chunk, bytes, fromSsd, 1);
-    }
-  }
+  /** One read to report. */
+  public record Read(String feature, int chunk, long bytes, boolean fromSsd) {}
 
   public JsonNode reportReads(String job, String dataset, List<Read> reads) throws IOException {
     return reportReads(job, dataset, reads, -1);
@@ -180,11 +166,7 @@ public final class NodeClient {
     }
     ArrayNode a = b.putArray("reads");
     for (Read r : reads) {
-      ObjectNode o = a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes())
-          .put("tier", r.fromSsd() ? "ssd" : "hdd");
-      if (r.count() > 1) {
-        o.put("count", r.count());
-      }
+      a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes()).put("tier", r.fromSsd() ? "ssd" : "hdd");
     }
     return call("POST", "/v1/reads", b);
   }

@@ -99,11 +99,10 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
 
   @Override
   public void step(long g) {
-    threadStep.get()[0] = g;
     step.accumulateAndGet(g, Math::max);
   }
 
-  /** Reads reported to the node and accepted (one per feature chunk and batch that read it). */
+  /** Reads reported to the node and accepted (one per feature chunk and report). */
   public long readsReported() {
     return readsReported.get();
   }
@@ -239,27 +238,11 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     };
   }
 
-  /** The step the calling reader thread is assembling (see {@link #step}). */
-  private final ThreadLocal<long[]> threadStep = ThreadLocal.withInitial(() -> new long[] {-1});
-
-  /**
-   * Aggregates a read until the next report: its bytes, and one read per batch that touches the
-   * chunk (a batch reads a chunk in many pieces; the last few steps that counted are remembered
-   * per chunk, so that prefetch threads working on different batches count each batch once).
-   */
   @Override
   public void read(Dataset ds, String feature, int chunk, long bytes, boolean fromSsd) {
-    long s = threadStep.get()[0];
     synchronized (pendingReads) {
-      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + (fromSsd ? 1 : 0), k -> new long[] {0, 0, -2, -2, -2, -2});
+      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + (fromSsd ? 1 : 0), k -> new long[1]);
       a[0] += bytes;
-      if (s < 0 || (a[2] != s && a[3] != s && a[4] != s && a[5] != s)) {
-        a[1]++;
-        a[5] = a[4];
-        a[4] = a[3];
-        a[3] = a[2];
-        a[2] = s;
-      }
     }
   }
 
@@ -291,8 +274,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     synchronized (pendingReads) {
       for (Map.Entry<String, long[]> e : pendingReads.entrySet()) {
         String[] k = e.getKey().split("\0");
-        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], k[2].equals("1"),
-            (int) Math.min(Integer.MAX_VALUE, Math.max(1, e.getValue()[1]))));
+        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], k[2].equals("1")));
       }
       pendingReads.clear();
     }
@@ -303,7 +285,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     try {
       JsonNode r = client.reportReads(job, dataset.name(), reads, at);
       reportedStep = at;
-      readsReported.addAndGet(reads.stream().mapToLong(NodeClient.Read::count).sum());
+      readsReported.addAndGet(reads.size());
       if (r.has("residency") && r.path("residency").asLong() != resolvedResidency) {
         synchronized (this) {
           lastRefresh = 0; // segments landed or went: the next read resolves again
