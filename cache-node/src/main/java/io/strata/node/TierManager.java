@@ -497,7 +497,7 @@ final class TierManager implements AutoCloseable {
    * the chunks of every step from the program's start step on; each step reads every one of
    * {@code features} of its chunks.
    */
-  synchronized ObjectNode plan(String job, String datasetName, List<String> features, PlanProgram program, boolean substitutable) {
+  ObjectNode plan(String job, String datasetName, List<String> features, PlanProgram program, boolean substitutable) {
     checkJobName(job);
     Dataset ds = dataset(datasetName);
     if (features.isEmpty()) {
@@ -506,6 +506,7 @@ final class TierManager implements AutoCloseable {
     for (String f : features) {
       checkFeatureAndChunk(ds, f, 0);
     }
+    // Expanding may take a while on large datasets: outside the monitor, so that reads go on.
     int[][] stepChunks;
     long perEpoch;
     try {
@@ -514,6 +515,11 @@ final class TierManager implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       throw NodeException.badRequest("plan of job '" + job + "': " + e.getMessage());
     }
+    return installExpanded(job, ds, features, program, substitutable, stepChunks, perEpoch);
+  }
+
+  private synchronized ObjectNode installExpanded(String job, Dataset ds, List<String> features, PlanProgram program,
+      boolean substitutable, int[][] stepChunks, long perEpoch) {
     int total = 0;
     for (int[] c : stepChunks) {
       total += c.length * features.size();

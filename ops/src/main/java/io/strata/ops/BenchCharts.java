@@ -76,6 +76,15 @@ final class BenchCharts {
         }
         return lines("Cache policy: byte hit ratio by SSD budget", "SSD budget, % of distinct bytes", "byte hit ratio", xs, s);
       }
+      case "policy-live" -> {
+        JsonNode h = r.path("byteHitRatio");
+        List<String> labels = List.of("live node", "Strata replayed", "Strata, no plans", "OPT", "LRU", "Caffeine", "frequency");
+        List<Double> values = new ArrayList<>();
+        for (String k : List.of("live", "strataReplayed", "strataReplayedNoPlans", "opt", "lru", "caffeine-wtinylfu", "frequency")) {
+          values.add(h.path(k).asDouble());
+        }
+        return bars("Cache policy live: byte hit ratio on the node's recorded trace (higher is better)", "", labels, values, false);
+      }
       case "derived" -> {
         List<String> labels = new ArrayList<>(List.of("first job (computes)"));
         List<Double> values = new ArrayList<>(List.of(r.path("firstJobSeconds").asDouble()));

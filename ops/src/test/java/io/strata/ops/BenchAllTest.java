@@ -48,6 +48,14 @@ class BenchAllTest {
       assertTrue(b.path("opt").asDouble() >= b.path("strata").asDouble() - 1e-9, "OPT is an upper bound: " + b);
       assertTrue(b.path("opt").asDouble() >= b.path("lru").asDouble() - 1e-9, "OPT is an upper bound: " + b);
     }
+    JsonNode live = all.path("policy-live");
+    assertTrue(live.path("checks").path("traceHasEveryRead").asBoolean(), live.toString());
+    assertTrue(live.path("checks").path("optBoundsLive").asBoolean(), live.toString());
+    assertTrue(live.path("jobs").asInt() >= 6 && live.path("planRecords").asInt() == live.path("jobs").asInt(), live.toString());
+    for (String k : new String[] {"liveVsOpt", "liveVsLru", "flashVsLru"}) {
+      assertTrue(live.path("ratios").path(k).isNumber(), k + ": " + live);
+    }
+    assertTrue(all.path("policy").path("eventsPerSecond").path("strata").asDouble() > 0);
     assertTrue(all.path("derived").path("byteIdentical").asBoolean());
     assertTrue(all.path("api").path("points").size() >= 2);
     assertEquals(2, all.path("memory").path("runs").size());

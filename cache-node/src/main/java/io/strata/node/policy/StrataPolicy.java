@@ -51,7 +51,8 @@ import java.util.Map;
  * written to flash). Otherwise, if it fits in free space it is admitted; if not, victims are
  * taken in order of farthest next use (chunks no one will read first, then the least frequently
  * read), and {@code k} is admitted only if every victim is needed later than {@code k} (Belady
- * with bypass). Pinned chunks are never victims. Every admission spends its size from a token
+ * with bypass), by a margin: half as far again (a live admission takes a segment write, an
+ * eviction is immediate, so swapping near-equals loses reads and flash). Pinned chunks are never victims. Every admission spends its size from a token
  * bucket refilled at the flash write budget (bytes per hour, with one hour's worth of burst at
  * most); when the bucket is low, only chunks that at least two more reads will use are
  * admitted, and when it is empty nothing is.
@@ -93,6 +94,15 @@ public final class StrataPolicy implements CachePolicy {
   private static final int REBUILD_MIN = 64;
   private static final int REBUILD_SHARE = 4;
   private long rebuiltAt;
+
+  /**
+   * A chunk displaces resident ones only if they are needed at least this many times farther
+   * away than it is. On a live node an admission is not instant (the segment must be written)
+   * while an eviction is, so swapping chunks whose next uses are nearly equal loses reads; on
+   * recorded live traces 1.5 cut flash writes by a fifth to a half at no loss of byte hit ratio,
+   * and cost under a point on generated traces (where admission is instant).
+   */
+  static final double HYSTERESIS = 1.5;
 
   /** Default factor by which guessed (popularity) next uses are pushed back against declared ones. */
   public static final double DEFAULT_POPULARITY_DISCOUNT = 2.0;
@@ -862,7 +872,7 @@ public final class StrataPolicy implements CachePolicy {
       return false;
     }
     if (budget - used < bytes) {
-      int[] victims = victims(bytes, pin ? Double.NEGATIVE_INFINITY : eta, now);
+      int[] victims = victims(bytes, pin ? Double.NEGATIVE_INFINITY : now + (eta - now) * HYSTERESIS, now);
       if (victims == null) {
         bypassVictimSooner++;
         return false;

@@ -43,7 +43,19 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
     if (startStep < 0) {
       throw new IllegalArgumentException("plan start step must not be negative, got " + startStep);
     }
+    if (unitsPerBatch < 1 || unitsPerBatch > MAX_INT_PARAMETER || blockRows < 0 || blockRows > MAX_INT_PARAMETER
+        || windowLength < 0 || windowLength > MAX_INT_PARAMETER || lookahead < 0 || lookahead > MAX_INT_PARAMETER
+        || stride < 0 || stride > MAX_INT_PARAMETER || rank < 0 || world < 1 || rank >= world) {
+      throw new IllegalArgumentException("plan parameters out of range: units per batch, block rows, window length, lookahead "
+          + "and stride must be in 0.." + MAX_INT_PARAMETER + " (units per batch at least 1) and rank in [0, world)");
+    }
   }
+
+  /** The largest batch size, block, window, lookahead or stride a plan may have. */
+  public static final int MAX_INT_PARAMETER = 1 << 28;
+
+  /** The most units (all epochs from the start step together) a node expands. */
+  public static final long MAX_UNITS_EXPANDED = 500_000_000L;
 
   static PlanProgram of(Plan p, int epochs, long startStep) {
     return switch (p) {
@@ -97,6 +109,11 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
     long first = Math.min(startStep, total);
     if (total - first > Integer.MAX_VALUE - 8) {
       throw new IllegalArgumentException("the plan has " + (total - first) + " steps; too many to expand");
+    }
+    long perStepUnits = p.unitsPerBatch;
+    if ((total - first) * perStepUnits > MAX_UNITS_EXPANDED) {
+      throw new IllegalArgumentException("the plan visits " + (total - first) * perStepUnits + " units; at most "
+          + MAX_UNITS_EXPANDED + " are expanded (declare a fixed chunk order instead)");
     }
     int[][] out = new int[(int) (total - first)][];
     int[] mark = new int[ds.chunks().size()];
