@@ -99,6 +99,7 @@ final class TierManager implements AutoCloseable {
   /** When each job with a plan was last heard from (plan, reads or steps); plans expire after {@link #PLAN_LEASE_SECONDS}. */
   private final Map<String, Double> lastSeen = new HashMap<>();
   private final TraceRecorder trace = new TraceRecorder(TRACE_ROWS);
+  private double planLeaseSeconds = PLAN_LEASE_SECONDS;
   private final Set<String> pins = new HashSet<>();
   private final Map<String, Long> quotas = new TreeMap<>();
   private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
@@ -551,12 +552,17 @@ final class TierManager implements AutoCloseable {
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
 
+  /** Changes how long a silent job's plan is kept (tests). */
+  synchronized void planLease(double seconds) {
+    planLeaseSeconds = seconds;
+  }
+
   /** Drops the plans of jobs silent for longer than the lease. */
   private void expirePlans(double now) {
     var it = jobs.values().iterator();
     while (it.hasNext()) {
       JobInfo j = it.next();
-      if (now - lastSeen.getOrDefault(j.name(), now) > PLAN_LEASE_SECONDS) {
+      if (now - lastSeen.getOrDefault(j.name(), now) > planLeaseSeconds) {
         it.remove();
         lastSeen.remove(j.name());
         policy.jobEnded(j.id());

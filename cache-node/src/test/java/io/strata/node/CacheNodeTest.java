@@ -188,6 +188,34 @@ class CacheNodeTest {
   }
 
   @Test
+  void aSilentJobsPlanExpiresAndTheJobDeclaresItAgain() throws Exception {
+    node.tiers().planLease(0.5);
+    try (Dataset ds = Dataset.open(datasetDir); Loader loader = job(ds, "lease-job").epochs(3).build()) {
+      Batch first = loader.next();
+      first.close();
+      loader.node().flush();
+      Thread.sleep(800); // silent for longer than the lease
+      raw("POST", "/v1/reads", "{\"job\":\"other\",\"dataset\":\"events\",\"reads\":[]}", null); // any call expires it
+      assertEquals(0, client.tiers().path("jobs").size(), "the silent job's plan expired");
+      Batch second = loader.next();
+      second.close();
+      loader.node().flush(); // answered planned: false, so the job declares its plan again
+      JsonNode jobs = client.tiers().path("jobs");
+      assertEquals(1, jobs.size(), jobs.toString());
+      assertEquals("lease-job", jobs.get(0).path("job").asText());
+    }
+    // A plan too large to expand is refused by name; the job reads on without one, still attached.
+    try (Dataset ds = Dataset.open(datasetDir); Loader huge = job(ds, "huge-job").epochs(Integer.MAX_VALUE).build()) {
+      for (int i = 0; i < 3; i++) {
+        huge.next().close();
+      }
+      assertTrue(huge.node().connected());
+      assertTrue(huge.node().lastError().contains("the node refused the plan") && huge.node().lastError().contains("too many"),
+          huge.node().lastError());
+    }
+  }
+
+  @Test
   void theSsdBudgetHoldsUnderPressure() throws Exception {
     client.setPolicy(Json.object().put("ssdBudgetBytes", 3L << 20));
     try (Dataset ds = Dataset.open(datasetDir)) {

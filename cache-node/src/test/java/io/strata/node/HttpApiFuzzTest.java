@@ -61,7 +61,12 @@ class HttpApiFuzzTest {
           new Route("POST", "/v1/datasets", "{\"path\":\"" + ds + "\"}"),
           new Route("GET", "/v1/datasets/{events}", null),
           new Route("POST", "/v1/resolve", "{\"job\":\"j1\",\"dataset\":\"events\",\"features\":[\"amount\",\"score\"],\"chunks\":[0,1]}"),
-          new Route("POST", "/v1/reads", "{\"job\":\"j1\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":80000,\"tier\":\"hdd\"}]}"),
+          new Route("POST", "/v1/reads", "{\"job\":\"j1\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":80000,\"tier\":\"hdd\"}],\"step\":3}"),
+          new Route("POST", "/v1/plans", "{\"job\":\"j2\",\"dataset\":\"events\",\"features\":[\"amount\",\"score\"],\"program\":{\"algorithm\":\""
+              + io.strata.sdk.loader.PlanProgram.ALGORITHM + "\",\"mode\":\"rows\",\"unitsPerBatch\":4,\"blockRows\":64,\"seed\":\"5\","
+              + "\"shuffle\":true,\"rank\":0,\"world\":1,\"dropLast\":false,\"epochs\":2,\"startStep\":1}}"),
+          new Route("GET", "/v1/trace", null),
+          new Route("DELETE", "/v1/trace", null),
           new Route("POST", "/v1/plans", "{\"job\":\"j1\",\"dataset\":\"events\",\"features\":[\"amount\"],\"epochs\":2,\"chunkOrder\":[1,0,2,3]}"),
           new Route("DELETE", "/v1/plans/{j1}", null),
           new Route("POST", "/v1/features", "{\"dataset\":\"events\",\"spec\":\"log1p(amount)\"}"),

@@ -37,8 +37,8 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
       case "samples", "rows", "windows" -> {}
       default -> throw new IllegalArgumentException("plan mode must be samples, rows or windows, got '" + mode + "'");
     }
-    if (epochs < 1 || epochs > 10_000) {
-      throw new IllegalArgumentException("plan epochs must be in 1..10000, got " + epochs);
+    if (epochs < 1) {
+      throw new IllegalArgumentException("plan epochs must be at least 1, got " + epochs);
     }
     if (startStep < 0) {
       throw new IllegalArgumentException("plan start step must not be negative, got " + startStep);
@@ -112,8 +112,8 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
     }
     long perStepUnits = p.unitsPerBatch;
     if ((total - first) * perStepUnits > MAX_UNITS_EXPANDED) {
-      throw new IllegalArgumentException("the plan visits " + (total - first) * perStepUnits + " units; at most "
-          + MAX_UNITS_EXPANDED + " are expanded (declare a fixed chunk order instead)");
+      throw new IllegalArgumentException("the plan visits " + (total - first) * perStepUnits + " units; too many to expand (at most "
+          + MAX_UNITS_EXPANDED + "; declare a fixed chunk order instead)");
     }
     int[][] out = new int[(int) (total - first)][];
     int[] mark = new int[ds.chunks().size()];

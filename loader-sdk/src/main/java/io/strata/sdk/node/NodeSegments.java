@@ -91,6 +91,10 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       long at = Math.max(plan.program().startStep(), step.get());
       try {
         client.declarePlan(job, dataset.name(), plan.features(), plan.program().from(at), plan.substitutable());
+      } catch (NodeClient.NodeRequestException e) {
+        // The node refused the plan (too large to expand, say): the job reads on without one.
+        lastError = "the node refused the plan: " + e.getMessage();
+        plan = null;
       } catch (IOException e) {
         disconnected(e);
       }
@@ -268,8 +272,20 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     }
   }
 
-  /** Sends the reads aggregated since the last report; dropped when the node is down. */
+  private final Object flushLock = new Object();
+
+  /**
+   * Sends the reads aggregated since the last report; dropped when the node is down. One report
+   * at a time: a caller's flush returns after any report in flight (so {@link #readsReported}
+   * then counts every read made before the call).
+   */
   public void flush() {
+    synchronized (flushLock) {
+      flushNow();
+    }
+  }
+
+  private void flushNow() {
     List<NodeClient.Read> reads = new ArrayList<>();
     synchronized (pendingReads) {
       for (Map.Entry<String, long[]> e : pendingReads.entrySet()) {
