@@ -23,12 +23,14 @@ final class NodeApi {
   private final NodeConfig config;
   private final WorkerExecutor workers;
   private final Dashboard dashboard;
+  private final boolean loopbackOnly;
 
   NodeApi(Vertx vertx, TierManager tiers, NodeConfig config) {
     this.tiers = tiers;
     this.config = config;
     this.workers = vertx.createSharedWorkerExecutor("strata-api", 4);
     this.dashboard = new Dashboard(tiers);
+    this.loopbackOnly = NodeConfig.isLoopback(config.bindHost());
   }
 
   Router router(Vertx vertx) {
@@ -42,6 +44,7 @@ final class NodeApi {
         ctx.next();
       }
     });
+    r.route().handler(this::guard);
     r.route().handler(BodyHandler.create(false).setBodyLimit(config.maxBodyBytes()));
     r.route().handler(this::authorize);
     r.get("/health").handler(ctx -> ctx.json(Map.of("status", "ok", "uptimeSeconds", tiers.now())));
@@ -157,6 +160,55 @@ final class NodeApi {
   }
 
   /** Mutating requests need the node's token when it has one. */
+  /**
+   * What a web page on this host must not be able to do to a node: a loopback node answers only
+   * requests addressed to loopback (Host, against DNS rebinding); changes come with a JSON body
+   * (a cross-site form cannot send {@code application/json} without the browser asking first)
+   * and from no foreign Origin.
+   */
+  private void guard(RoutingContext ctx) {
+    HttpMethod m = ctx.request().method();
+    if (loopbackOnly) {
+      String host = ctx.request().authority() == null ? null : ctx.request().authority().host();
+      if (host != null && !NodeConfig.isLoopbackName(host)) {
+        error(ctx, 403, "this node serves loopback only; the request is addressed to '" + clip(host) + "'");
+        return;
+      }
+    }
+    boolean mutating = m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE || m == HttpMethod.PATCH;
+    if (mutating) {
+      String origin = ctx.request().getHeader("Origin");
+      if (origin != null && !sameMachineOrigin(origin)) {
+        error(ctx, 403, "changes from another origin are refused (Origin '" + clip(origin) + "')");
+        return;
+      }
+      if (m != HttpMethod.DELETE) {
+        String type = ctx.request().getHeader("content-type");
+        String mime = type == null ? "" : type.split(";", 2)[0].strip();
+        if (!mime.equalsIgnoreCase("application/json")) {
+          error(ctx, 415, "changes take a JSON body with 'Content-Type: application/json'"
+              + (type == null ? "" : ", not '" + clip(type) + "'"));
+          return;
+        }
+      }
+    }
+    ctx.next();
+  }
+
+  private static boolean sameMachineOrigin(String origin) {
+    try {
+      java.net.URI u = java.net.URI.create(origin);
+      return ("http".equals(u.getScheme()) || "https".equals(u.getScheme())) && u.getHost() != null
+          && NodeConfig.isLoopbackName(u.getHost());
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  private static String clip(String s) {
+    return s.length() > 80 ? s.substring(0, 80) + "..." : s;
+  }
+
   private void authorize(RoutingContext ctx) {
     HttpMethod m = ctx.request().method();
     boolean mutating = m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE || m == HttpMethod.PATCH;

@@ -57,8 +57,31 @@ public record NodeConfig(
     }
   }
 
+  /**
+   * Whether {@code host} resolves to loopback addresses only (a name such as {@code
+   * 127.evil.invalid} is not loopback because of how it starts: it is resolved, and one that does
+   * not resolve is not loopback).
+   */
   static boolean isLoopback(String host) {
-    return host.equals("127.0.0.1") || host.equals("localhost") || host.equals("::1") || host.startsWith("127.");
+    try {
+      java.net.InetAddress[] all = java.net.InetAddress.getAllByName(host);
+      return all.length > 0 && java.util.Arrays.stream(all).allMatch(java.net.InetAddress::isLoopbackAddress);
+    } catch (java.net.UnknownHostException | SecurityException e) {
+      return false;
+    }
+  }
+
+  /** Whether a Host or Origin names this machine's loopback without any lookup: {@code localhost} or a loopback literal. */
+  static boolean isLoopbackName(String host) {
+    String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    if (h.equalsIgnoreCase("localhost")) {
+      return true;
+    }
+    try {
+      return java.net.InetAddress.ofLiteral(h).isLoopbackAddress();
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   /** The default home: {@code $STRATA_HOME/node} or {@code ~/.strata/node}. */

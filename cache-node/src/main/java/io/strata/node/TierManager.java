@@ -1033,43 +1033,55 @@ final class TierManager implements AutoCloseable {
         throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
       }
     }
-    if (body.has("ssdBudgetBytes")) {
-      long b = nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes");
-      policy.setBudget(b, now(), this::evicted);
-    }
-    if (body.has("flashWriteBudgetBytesPerHour")) {
-      policy.setFlashBudget(nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour"));
-    }
+    // Everything is checked before anything changes: a refused request changes nothing.
+    Long budget = body.has("ssdBudgetBytes") ? nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes") : null;
+    Long flash = body.has("flashWriteBudgetBytesPerHour")
+        ? nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour") : null;
+    Double discount = null;
     if (body.has("popularityDiscount")) {
       JsonNode d = body.get("popularityDiscount");
-      if (!d.isNumber() || d.asDouble() < 1) {
-        throw NodeException.badRequest("'popularityDiscount' must be a number of at least 1");
+      if (!d.isNumber() || !(d.asDouble() >= 1 && d.asDouble() <= 1000)) {
+        throw NodeException.badRequest("'popularityDiscount' must be a number from 1 to 1000, got " + d);
       }
-      policy.setPopularityDiscount(d.asDouble());
+      discount = d.asDouble();
     }
+    Map<String, Long> quotaChanges = new LinkedHashMap<>();
     if (body.has("quotas")) {
       JsonNode q = body.get("quotas");
       if (!q.isObject()) {
         throw NodeException.badRequest("'quotas' must be an object of dataset name to bytes (null removes a quota)");
       }
-      for (var it = q.fields(); it.hasNext(); ) {
+      for (var it = q.properties().iterator(); it.hasNext(); ) {
         var e = it.next();
         if (!registry.containsKey(e.getKey())) {
           throw NodeException.notFound("no dataset '" + e.getKey() + "' is registered");
         }
-        if (e.getValue().isNull()) {
-          quotas.remove(e.getKey());
-        } else {
-          quotas.put(e.getKey(), nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
-        }
+        quotaChanges.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
       }
     }
+    if (budget != null) {
+      policy.setBudget(budget, now(), this::evicted);
+    }
+    if (flash != null) {
+      policy.setFlashBudget(flash);
+    }
+    if (discount != null) {
+      policy.setPopularityDiscount(discount);
+    }
+    quotaChanges.forEach((name, bytes) -> {
+      if (bytes == null) {
+        quotas.remove(name);
+      } else {
+        quotas.put(name, bytes);
+      }
+    });
     return policyJson();
   }
 
   private static long nonNegativeLong(JsonNode v, String name) {
-    if (v == null || !v.isIntegralNumber() || v.asLong() < 0) {
-      throw NodeException.badRequest("'" + name + "' must be a non-negative integer number of bytes");
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0) {
+      throw NodeException.badRequest("'" + name + "' must be an integer number of bytes from 0 to " + Long.MAX_VALUE + ", got "
+          + (v == null ? "nothing" : v.toString().length() > 40 ? v.toString().substring(0, 40) + "..." : v.toString()));
     }
     return v.asLong();
   }

@@ -61,8 +61,19 @@ class CacheNodeTest {
   }
 
   private HttpResponse<String> raw(String method, String path, String body, String token) throws Exception {
+    return raw(method, path, body, token, body == null ? null : "application/json", null);
+  }
+
+  private HttpResponse<String> raw(String method, String path, String body, String token, String type, String origin)
+      throws Exception {
     HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(node.url() + path))
         .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+    if (type != null) {
+      b.header("Content-Type", type);
+    }
+    if (origin != null) {
+      b.header("Origin", origin);
+    }
     if (token != null) {
       b.header("Authorization", "Bearer " + token);
     }
@@ -421,7 +432,7 @@ class CacheNodeTest {
       {"POST", "/v1/reads", "{\"job\": \"../x\", \"dataset\": \"events\", \"reads\": []}", 400, "'job'"},
       {"POST", "/v1/plans", "{\"job\": \"j\", \"dataset\": \"events\", \"features\": [\"amount\"], \"epochs\": 0}", 400, "'epochs'"},
       {"DELETE", "/v1/plans/ghost", null, 404, "no job 'ghost'"},
-      {"PUT", "/v1/policy", "{\"ssdBudgetBytes\": -5}", 400, "non-negative"},
+      {"PUT", "/v1/policy", "{\"ssdBudgetBytes\": -5}", 400, "from 0 to"},
       {"PUT", "/v1/policy", "{\"bogus\": 1}", 400, "unknown policy field"},
       {"POST", "/v1/unpin", "{\"dataset\": \"events\"}", 404, "not pinned"},
       {"GET", "/v1/nowhere", null, 404, "no route"},
@@ -447,8 +458,61 @@ class CacheNodeTest {
   }
 
   @Test
+  void aWebPageOnThisHostCannotChangeTheNode() throws Exception {
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      client.promote("events", List.of("amount"), List.of(0));
+      assertTrue(node.awaitIdle(30_000));
+    }
+    String evict = "{\"dataset\":\"events\"}";
+    // A cross-site form posts text/plain (no preflight): refused, nothing evicted.
+    HttpResponse<String> form = raw("POST", "/v1/evict", evict, null, "text/plain", null);
+    assertEquals(415, form.statusCode(), form.body());
+    assertTrue(Json.parse(form.body()).path("error").asText().contains("application/json"), form.body());
+    assertEquals(415, raw("POST", "/v1/evict", evict, null, null, null).statusCode());
+    assertEquals(415, raw("PUT", "/v1/policy", "{\"ssdBudgetBytes\":0}", null, "application/x-www-form-urlencoded", null).statusCode());
+    // A page from another origin: refused even with the right type.
+    HttpResponse<String> foreign = raw("POST", "/v1/evict", evict, null, "application/json", "http://evil.example");
+    assertEquals(403, foreign.statusCode(), foreign.body());
+    assertTrue(Json.parse(foreign.body()).path("error").asText().contains("another origin"), foreign.body());
+    assertEquals(403, raw("DELETE", "/v1/trace", null, null, null, "https://evil.example:8443").statusCode());
+    assertTrue(client.tiers().path("ssd").path("segments").asInt() > 0, "nothing was evicted");
+    // The node's own dashboard origin may.
+    assertEquals(200, raw("POST", "/v1/evict", evict, null, "application/json; charset=utf-8", "http://127.0.0.1:1234").statusCode());
+    // DNS rebinding: a request addressed to another name is refused, reads included.
+    for (String req : List.of("GET /v1/datasets HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+        "POST /v1/evict HTTP/1.1\r\nHost: 127.evil.invalid\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")) {
+      URI u = URI.create(node.url());
+      try (java.net.Socket sock = new java.net.Socket(u.getHost(), u.getPort())) {
+        sock.getOutputStream().write(req.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        sock.getOutputStream().flush();
+        String status = new java.io.BufferedReader(new java.io.InputStreamReader(sock.getInputStream())).readLine();
+        assertTrue(status.contains(" 403 "), req + " -> " + status);
+      }
+    }
+  }
+
+  @Test
+  void outOfRangeNumbersAreRefusedAndARefusedChangeChangesNothing() throws Exception {
+    long before = client.policy().path("ssdBudgetBytes").asLong();
+    for (String body : List.of("{\"ssdBudgetBytes\":18446744073709551616}", "{\"ssdBudgetBytes\":99999999999999999999999}",
+        "{\"ssdBudgetBytes\":1.5}", "{\"ssdBudgetBytes\":1, \"popularityDiscount\":1e999}",
+        "{\"ssdBudgetBytes\":1, \"quotas\":{\"nope\":5}}")) {
+      HttpResponse<String> r = raw("PUT", "/v1/policy", body, null);
+      assertTrue(r.statusCode() == 400 || r.statusCode() == 404, body + " -> " + r.statusCode() + " " + r.body());
+      assertEquals(before, client.policy().path("ssdBudgetBytes").asLong(), body + " changed the budget");
+    }
+    HttpResponse<String> big = raw("POST", "/v1/reads",
+        "{\"job\":\"j\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":99999999999999999999999,\"tier\":\"hdd\"}]}",
+        null);
+    assertEquals(400, big.statusCode(), big.body());
+  }
+
+  @Test
   void aNodeBoundElsewhereRequiresItsTokenForChanges() throws Exception {
     assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("0.0.0.0", null));
+    // A name is loopback by what it resolves to, not by how it starts.
+    assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("127.evil.invalid", null));
+    NodeConfig.embedded(home, 0).withBind("localhost", null);
     node.close();
     String token = "0123456789abcdef-secret";
     node = CacheNode.start(NodeConfig.embedded(home, 0).withBind("127.0.0.1", token));

@@ -96,6 +96,10 @@ class HttpApiFuzzTest {
             .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
         if (r.nextInt(10) == 0) {
           b.header("Content-Type", pick(r, "text/plain", "application/json; charset=latin1", "multipart/form-data; boundary=x"));
+        } else if (r.nextInt(20) == 0) {
+          b.header("Origin", pick(r, "http://evil.example", "null", "http://127.0.0.1:1"));
+        } else if (r.nextInt(20) != 0) {
+          b.header("Content-Type", "application/json"); // what a client sends (now and then, nothing)
         }
         HttpResponse<String> resp;
         try {
