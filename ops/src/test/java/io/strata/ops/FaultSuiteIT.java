@@ -231,6 +231,7 @@ class FaultSuiteIT {
       if (fault.equals("delete")) {
         Files.delete(victim);
       } else {
+        assertTrue(victim.toFile().setWritable(true, true), "segments land read-only; the test damages one on purpose");
         try (RandomAccessFile f = new RandomAccessFile(victim.toFile(), "rw")) {
           f.setLength(f.length() / 2);
         }
@@ -267,6 +268,7 @@ class FaultSuiteIT {
       assertEquals(0, Cli.run("promote", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "amount,score,merchant_category").code());
       List<Path> segs = files(ssd);
       Path victim = segs.get(r.nextInt(segs.size()));
+      assertTrue(victim.toFile().setWritable(true, true), "segments land read-only; the test damages one on purpose");
       try (RandomAccessFile f = new RandomAccessFile(victim.toFile(), "rw")) {
         if (trial % 2 == 0) {
           f.setLength(r.nextLong(f.length()));

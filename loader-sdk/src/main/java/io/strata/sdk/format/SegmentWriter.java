@@ -114,6 +114,7 @@ public final class SegmentWriter {
       AtomicFiles.write(
           target,
           fileSize,
+          true,
           ch -> {
             ByteBuffer head = le(8 + 8 + (int) schemaMetaLen);
             head.put(Arrow.MAGIC).put((byte) 0).put((byte) 0);

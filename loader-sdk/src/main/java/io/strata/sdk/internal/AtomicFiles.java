@@ -33,6 +33,14 @@ public final class AtomicFiles {
    * usable space first so that a full disk fails before anything is written.
    */
   public static void write(Path target, long expectedBytes, Body body) throws IOException {
+    write(target, expectedBytes, false, body);
+  }
+
+  /**
+   * Writes {@code target} atomically; with {@code readOnly} the file lands read-only for everyone
+   * (mode 0444 where the file system has POSIX permissions), so no process rewrites it in place.
+   */
+  public static void write(Path target, long expectedBytes, boolean readOnly, Body body) throws IOException {
     Path dir = target.toAbsolutePath().getParent();
     Files.createDirectories(dir);
     if (expectedBytes > 0) {
@@ -50,6 +58,9 @@ public final class AtomicFiles {
           FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
         body.writeTo(ch);
         ch.force(true);
+      }
+      if (readOnly && Files.getFileStore(temp).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
+        Files.setPosixFilePermissions(temp, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
       }
       try {
         Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

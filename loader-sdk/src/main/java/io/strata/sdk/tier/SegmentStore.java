@@ -27,11 +27,14 @@ import java.util.stream.Stream;
  * The SSD tier: a directory of segment files and their catalog.
  *
  * <p>Layout: {@code root/<dataset>/<version>/c<chunk>-<columns hash>.arrow}. The catalog is
- * rebuilt from the files' own metadata when the store opens; temporary files from interrupted
- * writes are deleted, and files that fail the structural check (or the checksum check, when asked
- * for) are removed and reported in {@link #dropped()}. Mapped segments are shared and reference
+ * rebuilt from the files' own metadata when the store opens. The first store to open a directory
+ * owns it (an exclusive lock on {@value #OWNER_LOCK}, held until it closes): the owner deletes
+ * temporary files of interrupted writes and files that fail the structural check (or the
+ * checksum check, when asked for), reported in {@link #dropped()}; other stores (a job reading a
+ * node's directory) skip them and delete nothing. Segments land read-only (0444). Mapped segments are shared and reference
  * counted: {@link #remove} unlinks a file at once, and its mapping stays valid until the last
- * reader releases it, so eviction never pulls data from under a reader. Thread-safe.
+ * reader releases it, so eviction never pulls data from under a reader. Thread-safe: the catalog
+ * and the mappings are guarded by this object's monitor.
  */
 public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
@@ -99,8 +102,51 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   public static SegmentStore open(Path root, boolean verifyOnScan, SegmentFile.Verify verifyOnMap) throws IOException {
     Files.createDirectories(root);
     SegmentStore s = new SegmentStore(root.toAbsolutePath().normalize(), verifyOnMap);
-    s.scan(verifyOnScan);
+    boolean ok = false;
+    try {
+      s.lockOwner();
+      s.scan(verifyOnScan);
+      ok = true;
+    } finally {
+      if (!ok) {
+        s.close();
+      }
+    }
     return s;
+  }
+
+  /** The lock file whose holder owns the directory (cleans it up). */
+  public static final String OWNER_LOCK = ".owner.lock";
+
+  private java.nio.channels.FileChannel ownerChannel;
+  private java.nio.channels.FileLock ownerLock;
+
+  /**
+   * Takes the directory's owner lock if no one holds it: the first store to open a directory owns
+   * it (a node, a promotion); others (a job reading a node's SSD directory) only read, and never
+   * delete another writer's temporary or damaged files.
+   */
+  private void lockOwner() throws IOException {
+    try {
+      ownerChannel = java.nio.channels.FileChannel.open(root.resolve(OWNER_LOCK), java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.WRITE);
+    } catch (java.nio.file.FileSystemException e) {
+      return; // a directory this process may not write: it only reads
+    }
+    try {
+      ownerLock = ownerChannel.tryLock();
+    } catch (java.nio.channels.OverlappingFileLockException e) {
+      ownerLock = null; // another store of this process owns it
+    }
+    if (ownerLock == null) {
+      ownerChannel.close();
+      ownerChannel = null;
+    }
+  }
+
+  /** Whether this store owns its directory (and so cleans it). */
+  public boolean owner() {
+    return ownerLock != null;
   }
 
   private void scan(boolean verify) throws IOException {
@@ -111,8 +157,10 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     for (Path p : files) {
       String name = p.getFileName().toString();
       if (name.startsWith(AtomicFiles.TEMP_PREFIX)) {
-        Files.deleteIfExists(p);
-        dropped.add(p + ": temporary file of an interrupted write");
+        if (owner()) {
+          Files.deleteIfExists(p);
+          dropped.add(p + ": temporary file of an interrupted write");
+        }
         continue;
       }
       if (!name.endsWith(".arrow")) {
@@ -121,7 +169,9 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
       try (SegmentFile f = SegmentFile.open(p, verify ? SegmentFile.Verify.ALWAYS : SegmentFile.Verify.NEVER)) {
         register(new SegmentRef(p, f.info(), f.fileSize()));
       } catch (CorruptFileException e) {
-        Files.deleteIfExists(p);
+        if (owner()) {
+          Files.deleteIfExists(p);
+        }
         dropped.add(e.getMessage());
       }
     }
@@ -251,7 +301,9 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
       } catch (CorruptFileException e) {
         // A damaged segment is never served: drop it so that readers fall back to ORC.
         forget(ref);
-        Files.deleteIfExists(ref.path());
+        if (owner()) {
+          Files.deleteIfExists(ref.path());
+        }
         dropped.add(e.getMessage());
         throw e;
       }
@@ -329,5 +381,14 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   public synchronized void close() {
     closed = true;
     trim();
+    if (ownerChannel != null) {
+      try {
+        ownerChannel.close(); // releases the owner lock
+      } catch (IOException ignored) {
+        // Closing a lock file's channel cannot lose data.
+      }
+      ownerChannel = null;
+      ownerLock = null;
+    }
   }
 }
