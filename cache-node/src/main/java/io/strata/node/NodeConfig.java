@@ -123,6 +123,24 @@ public record NodeConfig(
         promotionThreads, promotionBytesPerSecond, maxBodyBytes);
   }
 
+  /**
+   * Refuses a file holding a secret that others on the host may read or change (as ssh refuses
+   * a private key): group or other permission bits set. Where the file system has no POSIX
+   * permissions there is nothing to check.
+   */
+  public static void requirePrivate(Path file, String what) throws IOException {
+    if (!Files.getFileStore(file).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
+      return;
+    }
+    java.util.Set<java.nio.file.attribute.PosixFilePermission> p = Files.getPosixFilePermissions(file);
+    for (java.nio.file.attribute.PosixFilePermission x : p) {
+      if (!x.name().startsWith("OWNER_")) {
+        throw new IOException(what + " " + file + " is accessible to others ("
+            + java.nio.file.attribute.PosixFilePermissions.toString(p) + "): chmod 600 " + file);
+      }
+    }
+  }
+
   /** Reads a JSON configuration file; fields not given take the embedded defaults for its home. */
   public static NodeConfig read(Path file) throws IOException {
     if (!Files.isRegularFile(file)) {
@@ -133,6 +151,9 @@ public record NodeConfig(
       n = Json.parse(Files.readAllBytes(file));
     } catch (IOException e) {
       throw new IOException(file + " is not valid JSON: " + e.getMessage(), e);
+    }
+    if (n.hasNonNull("token")) {
+      requirePrivate(file, "node configuration holding a token,");
     }
     try {
       Path home = n.hasNonNull("home") ? Path.of(n.get("home").asText()) : defaultHome();

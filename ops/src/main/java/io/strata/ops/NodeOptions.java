@@ -21,6 +21,10 @@ final class NodeOptions {
   NodeClient client() throws IOException {
     String token = System.getenv("STRATA_TOKEN");
     if (tokenFile != null) {
+      if (!Files.isRegularFile(tokenFile)) {
+        throw new java.nio.file.NoSuchFileException(tokenFile.toString(), null, "no token file");
+      }
+      io.strata.node.NodeConfig.requirePrivate(tokenFile, "token file");
       token = Files.readString(tokenFile, StandardCharsets.UTF_8).strip();
       if (token.isEmpty()) {
         throw new IllegalArgumentException("token file " + tokenFile + " is empty");

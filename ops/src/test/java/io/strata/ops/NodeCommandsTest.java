@@ -157,6 +157,26 @@ class NodeCommandsTest {
       new String[] {"features", "list"});
 
   @Test
+  void tokensOthersCanReadAreRefusedAsSshDoes() throws Exception {
+    Path token = home.resolve("token");
+    Files.writeString(token, "0123456789abcdef-secret\n");
+    Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    Cli.Result r = Cli.run("pin", "--dataset", "events", "--token-file", token.toString(), "--node", "http://127.0.0.1:9");
+    assertEquals(1, r.code(), r.err());
+    assertEquals("strata: token file " + token + " is accessible to others (rw-r--r--): chmod 600 " + token, r.err().strip());
+    Path config = home.resolve("node.json.conf");
+    Files.writeString(config, "{\"home\": \"" + home.resolve("tok-node") + "\", \"token\": \"0123456789abcdef-secret\"}");
+    Files.setPosixFilePermissions(config, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+    Cli.Result start = Cli.run("node", "start", "--config", config.toString(), "--foreground");
+    assertEquals(1, start.code(), start.err());
+    assertTrue(start.err().contains("holding a token") && start.err().contains("chmod 600"), start.err());
+    assertFalse(Files.exists(home.resolve("tok-node")), "a refused start creates nothing");
+    Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    Cli.Result ok = Cli.run("pin", "--dataset", "events", "--token-file", token.toString(), "--node", "http://127.0.0.1:9");
+    assertTrue(ok.err().contains("unreachable"), "a private token file is read: " + ok.err());
+  }
+
+  @Test
   void anUnreachableNodeIsOneClearLineAndExitCode1() throws Exception {
     int port;
     try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
