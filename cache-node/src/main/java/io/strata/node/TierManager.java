@@ -173,6 +173,7 @@ final class TierManager implements AutoCloseable {
       throw NodeException.notFound("no dataset '" + name + "' is registered");
     }
     try {
+      checkManifestInsideRoots(dir);
       Dataset ds = Dataset.open(dir);
       orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
       return ds;
@@ -223,9 +224,57 @@ final class TierManager implements AutoCloseable {
     throw NodeException.forbidden(dir + " is outside the node's HDD roots " + config.hddRoots());
   }
 
+  /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */
+  private boolean inRoots(Path p, boolean real) throws IOException {
+    for (Path root : config.hddRoots()) {
+      if (!Files.isDirectory(root)) {
+        continue;
+      }
+      if (p.startsWith(root.toRealPath()) || (!real && p.startsWith(root.toAbsolutePath().normalize()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Every file the manifest of the dataset in {@code dir} names (ORC parts, the sample index)
+   * must lie in an HDD root, by its name and, where it exists, by its real path (no link out). A
+   * name outside is refused before anything is opened, so that the answer does not tell whether
+   * such a file exists.
+   */
+  private void checkManifestInsideRoots(Path dir) throws IOException {
+    io.strata.sdk.dataset.Manifest m;
+    try {
+      m = io.strata.sdk.dataset.Manifest.read(dir);
+    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
+    }
+    List<String[]> named = new ArrayList<>();
+    for (int i = 0; i < m.files().size(); i++) {
+      named.add(new String[] {"files[" + i + "].path", m.files().get(i).path()});
+    }
+    if (m.sampleIndex() != null) {
+      named.add(new String[] {"sampleIndex.path", m.sampleIndex().path()});
+    }
+    for (String[] n : named) {
+      Path p;
+      try {
+        p = dir.resolve(n[1]).toAbsolutePath().normalize();
+      } catch (java.nio.file.InvalidPathException e) {
+        throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
+      }
+      boolean inside = inRoots(p, false) && (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
+      if (!inside) {
+        throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
+      }
+    }
+  }
+
   /** Registers (or re-registers) the dataset in {@code dir}; returns its description. */
   ObjectNode register(String dir) throws IOException {
     Path real = checkInsideRoots(dir);
+    checkManifestInsideRoots(real);
     Dataset ds;
     try {
       ds = Dataset.open(real);

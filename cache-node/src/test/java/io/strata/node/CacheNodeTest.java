@@ -512,6 +512,51 @@ class CacheNodeTest {
   }
 
   @Test
+  void aDatasetWhoseManifestPointsOutsideTheRootsIsRefused() throws Exception {
+    Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-secret"));
+    Path secret = Files.writeString(outside.resolve("part.orc"), "secret");
+    Path manifest = datasetDir.resolve("manifest.json");
+    String original = Files.readString(manifest);
+    JsonNode m = Json.parse(original);
+    String firstPart = m.path("files").get(0).path("path").asText();
+    List<String> escapes = List.of(secret.toString(), "../../../" + home.getParent().relativize(secret), outside.resolve("missing.orc").toString());
+    for (int i = 0; i < escapes.size(); i++) {
+      Path copy = home.resolve("hdd/escape" + i);
+      copyTree(datasetDir, copy);
+      Files.writeString(copy.resolve("manifest.json"), original.replace("\"" + firstPart + "\"", "\"" + escapes.get(i) + "\"")
+          .replace("\"events\"", "\"escape" + i + "\""));
+      HttpResponse<String> r = raw("POST", "/v1/datasets", "{\"path\": \"" + copy + "\"}", null);
+      assertEquals(403, r.statusCode(), escapes.get(i) + ": " + r.body());
+      String error = Json.parse(r.body()).path("error").asText();
+      assertTrue(error.contains("files[0].path points outside the node's HDD roots"), error);
+      assertFalse(error.contains("exist") || error.contains("secret"), "the answer tells nothing of the file: " + error);
+    }
+    // A part file that is a link out of the roots.
+    Path linked = home.resolve("hdd/linked");
+    copyTree(datasetDir, linked);
+    Files.writeString(linked.resolve("manifest.json"), original.replace("\"events\"", "\"linked\""));
+    Path part = linked.resolve(firstPart);
+    Files.delete(part);
+    Files.createSymbolicLink(part, secret);
+    assertEquals(403, raw("POST", "/v1/datasets", "{\"path\": \"" + linked + "\"}", null).statusCode());
+    assertEquals(List.of("events"), java.util.stream.StreamSupport.stream(client.datasets().spliterator(), false)
+        .map(d -> d.path("name").asText()).toList(), "nothing was registered");
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> s = Files.walk(from)) {
+      for (Path p : s.toList()) {
+        Path t = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(t);
+        } else {
+          Files.copy(p, t);
+        }
+      }
+    }
+  }
+
+  @Test
   void aNodeBoundElsewhereRequiresItsTokenForChanges() throws Exception {
     assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("0.0.0.0", null));
     // A name is loopback by what it resolves to, not by how it starts.

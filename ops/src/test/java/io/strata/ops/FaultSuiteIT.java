@@ -10,6 +10,7 @@ import io.strata.node.NodeConfig;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
+import io.strata.sdk.tier.SegmentStore;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,7 +61,9 @@ class FaultSuiteIT {
       return List.of();
     }
     try (Stream<Path> s = Files.walk(dir)) {
-      return s.filter(Files::isRegularFile).sorted().toList();
+      // The owner lock is the store's own (FORMAT.md 2.5), not something left behind.
+      return s.filter(Files::isRegularFile).filter(f -> !f.getFileName().toString().equals(SegmentStore.OWNER_LOCK)).sorted()
+          .toList();
     }
   }
 

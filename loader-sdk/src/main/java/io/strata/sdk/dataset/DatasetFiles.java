@@ -46,9 +46,13 @@ final class DatasetFiles {
   }
 
   /** How a file is named in a manifest: relative to the dataset directory when inside it. */
+  /**
+   * How a manifest names {@code file}: relative to the dataset directory (with {@code ..} for a
+   * file beside it), so that a dataset moved or mounted elsewhere with its files still opens.
+   */
   static String manifestPath(Path datasetDir, Path file) {
     Path abs = file.toAbsolutePath().normalize();
     Path dir = datasetDir.toAbsolutePath().normalize();
-    return abs.startsWith(dir) ? dir.relativize(abs).toString() : abs.toString();
+    return dir.getRoot() != null && dir.getRoot().equals(abs.getRoot()) ? dir.relativize(abs).toString() : abs.toString();
   }
 }
