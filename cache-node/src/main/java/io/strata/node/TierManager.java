@@ -86,6 +86,8 @@ final class TierManager implements AutoCloseable {
   private final StrataPolicy policy;
   private final double startNanos = System.nanoTime();
   private final Map<String, Path> registry = new TreeMap<>();
+  /** An immutable copy of {@link #registry}, published on every change, for readers outside the monitor. */
+  private volatile Map<String, Path> registryView = Map.of();
   private final LoadingCache<String, Dataset> open;
   private final Map<String, Integer> keyIds = new HashMap<>();
   private final List<KeyInfo> keys = new ArrayList<>();
@@ -168,7 +170,9 @@ final class TierManager implements AutoCloseable {
   // ---------------------------------------------------------------- datasets
 
   private Dataset openDataset(String name) {
-    Path dir = registry.get(name);
+    // Read from the published copy: this runs inside the cache's computation, where taking this
+    // object's monitor could deadlock with a thread that holds it and waits for the same entry.
+    Path dir = registryView.get(name);
     if (dir == null) {
       throw NodeException.notFound("no dataset '" + name + "' is registered");
     }
@@ -289,6 +293,7 @@ final class TierManager implements AutoCloseable {
         throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
       }
       registry.put(name, real);
+      registryView = Map.copyOf(registry);
       orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
       saveRegistry();
     }
@@ -320,6 +325,7 @@ final class TierManager implements AutoCloseable {
       Path dir = Path.of(e.path("path").asText("/nonexistent"));
       if (Files.isDirectory(dir)) {
         registry.put(name, dir);
+        registryView = Map.copyOf(registry);
         try {
           orcBytes.put(name, io.strata.sdk.dataset.Manifest.read(dir).files().stream()
               .mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
@@ -1030,7 +1036,22 @@ final class TierManager implements AutoCloseable {
     return pins.contains(dataset) || pins.contains(dataset + "/" + feature);
   }
 
-  /** Pins (or unpins) a dataset or one feature: pinned chunks are promoted and never evicted. */
+  /** The SSD bytes the pinned features take (estimated until their segments are written): reserved in the budget. */
+  private long pinnedBytes() {
+    long b = 0;
+    for (int k = 0; k < keys.size(); k++) {
+      KeyInfo ki = keys.get(k);
+      if (pinned(ki.dataset(), ki.feature())) {
+        b += keyBytes.get(k);
+      }
+    }
+    return b;
+  }
+
+  /**
+   * Pins (or unpins) a dataset or one feature: pinned chunks are promoted and never evicted.
+   * Pinned bytes are reserved in the SSD budget: a pin the budget cannot hold is refused (409).
+   */
   synchronized ObjectNode pin(String datasetName, String feature, boolean pin) {
     Dataset ds = dataset(datasetName);
     if (feature != null) {
@@ -1038,6 +1059,21 @@ final class TierManager implements AutoCloseable {
     }
     String p = feature == null ? ds.name() : ds.name() + "/" + feature;
     if (pin) {
+      if (!pins.contains(p)) {
+        long more = 0;
+        for (String f : feature == null ? ds.featureNames() : List.of(feature)) {
+          if (!pinned(ds.name(), f)) {
+            for (int c = 0; c < ds.chunks().size(); c++) {
+              more += keyBytes.get(key(ds, f, c));
+            }
+          }
+        }
+        long already = pinnedBytes();
+        if (already + more > policy.budget()) {
+          throw NodeException.conflict("pinning " + p + " needs " + more + " bytes of SSD budget; " + already + " of the "
+              + policy.budget() + "-byte budget are pinned already: raise the budget or unpin first");
+        }
+      }
       pins.add(p);
     } else if (!pins.remove(p)) {
       throw NodeException.notFound(p + " is not pinned");
@@ -1069,6 +1105,7 @@ final class TierManager implements AutoCloseable {
     quotas.forEach(q::put);
     ArrayNode p = o.putArray("pins");
     pins.stream().sorted().forEach(p::add);
+    o.put("pinnedBytes", pinnedBytes());
     o.set("decisions", Json.MAPPER.valueToTree(policy.decisionCounts()));
     return o;
   }
@@ -1107,6 +1144,10 @@ final class TierManager implements AutoCloseable {
         }
         quotaChanges.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
       }
+    }
+    if (budget != null && budget < pinnedBytes()) {
+      throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinnedBytes()
+          + " bytes pinned features take: unpin first (pins: " + pins.stream().sorted().toList() + ")");
     }
     if (budget != null) {
       policy.setBudget(budget, now(), this::evicted);

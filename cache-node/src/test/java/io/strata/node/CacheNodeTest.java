@@ -266,6 +266,19 @@ class CacheNodeTest {
     }
     assertTrue(node.awaitIdle(30_000));
     assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size());
+    // Pinned bytes are reserved: a budget below them, or a pin the budget cannot hold, is refused.
+    long pinned = client.policy().path("pinnedBytes").asLong();
+    assertTrue(pinned > 0);
+    NodeClient.NodeRequestException cut = assertThrows(NodeClient.NodeRequestException.class,
+        () -> client.setPolicy(Json.object().put("ssdBudgetBytes", pinned - 1)));
+    assertEquals(409, cut.status());
+    assertTrue(cut.getMessage().contains("below the " + pinned + " bytes pinned"), cut.getMessage());
+    assertEquals(2L << 20, client.policy().path("ssdBudgetBytes").asLong(), "the refused cut changed nothing");
+    NodeClient.NodeRequestException all = assertThrows(NodeClient.NodeRequestException.class, () -> client.pin("events", null));
+    assertEquals(409, all.status());
+    assertEquals(List.of("events/amount"), java.util.stream.StreamSupport.stream(client.policy().path("pins").spliterator(), false)
+        .map(JsonNode::asText).toList());
+    assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size());
     client.unpin("events", "amount");
     assertEquals(6, client.evict("events", List.of("amount"), null).path("evicted").asInt());
   }
