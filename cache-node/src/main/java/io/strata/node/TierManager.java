@@ -114,6 +114,9 @@ final class TierManager implements AutoCloseable {
   private double promoteTokens;
   private double lastPromoteRefill = Double.NaN;
   private boolean closed;
+  private static final System.Logger LOG = System.getLogger("io.strata.node");
+  /** What the last failed promotion was and why (shown in the status), or null. */
+  private String lastPromotionFailure;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
 
@@ -838,10 +841,20 @@ final class TierManager implements AutoCloseable {
         }
       }
     } catch (Exception e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt(); // the pool is shutting down
+      }
+      String what = info.dataset() + "/" + info.feature() + " chunk " + info.chunk();
+      boolean quiet;
       synchronized (this) {
         pending.remove(key);
         policy.removed(key);
         counters.promotionFailures++;
+        lastPromotionFailure = what + ": " + e.getMessage();
+        quiet = closed;
+      }
+      if (!quiet) {
+        LOG.log(System.Logger.Level.WARNING, "promotion of " + what + " failed; it is served from ORC: " + e);
       }
     }
   }
@@ -1204,6 +1217,9 @@ final class TierManager implements AutoCloseable {
     t.put("flashBytesWritten", counters.flashBytes);
     t.put("flashBytesPerHour", flashRate());
     t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
+    if (lastPromotionFailure != null) {
+      t.put("lastPromotionFailure", lastPromotionFailure);
+    }
     t.put("rejectedPromotions", counters.rejectedPromotions).put("evictions", counters.evictions);
     t.put("derivedComputations", features.computations());
     ArrayNode top = o.putArray("topStreams");

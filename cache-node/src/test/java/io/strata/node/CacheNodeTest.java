@@ -525,6 +525,22 @@ class CacheNodeTest {
   }
 
   @Test
+  void aFailedPromotionShowsInTheStatusAndTheChunkStaysOnOrc() throws Exception {
+    Path part;
+    try (Stream<Path> s = Files.list(datasetDir)) {
+      part = s.filter(p -> p.toString().endsWith(".orc")).sorted().findFirst().orElseThrow();
+    }
+    Files.move(part, part.resolveSibling(part.getFileName() + ".away"));
+    client.promote("events", List.of("amount"), List.of(0));
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode traffic = client.tiers().path("traffic");
+    assertTrue(traffic.path("promotionFailures").asLong() >= 1, traffic.toString());
+    assertTrue(traffic.path("lastPromotionFailure").asText().contains("events/amount chunk 0")
+        && traffic.path("lastPromotionFailure").asText().contains(part.getFileName().toString()), traffic.toString());
+    assertEquals(0, client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").size());
+  }
+
+  @Test
   void aDatasetWhoseManifestPointsOutsideTheRootsIsRefused() throws Exception {
     Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-secret"));
     Path secret = Files.writeString(outside.resolve("part.orc"), "secret");
