@@ -5,6 +5,7 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import java.io.IOException;
+import java.util.Set;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -30,9 +31,19 @@ public final class CacheNode implements AutoCloseable {
     this.sampler = sampler;
   }
 
-  /** Starts a node and waits until it listens (or fails with the reason). */
+  /** Starts a node and waits until it listens (or fails with the reason); every value of {@code config} is taken as given. */
   public static CacheNode start(NodeConfig config) throws IOException {
-    TierManager tiers = new TierManager(config);
+    return start(config, Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots"));
+  }
+
+  /**
+   * Starts a node whose {@code given} settings ({@code ssdBudgetBytes}, {@code
+   * flashWriteBudgetBytesPerHour}, {@code hddRoots}) were given explicitly; for the others the
+   * values kept in its home from an earlier run win over {@code config}'s defaults.
+   */
+  public static CacheNode start(NodeConfig startConfig, Set<String> given) throws IOException {
+    TierManager tiers = new TierManager(startConfig, given);
+    NodeConfig config = tiers.config();
     Vertx vertx = Vertx.vertx(new VertxOptions().setWorkerPoolSize(8));
     boolean ok = false;
     try {

@@ -81,6 +81,7 @@ final class TierManager implements AutoCloseable {
   }
 
   private final NodeConfig config;
+  private final Settings settings;
   private final SegmentStore store;
   private final io.strata.store.FeatureStore features;
   private final StrataPolicy policy;
@@ -121,8 +122,21 @@ final class TierManager implements AutoCloseable {
   private long residency;
 
   TierManager(NodeConfig config) throws IOException {
+    this(config, Settings.STARTABLE);
+  }
+
+  /**
+   * A node's tiers; {@code given} names the settings given explicitly at start (the others in
+   * {@code config} are defaults, and the values kept in the home's settings file win over them).
+   */
+  TierManager(NodeConfig startConfig, Set<String> given) throws IOException {
+    this.settings = Settings.load(startConfig, given, StrataPolicy.DEFAULT_POPULARITY_DISCOUNT);
+    NodeConfig config = startConfig.withHddRoots(settings.hddRoots).withSsdBudget(settings.ssdBudgetBytes);
     this.config = config;
     Files.createDirectories(config.home());
+    if (settings.problem != null) {
+      startupNotes.add(settings.problem);
+    }
     Path marker = config.home().resolve(RUNNING_MARKER);
     boolean unclean = Files.exists(marker);
     AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
@@ -132,7 +146,7 @@ final class TierManager implements AutoCloseable {
     }
     startupNotes.addAll(store.dropped());
     this.features = io.strata.store.FeatureStore.openWriter(config.home().resolve("features"));
-    this.policy = new StrataPolicy(config.ssdBudgetBytes(), config.flashWriteBudgetBytesPerHour());
+    this.policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount);
     this.open = Caffeine.newBuilder()
         .maximumSize(64)
         .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> {
@@ -153,6 +167,23 @@ final class TierManager implements AutoCloseable {
     this.promoteTokens = config.promotionBytesPerSecond();
     loadRegistry();
     restoreResident();
+    quotas.putAll(settings.quotas);
+    for (String p : settings.pins) {
+      int slash = p.indexOf('/');
+      try {
+        pin(slash < 0 ? p : p.substring(0, slash), slash < 0 ? null : p.substring(slash + 1), true);
+      } catch (RuntimeException e) {
+        startupNotes.add("the kept pin " + p + " is not restored: " + e.getMessage());
+      }
+    }
+    settings.pins.clear();
+    settings.pins.addAll(pins);
+    settings.save();
+  }
+
+  /** The configuration the node runs with (start options, kept settings, defaults). */
+  NodeConfig config() {
+    return config;
   }
 
   private static Thread daemon(Runnable r, String name) {
@@ -1049,6 +1080,16 @@ final class TierManager implements AutoCloseable {
     return pins.contains(dataset) || pins.contains(dataset + "/" + feature);
   }
 
+  /** Keeps the settings in the home; a failure to write them is a startup-note-worthy problem, not a failed request. */
+  private void saveSettings() {
+    try {
+      settings.save();
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.WARNING, "the settings could not be kept in " + config.home() + ": " + e);
+      startupNotes.add("settings not kept: " + e.getMessage());
+    }
+  }
+
   /** The SSD bytes the pinned features take (estimated until their segments are written): reserved in the budget. */
   private long pinnedBytes() {
     long b = 0;
@@ -1091,6 +1132,12 @@ final class TierManager implements AutoCloseable {
     } else if (!pins.remove(p)) {
       throw NodeException.notFound(p + " is not pinned");
     }
+    if (settings.pins.size() != pins.size() || !settings.pins.containsAll(pins)) {
+      settings.pins.clear();
+      settings.pins.addAll(pins);
+      settings.changed("pins");
+      saveSettings();
+    }
     List<String> fs = feature == null ? ds.featureNames() : List.of(feature);
     int scheduled = 0;
     for (String f : fs) {
@@ -1119,6 +1166,10 @@ final class TierManager implements AutoCloseable {
     ArrayNode p = o.putArray("pins");
     pins.stream().sorted().forEach(p::add);
     o.put("pinnedBytes", pinnedBytes());
+    ObjectNode src = o.putObject("sources");
+    settings.sources().forEach(src::put);
+    ArrayNode roots = o.putArray("hddRoots");
+    config.hddRoots().forEach(r -> roots.add(r.toString()));
     o.set("decisions", Json.MAPPER.valueToTree(policy.decisionCounts()));
     return o;
   }
@@ -1178,6 +1229,26 @@ final class TierManager implements AutoCloseable {
         quotas.put(name, bytes);
       }
     });
+    settings.ssdBudgetBytes = policy.budget();
+    settings.flashWriteBudgetBytesPerHour = policy.flashBudgetPerHour();
+    settings.popularityDiscount = policy.popularityDiscount();
+    settings.quotas.clear();
+    settings.quotas.putAll(quotas);
+    List<String> changed = new ArrayList<>();
+    if (budget != null) {
+      changed.add("ssdBudgetBytes");
+    }
+    if (flash != null) {
+      changed.add("flashWriteBudgetBytesPerHour");
+    }
+    if (discount != null) {
+      changed.add("popularityDiscount");
+    }
+    if (!quotaChanges.isEmpty()) {
+      changed.add("quotas");
+    }
+    settings.changed(changed.toArray(String[]::new));
+    saveSettings();
     return policyJson();
   }
 

@@ -95,6 +95,26 @@ final class NodeCommand implements Runnable {
     @Option(names = "--json", description = "Print the started node's pid, URL, home and log as JSON.")
     boolean json;
 
+    /** The settings given explicitly (options, or fields of the configuration file): they win over the kept ones. */
+    java.util.Set<String> given() throws IOException {
+      java.util.Set<String> g = new java.util.HashSet<>();
+      if (config != null) {
+        JsonNode file = Json.parse(Files.readAllBytes(config));
+        for (String f : List.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots")) {
+          if (file.hasNonNull(f)) {
+            g.add(f);
+          }
+        }
+      }
+      if (ssdBudget != null) {
+        g.add("ssdBudgetBytes");
+      }
+      if (hddRoots != null && !hddRoots.isEmpty()) {
+        g.add("hddRoots");
+      }
+      return g;
+    }
+
     NodeConfig build() throws IOException {
       // Values are checked before the home's directories are created.
       long budget = ssdBudget == null ? -1 : Sizes.parse(ssdBudget);
@@ -127,7 +147,8 @@ final class NodeCommand implements Runnable {
       if (!foreground) {
         return background(out, c, info);
       }
-      CacheNode node = CacheNode.start(c);
+      CacheNode node = CacheNode.start(c, given());
+      c = node.config();
       byte[] me = Json.compact(Json.object().put("pid", ProcessHandle.current().pid()).put("url", node.url())
           .put("home", c.home().toString())).getBytes(StandardCharsets.UTF_8);
       AtomicFiles.write(info, me);

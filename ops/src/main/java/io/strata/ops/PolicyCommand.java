@@ -42,16 +42,19 @@ final class PolicyCommand implements Runnable {
   }
 
   static void printPolicy(PrintWriter out, JsonNode p) {
-    Terminal.Table t = new Terminal.Table("setting", "value");
-    t.row("SSD budget", Terminal.bytes(p.path("ssdBudgetBytes").asLong()));
+    JsonNode src = p.path("sources");
+    Terminal.Table t = new Terminal.Table("setting", "value", "from");
+    t.row("SSD budget", Terminal.bytes(p.path("ssdBudgetBytes").asLong()), src.path("ssdBudgetBytes").asText(""));
     long flash = p.path("flashWriteBudgetBytesPerHour").asLong();
-    t.row("flash write budget", flash == 0 ? "none" : Terminal.bytes(flash) + "/h");
-    t.row("popularity discount", p.path("popularityDiscount").asText());
+    t.row("flash write budget", flash == 0 ? "none" : Terminal.bytes(flash) + "/h", src.path("flashWriteBudgetBytesPerHour").asText(""));
+    t.row("popularity discount", p.path("popularityDiscount").asText(), src.path("popularityDiscount").asText(""));
     long rate = p.path("promotionBytesPerSecond").asLong();
-    t.row("promotion rate limit", rate == 0 ? "none" : Terminal.bytes(rate) + "/s");
-    p.path("quotas").fields().forEachRemaining(e -> t.row("quota " + e.getKey(), Terminal.bytes(e.getValue().asLong())));
-    p.path("pins").forEach(x -> t.row("pinned", x.asText()));
-    p.path("decisions").fields().forEachRemaining(e -> t.row("decisions: " + e.getKey(), e.getValue().asText()));
+    t.row("promotion rate limit", rate == 0 ? "none" : Terminal.bytes(rate) + "/s", "");
+    p.path("hddRoots").forEach(r -> t.row("HDD root", r.asText(), src.path("hddRoots").asText("")));
+    p.path("quotas").properties().forEach(e -> t.row("quota " + e.getKey(), Terminal.bytes(e.getValue().asLong()),
+        src.path("quotas").asText("")));
+    p.path("pins").forEach(x -> t.row("pinned", x.asText(), src.path("pins").asText("")));
+    p.path("decisions").properties().forEach(e -> t.row("decisions: " + e.getKey(), e.getValue().asText(), ""));
     t.print(out);
   }
 

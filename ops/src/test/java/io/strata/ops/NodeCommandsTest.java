@@ -260,6 +260,65 @@ class NodeCommandsTest {
   }
 
   @Test
+  void settingsAndHddRootsSurviveARestart() throws Exception {
+    Path h = home.resolve("kept");
+    Path extraRoot = Files.createDirectories(home.resolve("more-hdd"));
+    Cli.Result start = Cli.run("node", "start", "--home", h.toString(), "--port", "0", "--hdd-root", extraRoot.toString(), "--json");
+    assertEquals(0, start.code(), start.err());
+    String url = Json.parse(start.out()).path("url").asText();
+    Path copy = extraRoot.resolve("events");
+    try (Stream<Path> files = Files.walk(dataset)) {
+      for (Path f : files.toList()) {
+        Path t = copy.resolve(dataset.relativize(f).toString());
+        if (Files.isDirectory(f)) {
+          Files.createDirectories(t);
+        } else {
+          Files.copy(f, t);
+        }
+      }
+    }
+    try {
+      assertEquals(0, Cli.run("dataset", "register", copy.toString(), "--node", url).code());
+      Cli.Result set = Cli.run("policy", "set", "--ssd-budget", "150m", "--quota", "events=100m", "--popularity-discount", "3",
+          "--node", url);
+      assertEquals(0, set.code(), set.err());
+    } finally {
+      assertEquals(0, Cli.run("node", "stop", "--home", h.toString()).code());
+    }
+    // The same home, no options: everything as it was set.
+    Cli.Result again = Cli.run("node", "start", "--home", h.toString(), "--port", "0", "--json");
+    assertEquals(0, again.code(), again.err());
+    url = Json.parse(again.out()).path("url").asText();
+    try {
+      JsonNode p = Json.parse(Cli.run("policy", "get", "--node", url, "--json").out());
+      assertEquals(150L << 20, p.path("ssdBudgetBytes").asLong(), p.toString());
+      assertEquals(100L << 20, p.path("quotas").path("events").asLong(), p.toString());
+      assertEquals(3.0, p.path("popularityDiscount").asDouble(), p.toString());
+      assertTrue(p.path("sources").path("ssdBudgetBytes").asText().startsWith("policy set at "), p.toString());
+      assertTrue(p.path("sources").path("quotas").asText().startsWith("policy set at "), p.toString());
+      assertEquals("start option", p.path("sources").path("hddRoots").asText(), p.toString());
+      assertTrue(p.path("hddRoots").toString().contains(extraRoot.toString()), "the extra HDD root is kept: " + p);
+      Cli.Result human = Cli.run("policy", "get", "--node", url);
+      assertTrue(human.out().contains("policy set at") && human.out().contains("150.0 MiB"), human.out());
+      // Registering in the kept root still works.
+      assertEquals(0, Cli.run("dataset", "register", copy.toString(), "--node", url).code());
+    } finally {
+      assertEquals(0, Cli.run("node", "stop", "--home", h.toString()).code());
+    }
+    // A start option wins over the kept value.
+    Cli.Result opt = Cli.run("node", "start", "--home", h.toString(), "--port", "0", "--ssd-budget", "64m", "--json");
+    assertEquals(0, opt.code(), opt.err());
+    try {
+      JsonNode p = Json.parse(Cli.run("policy", "get", "--node", Json.parse(opt.out()).path("url").asText(), "--json").out());
+      assertEquals(64L << 20, p.path("ssdBudgetBytes").asLong());
+      assertEquals("start option", p.path("sources").path("ssdBudgetBytes").asText());
+      assertEquals(3.0, p.path("popularityDiscount").asDouble(), "the other kept values stay");
+    } finally {
+      assertEquals(0, Cli.run("node", "stop", "--home", h.toString()).code());
+    }
+  }
+
+  @Test
   void nodeStartStatusStopInTheBackground() throws Exception {
     Path h = home.resolve("bg");
     Cli.Result start = Cli.run("node", "start", "--home", h.toString(), "--port", "0", "--json");

@@ -1,0 +1,148 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The settings an operator changes on a running node, kept in {@code <home>/settings.json}
+ * (written atomically on every change) so that they survive a restart: the SSD and flash write
+ * budgets, the popularity discount, quotas, pins and the HDD roots. Each value carries where it
+ * came from ({@code default}, {@code start option}, {@code policy set at <time>}).
+ *
+ * <p>At start a value given explicitly (a start option or the configuration file) wins and is
+ * kept; otherwise the kept value applies; otherwise the default. Not thread-safe: the tier
+ * manager calls it under its monitor.
+ */
+final class Settings {
+  static final String FILE = "settings.json";
+
+  /** The names of the settings that start options may give. */
+  static final Set<String> STARTABLE = Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots");
+
+  private final Path file;
+  final Map<String, String> sources = new TreeMap<>();
+  long ssdBudgetBytes;
+  double flashWriteBudgetBytesPerHour;
+  double popularityDiscount;
+  final Map<String, Long> quotas = new TreeMap<>();
+  final Set<String> pins = new TreeSet<>();
+  List<Path> hddRoots;
+  /** What went wrong reading the kept settings, or null. */
+  String problem;
+
+  private Settings(Path file) {
+    this.file = file;
+  }
+
+  /**
+   * The settings a node starting from {@code config} runs with: {@code given} names the values
+   * given explicitly (the rest of {@code config} is defaults), the kept file fills in the others.
+   */
+  static Settings load(NodeConfig config, Set<String> given, double defaultDiscount) {
+    Settings s = new Settings(config.home().resolve(FILE));
+    JsonNode kept = null;
+    if (Files.exists(s.file)) {
+      try {
+        kept = Json.parse(Files.readAllBytes(s.file));
+        if (!kept.isObject()) {
+          throw new IOException("not a JSON object");
+        }
+      } catch (IOException e) {
+        s.problem = s.file + " is damaged (" + e.getMessage() + "); the settings start from their defaults";
+        kept = null;
+      }
+    }
+    JsonNode k = kept == null ? Json.object() : kept;
+    s.ssdBudgetBytes = config.ssdBudgetBytes();
+    s.flashWriteBudgetBytesPerHour = config.flashWriteBudgetBytesPerHour();
+    s.popularityDiscount = defaultDiscount;
+    s.hddRoots = config.hddRoots();
+    for (String name : List.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "hddRoots")) {
+      JsonNode v = k.path(name);
+      if (given.contains(name)) {
+        s.sources.put(name, "start option");
+      } else if (v.has("value")) {
+        try {
+          switch (name) {
+            case "ssdBudgetBytes" -> s.ssdBudgetBytes = nonNegative(v.get("value").asLong());
+            case "flashWriteBudgetBytesPerHour" -> s.flashWriteBudgetBytesPerHour = nonNegative(v.get("value").asLong());
+            case "popularityDiscount" -> s.popularityDiscount = Math.max(1, v.get("value").asDouble());
+            default -> {
+              List<Path> roots = new ArrayList<>();
+              v.get("value").forEach(r -> roots.add(Path.of(r.asText())));
+              if (!roots.isEmpty()) {
+                s.hddRoots = List.copyOf(roots);
+              }
+            }
+          }
+          s.sources.put(name, v.path("source").asText("kept"));
+        } catch (IllegalArgumentException e) {
+          s.sources.put(name, "default");
+        }
+      } else {
+        s.sources.put(name, "default");
+      }
+    }
+    k.path("quotas").properties().forEach(e -> {
+      if (e.getValue().canConvertToLong() && e.getValue().asLong() >= 0) {
+        s.quotas.put(e.getKey(), e.getValue().asLong());
+      }
+    });
+    k.path("pins").forEach(p -> s.pins.add(p.asText()));
+    s.sources.put("quotas", k.has("quotas") ? k.path("quotasSource").asText("kept") : "default");
+    s.sources.put("pins", k.has("pins") ? k.path("pinsSource").asText("kept") : "default");
+    return s;
+  }
+
+  private static long nonNegative(long v) {
+    if (v < 0) {
+      throw new IllegalArgumentException("negative");
+    }
+    return v;
+  }
+
+  /** Records that {@code names} were just changed at runtime. */
+  void changed(String... names) {
+    String source = "policy set at " + Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+    for (String n : names) {
+      sources.put(n, source);
+    }
+  }
+
+  /** Writes the settings atomically. */
+  void save() throws IOException {
+    ObjectNode o = Json.object();
+    o.putObject("ssdBudgetBytes").put("value", ssdBudgetBytes).put("source", sources.get("ssdBudgetBytes"));
+    o.putObject("flashWriteBudgetBytesPerHour").put("value", (long) flashWriteBudgetBytesPerHour)
+        .put("source", sources.get("flashWriteBudgetBytesPerHour"));
+    o.putObject("popularityDiscount").put("value", popularityDiscount).put("source", sources.get("popularityDiscount"));
+    ObjectNode roots = o.putObject("hddRoots").put("source", sources.get("hddRoots"));
+    hddRoots.forEach(r -> roots.withArray("value").add(r.toString()));
+    ObjectNode q = o.putObject("quotas");
+    quotas.forEach(q::put);
+    o.put("quotasSource", sources.get("quotas"));
+    pins.forEach(o.putArray("pins")::add);
+    o.put("pinsSource", sources.get("pins"));
+    Files.createDirectories(file.getParent());
+    AtomicFiles.write(file, Json.pretty(o).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Where each value came from, for {@code GET /v1/policy}. */
+  Map<String, String> sources() {
+    return new LinkedHashMap<>(sources);
+  }
+}
