@@ -223,7 +223,7 @@ final class TierManager implements AutoCloseable {
   Dataset dataset(String name) {
     synchronized (this) {
       if (!registry.containsKey(name)) {
-        throw NodeException.notFound("no dataset '" + name + "' is registered (see GET /v1/datasets)");
+        throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
       }
     }
     try {

@@ -506,7 +506,8 @@ final class BenchPeers {
         run.put("ssdBudgetPercent", b).put("strata", m[0]).put("strataOnline", m[1]).put("lru", m[2]).put("caffeine", m[3])
             .put("frequency", m[4]).put("opt", m[5]).put("strataVsOpt", m[0] / m[5]).put("strataVsLru", m[0] / Math.max(1e-12, m[2]))
             .put("onlineVsLru", m[1] / Math.max(1e-12, m[2]));
-        t.row(f2(b) + " %", f3(m[0]), f3(m[1]), f3(m[2]), f3(m[3]), f3(m[4]), f3(m[5]), f2(m[0] / m[5]),
+        t.row(f2(b) + " %", Terminal.percent(m[0]), Terminal.percent(m[1]), Terminal.percent(m[2]), Terminal.percent(m[3]),
+            Terminal.percent(m[4]), Terminal.percent(m[5]), f2(m[0] / m[5]),
             f2(m[0] / Math.max(1e-12, m[2])) + "x", f2(m[1] / Math.max(1e-12, m[2])) + "x");
       }
       if (speedJobs > 0) {

@@ -211,7 +211,7 @@ final class BenchPolicyLive implements Callable<Integer> {
         };
         figures.put(key, r.byteHitRatio());
         flash.put(key, r.flashBytes());
-        table.row(r.policy(), f3(r.byteHitRatio()), f2(r.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio())),
+        table.row(r.policy(), Terminal.percent(r.byteHitRatio()), f2(r.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio())),
             f2(r.byteHitRatio() / Math.max(1e-12, lru.byteHitRatio())) + "x", Terminal.bytes(r.flashBytes()),
             f2((double) r.flashBytes() / Math.max(1, lru.flashBytes())));
       }

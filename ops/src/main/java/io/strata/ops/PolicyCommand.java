@@ -41,6 +41,14 @@ final class PolicyCommand implements Runnable {
     spec.commandLine().usage(spec.commandLine().getOut());
   }
 
+  /** What the policy's decision counters mean, for people. */
+  private static final Map<String, String> DECISIONS = Map.of(
+      "admittedPlanned", "admitted: a declared plan reads it again",
+      "admittedPopular", "admitted: its stream is popular",
+      "bypassNoNextUse", "not admitted: no one is expected to read it",
+      "bypassNoFlashBudget", "not admitted: flash write budget spent",
+      "bypassVictimNeededSooner", "not admitted: what it would evict is needed sooner");
+
   static void printPolicy(PrintWriter out, JsonNode p) {
     JsonNode src = p.path("sources");
     Terminal.Table t = new Terminal.Table("setting", "value", "from");
@@ -54,7 +62,7 @@ final class PolicyCommand implements Runnable {
     p.path("quotas").properties().forEach(e -> t.row("quota " + e.getKey(), Terminal.bytes(e.getValue().asLong()),
         src.path("quotas").asText("")));
     p.path("pins").forEach(x -> t.row("pinned", x.asText(), src.path("pins").asText("")));
-    p.path("decisions").properties().forEach(e -> t.row("decisions: " + e.getKey(), e.getValue().asText(), ""));
+    p.path("decisions").properties().forEach(e -> t.row(DECISIONS.getOrDefault(e.getKey(), e.getKey()), e.getValue().asText(), ""));
     t.print(out);
   }
 
@@ -230,7 +238,7 @@ final class PolicyCommand implements Runnable {
           o.put("policy", r.policy()).put("byteHitRatio", r.byteHitRatio()).put("hddBytesRead", r.hddBytes())
               .put("hddBytesAbsorbed", r.hitBytes()).put("flashBytesWritten", r.flashBytes()).put("hits", r.hits())
               .put("seconds", r.seconds()).put("eventsPerSecond", r.eventsPerSecond());
-          table.row(r.policy(), String.format(Locale.ROOT, "%.3f", r.byteHitRatio()), Terminal.bytes(r.hddBytes()),
+          table.row(r.policy(), Terminal.percent(r.byteHitRatio()), Terminal.bytes(r.hddBytes()),
               Terminal.bytes(r.hitBytes()), r.flashBytes() < 0 ? "n/a" : Terminal.bytes(r.flashBytes()),
               String.format(Locale.ROOT, "%.2f", r.byteHitRatio() / Math.max(1e-12, opt.byteHitRatio())),
               String.format(Locale.ROOT, "%.2fx", (double) r.hitBytes() / Math.max(1, lru.hitBytes())),

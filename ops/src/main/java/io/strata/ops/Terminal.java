@@ -10,6 +10,11 @@ import java.util.Locale;
 final class Terminal {
   private Terminal() {}
 
+  /** A ratio for people: a percentage with one decimal (0.144 prints as 14.4%). */
+  static String percent(double ratio) {
+    return String.format(java.util.Locale.ROOT, "%.1f%%", 100 * ratio);
+  }
+
   static String bytes(long b) {
     String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = b;

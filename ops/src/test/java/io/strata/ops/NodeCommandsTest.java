@@ -300,6 +300,8 @@ class NodeCommandsTest {
       assertTrue(p.path("hddRoots").toString().contains(extraRoot.toString()), "the extra HDD root is kept: " + p);
       Cli.Result human = Cli.run("policy", "get", "--node", url);
       assertTrue(human.out().contains("policy set at") && human.out().contains("150.0 MiB"), human.out());
+      assertTrue(human.out().contains("not admitted: no one is expected to read it") && !human.out().contains("admittedPlanned")
+          && !human.out().contains("popularityDiscount"), "people read no internal names: " + human.out());
       // Registering in the kept root still works.
       assertEquals(0, Cli.run("dataset", "register", copy.toString(), "--node", url).code());
     } finally {

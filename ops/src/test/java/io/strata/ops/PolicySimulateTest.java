@@ -38,6 +38,7 @@ class PolicySimulateTest {
     Cli.Result human = Cli.run("policy", "simulate", "--trace", trace.toString(), "--ssd-budget", "64m");
     assertEquals(0, human.code(), human.err());
     assertTrue(human.out().contains("strata") && human.out().contains("frequency") && human.out().contains("opt"), human.out());
+    assertTrue(human.out().matches("(?s).*\\b\\d+\\.\\d%.*"), "hit ratios print as percentages, as elsewhere: " + human.out());
   }
 
   @Test
