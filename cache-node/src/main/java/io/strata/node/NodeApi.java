@@ -22,6 +22,7 @@ final class NodeApi {
   private final TierManager tiers;
   private final NodeConfig config;
   private final WorkerExecutor workers;
+  private final WorkerExecutor deriveWorkers;
   private final Dashboard dashboard;
   private final boolean loopbackOnly;
 
@@ -29,6 +30,7 @@ final class NodeApi {
     this.tiers = tiers;
     this.config = config;
     this.workers = vertx.createSharedWorkerExecutor("strata-api", 4);
+    this.deriveWorkers = vertx.createSharedWorkerExecutor("strata-derive", 2, 3, java.util.concurrent.TimeUnit.HOURS);
     this.dashboard = new Dashboard(tiers);
     this.loopbackOnly = NodeConfig.isLoopback(config.bindHost());
   }
@@ -125,10 +127,12 @@ final class NodeApi {
       tiers.endJob(ctx.pathParam("job"));
       return Json.object().put("ended", ctx.pathParam("job"));
     }));
-    r.post("/v1/features").handler(ctx -> run(ctx, () -> {
+    // Computing a derived feature can take long: on its own pool, so that it never holds up the
+    // API's workers (resolves, reads, plans) however many jobs ask at once.
+    r.post("/v1/features").handler(ctx -> run(deriveWorkers, ctx, () -> {
       JsonNode b = body(ctx);
       return tiers.derive(text(b, "dataset", true), text(b, "spec", true));
-    }));
+    }, 200));
     r.get("/v1/features").handler(ctx -> run(ctx, tiers::derivedFeatures));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));
@@ -255,7 +259,11 @@ final class NodeApi {
   }
 
   private void run(RoutingContext ctx, Callable<Object> work, int status) {
-    Future<Object> f = workers.executeBlocking(work, false);
+    run(workers, ctx, work, status);
+  }
+
+  private void run(WorkerExecutor pool, RoutingContext ctx, Callable<Object> work, int status) {
+    Future<Object> f = pool.executeBlocking(work, false);
     f.onComplete(ar -> {
       if (ar.succeeded()) {
         Object v = ar.result();

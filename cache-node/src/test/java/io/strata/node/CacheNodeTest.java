@@ -525,6 +525,36 @@ class CacheNodeTest {
   }
 
   @Test
+  void derivesInFlightDoNotHoldUpResolves() throws Exception {
+    // Six jobs ask for the same derived feature at once (one computes, the others wait for it);
+    // a resolve sent after them must not queue behind them.
+    String spec = "zscore(seq_mean(log1p(amount),last=64))";
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(7);
+    try {
+      List<java.util.concurrent.Future<Long>> derives = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        derives.add(pool.submit(() -> {
+          client.derive("events", spec);
+          return System.nanoTime();
+        }));
+      }
+      Thread.sleep(100);
+      java.util.concurrent.Future<Long> resolve = pool.submit(() -> {
+        client.resolve("r", "events", List.of("amount"), null);
+        return System.nanoTime();
+      });
+      long resolved = resolve.get();
+      long firstDerive = Long.MAX_VALUE;
+      for (var d : derives) {
+        firstDerive = Math.min(firstDerive, d.get());
+      }
+      assertTrue(resolved < firstDerive, "the resolve answered before any derive finished");
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void aFailedPromotionShowsInTheStatusAndTheChunkStaysOnOrc() throws Exception {
     Path part;
     try (Stream<Path> s = Files.list(datasetDir)) {
