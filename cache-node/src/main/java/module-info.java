@@ -4,6 +4,8 @@ module io.strata.node {
   requires io.strata.store;
   requires io.vertx.core;
   requires io.vertx.web;
+  requires io.netty.codec;
+  requires io.netty.codec.http;
   requires com.github.benmanes.caffeine;
   requires com.fasterxml.jackson.databind;
 

@@ -48,8 +48,11 @@ public final class CacheNode implements AutoCloseable {
     boolean ok = false;
     try {
       NodeApi api = new NodeApi(vertx, tiers, config);
-      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true))
-          .requestHandler(api.router(vertx));
+      // Connections idle for a minute are closed; a request line or headers too long get the
+      // API's JSON error (414, 431) like every other refusal.
+      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setIdleTimeout(60))
+          .requestHandler(api.router(vertx))
+          .invalidRequestHandler(NodeApi::invalidRequest);
       try {
         server.listen(config.port(), config.bindHost()).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
       } catch (ExecutionException e) {

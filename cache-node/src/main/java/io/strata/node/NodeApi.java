@@ -209,6 +209,23 @@ final class NodeApi {
     }
   }
 
+  /** A request that could not be decoded: the JSON error with the status its cause calls for. */
+  static void invalidRequest(io.vertx.core.http.HttpServerRequest req) {
+    Throwable cause = req.decoderResult() == null ? null : req.decoderResult().cause();
+    int status = 400;
+    String message = "the request could not be decoded";
+    if (cause instanceof io.netty.handler.codec.http.TooLongHttpLineException) {
+      status = 414;
+      message = "the request line is too long";
+    } else if (cause instanceof io.netty.handler.codec.http.TooLongHttpHeaderException) {
+      status = 431;
+      message = "the request's headers are too large";
+    }
+    ObjectNode o = Json.object().put("error", message).put("status", status);
+    req.response().setStatusCode(status).putHeader("content-type", "application/json").putHeader("connection", "close")
+        .end(Json.compact(o));
+  }
+
   private static String clip(String s) {
     return s.length() > 80 ? s.substring(0, 80) + "..." : s;
   }

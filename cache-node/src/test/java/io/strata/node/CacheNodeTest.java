@@ -469,6 +469,14 @@ class CacheNodeTest {
     HttpResponse<String> big = raw("POST", "/v1/datasets", huge, null);
     assertEquals(413, big.statusCode());
     assertTrue(Json.parse(big.body()).path("error").asText().contains("exceeds"));
+    // A request line or headers too long: the same JSON errors.
+    HttpResponse<String> longLine = raw("GET", "/v1/datasets/" + "x".repeat(10_000), null, null);
+    assertEquals(414, longLine.statusCode());
+    assertTrue(Json.parse(longLine.body()).path("error").asText().contains("request line is too long"), longLine.body());
+    HttpResponse<String> bigHeaders = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build().send(HttpRequest.newBuilder(URI.create(node.url() + "/health"))
+        .header("X-Padding", "y".repeat(20_000)).build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(431, bigHeaders.statusCode());
+    assertTrue(Json.parse(bigHeaders.body()).path("error").asText().contains("headers are too large"), bigHeaders.body());
     // The node still works after all that.
     assertEquals("ok", client.health().path("status").asText());
     assertEquals(200, raw("GET", "/metrics", null, null).statusCode());
