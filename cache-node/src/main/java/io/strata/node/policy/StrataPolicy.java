@@ -650,15 +650,12 @@ public final class StrataPolicy implements CachePolicy {
     }
   }
 
-  static boolean HARMONIC = !Boolean.getBoolean("strata.min");
-
   /**
    * When {@code key} is expected to be read next, from declared plans or its own history. Several
    * jobs' reads combine as rates: a chunk that two jobs will read in ten seconds each is worth
    * what one read in five seconds is (with one job this is Belady's next use).
    */
   double nextUse(int key, double now) {
-    double best = NEVER;
     double rate = 0;
     List<Occurrence> occ = occurrences[key];
     if (occ != null) {
@@ -676,9 +673,7 @@ public final class StrataPolicy implements CachePolicy {
         if (Double.isNaN(r)) {
           r = typicalRate();
         }
-        double d = (o.plan.plan.stepStart(s) - o.plan.position + 1) / r;
-        best = Math.min(best, now + d);
-        rate += 1 / d;
+        rate += r / (o.plan.plan.stepStart(s) - o.plan.position + 1);
       }
       if (!anyAlive) {
         occ.removeIf(o -> o.plan.ended || o.nextStep() < 0);
@@ -687,19 +682,14 @@ public final class StrataPolicy implements CachePolicy {
         }
       }
     }
-    double undeclared = passRate(key, now);
-    if (undeclared > 0) {
-      rate += undeclared;
-      best = Math.min(best, now + 1 / undeclared);
-    }
-    if (HARMONIC && rate > 0) {
-      best = now + 1 / rate;
-    }
+    rate += passRate(key, now);
     double popular = popularNextUse(key, now);
-    if (HARMONIC && popular < NEVER && rate > 0) {
-      best = now + 1 / (rate + 1 / Math.max(1e-9, popular - now));
+    double best;
+    if (rate > 0) {
+      // Expected reads per second from every source; a popularity guess adds its own rate.
+      best = popular < NEVER ? now + 1 / (rate + 1 / Math.max(1e-9, popular - now)) : now + 1 / rate;
     } else {
-      best = Math.min(best, popular);
+      best = popular;
     }
     if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !planned(key)) {
       double expected = lastRead[key] + gap[key];
