@@ -51,7 +51,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * named pools with bounded queues: decoding ORC and writing segments on {@code
  * strata-promote-N} (rate-limited in bytes per second so that promotion never starves the jobs'
  * own reads), unlinking evicted segments on {@code strata-evict}. A request that would queue
- * beyond the bound is refused rather than piling up.
+ * beyond the bound is refused rather than piling up. Two pieces of work run outside the monitor
+ * because they may be long: expanding a job's plan program (then installed under it) and
+ * computing a derived feature. The dataset cache's loader never takes the monitor (it reads a
+ * published copy of the registry). The recorded trace ({@link TraceRecorder}) and the kept
+ * settings ({@link Settings}) are changed under the monitor only.
  */
 final class TierManager implements AutoCloseable {
   static final String REGISTRY = "datasets.json";
