@@ -23,14 +23,28 @@ def test_loaders_share_one_service_which_exits_when_idle(dataset, tmp_path, monk
     while os.path.exists(sock) and time.time() < deadline:
         time.sleep(0.1)
     assert not os.path.exists(sock) and not os.path.exists(pid_file)
-    try:
-        os.kill(pid, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the idle service is still running"
+    # It removes its files first, then its JVM shuts down: give that a moment.
+    deadline = time.time() + 15
+    while not _gone(pid) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _gone(pid), "the idle service is still running"
     # A new loader starts a new service on the same socket.
     c = strata.Loader(dataset, features=["amount"], batch_samples=8, seed=1)
     assert next(iter(c)).num_rows > 0
     assert int(open(pid_file).read()) != pid
     c.close()
+
+
+def _gone(pid):
+    """Whether process pid has exited (a zombie not yet reaped by its parent counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
