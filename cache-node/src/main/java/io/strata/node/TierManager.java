@@ -473,8 +473,7 @@ final class TierManager implements AutoCloseable {
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
   private synchronized void setKeyBytes(int key, long bytes) {
     keyBytes.set(key, bytes);
-    KeyInfo k = keys.get(key);
-    trace.size(k.dataset(), k.feature(), k.chunk(), bytes);
+    trace.size(key, bytes);
   }
 
   private static long estimateBytes(Dataset ds, String feature, int chunk) {
@@ -566,23 +565,11 @@ final class TierManager implements AutoCloseable {
     if (length > 50_000_000) {
       throw NodeException.badRequest("the plan has " + length + " reads; at most 50,000,000 are accepted");
     }
-    int[] seq = new int[(int) length];
-    int[] ends = new int[epochs * order.size()];
-    int i = 0;
-    int s = 0;
-    for (int e = 0; e < epochs; e++) {
-      for (int c : order) {
-        for (String f : features) {
-          seq[i++] = key(ds, f, c);
-        }
-        ends[s++] = i;
-      }
-    }
     int[][] stepChunks = new int[epochs * order.size()][];
     for (int k = 0; k < stepChunks.length; k++) {
       stepChunks[k] = new int[] {order.get(k % order.size())};
     }
-    installPlan(job, ds, features, new CachePolicy.JobPlan(seq, ends, 0, Math.max(1, order.size()), substitutable), stepChunks);
+    installSteps(job, ds, features, stepChunks, 0, Math.max(1, order.size()), substitutable);
     return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("reads", length);
   }
 
@@ -614,6 +601,17 @@ final class TierManager implements AutoCloseable {
 
   private synchronized ObjectNode installExpanded(String job, Dataset ds, List<String> features, PlanProgram program,
       boolean substitutable, int[][] stepChunks, long perEpoch) {
+    int total = installSteps(job, ds, features, stepChunks, program.startStep(), Math.max(1, perEpoch), substitutable);
+    return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("steps", stepChunks.length)
+        .put("stepsPerEpoch", perEpoch).put("startStep", program.startStep()).put("reads", total);
+  }
+
+  /**
+   * Installs a job's plan given as the chunks of each step (every feature of each chunk is read in
+   * the step), from global step {@code firstStep}; returns the reads it holds.
+   */
+  private int installSteps(String job, Dataset ds, List<String> features, int[][] stepChunks, long firstStep, long perEpoch,
+      boolean substitutable) {
     int total = 0;
     for (int[] c : stepChunks) {
       total += c.length * features.size();
@@ -629,10 +627,8 @@ final class TierManager implements AutoCloseable {
       }
       ends[s] = i;
     }
-    installPlan(job, ds, features, new CachePolicy.JobPlan(seq, ends, program.startStep(), Math.max(1, perEpoch), substitutable),
-        stepChunks);
-    return Json.object().put("job", job).put("dataset", ds.name()).put("version", ds.version()).put("steps", stepChunks.length)
-        .put("stepsPerEpoch", perEpoch).put("startStep", program.startStep()).put("reads", total);
+    installPlan(job, ds, features, new CachePolicy.JobPlan(seq, ends, firstStep, perEpoch, substitutable), stepChunks);
+    return total;
   }
 
   private void installPlan(String job, Dataset ds, List<String> features, CachePolicy.JobPlan jp, int[][] stepChunks) {
@@ -761,7 +757,7 @@ final class TierManager implements AutoCloseable {
     }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      trace.read(now, job, ds.name(), r.feature(), r.chunk(), keyBytes.get(k), r.ssd());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keyBytes.get(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
@@ -1213,8 +1209,9 @@ final class TierManager implements AutoCloseable {
         quotaChanges.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
       }
     }
-    if (budget != null && budget < pinnedBytes()) {
-      throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinnedBytes()
+    long pinned = budget == null ? 0 : pinnedBytes();
+    if (budget != null && budget < pinned) {
+      throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinned
           + " bytes pinned features take: unpin first (pins: " + pins.stream().sorted().toList() + ")");
     }
     if (budget != null) {

@@ -2,10 +2,9 @@ package io.strata.node;
 
 import io.strata.node.policy.Trace;
 import java.util.ArrayDeque;
-import java.util.HashMap;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 
 /**
  * What the node received from jobs, kept as a replayable trace (the CSV of {@link Trace}): every
@@ -23,7 +22,7 @@ final class TraceRecorder {
     double time();
   }
 
-  private record ReadRow(double time, String job, String dataset, String feature, int chunk, boolean ssd) implements Row {}
+  private record ReadRow(double time, String job, String dataset, String feature, int chunk, int key, boolean ssd) implements Row {}
 
   private record PlanRow(double time, String job, String dataset, String payload, long firstStep, int weight) implements Row {}
 
@@ -33,7 +32,8 @@ final class TraceRecorder {
 
   private final int capacity;
   private final ArrayDeque<Row> rows = new ArrayDeque<>();
-  private final Map<String, Long> sizes = new HashMap<>();
+  /** Each key's size (by the tier manager's key id), 0 until it is first read. */
+  private long[] sizes = new long[256];
   private long weight;
   private long dropped;
   private double last = 0;
@@ -58,15 +58,25 @@ final class TraceRecorder {
     return last;
   }
 
-  /** Records a read of a chunk of {@code bytes} bytes (unless its size is already known). */
-  void read(double t, String job, String dataset, String feature, int chunk, long bytes, boolean ssd) {
-    sizes.putIfAbsent(dataset + "\0" + feature + "\0" + chunk, Math.max(1, bytes));
-    add(new ReadRow(time(t), job, dataset, feature, chunk, ssd), 1);
+  /** Records a read of key {@code key}, a chunk of {@code bytes} bytes (unless its size is already known). */
+  void read(double t, String job, String dataset, String feature, int chunk, int key, long bytes, boolean ssd) {
+    if (sizeOf(key) == 0) {
+      sizes[key] = Math.max(1, bytes);
+    }
+    add(new ReadRow(time(t), job, dataset, feature, chunk, key, ssd), 1);
   }
 
-  /** The chunk's size is now known to be {@code bytes}. */
-  void size(String dataset, String feature, int chunk, long bytes) {
-    sizes.put(dataset + "\0" + feature + "\0" + chunk, Math.max(1, bytes));
+  /** Key {@code key}'s size is now known to be {@code bytes}. */
+  void size(int key, long bytes) {
+    sizeOf(key);
+    sizes[key] = Math.max(1, bytes);
+  }
+
+  private long sizeOf(int key) {
+    if (key >= sizes.length) {
+      sizes = Arrays.copyOf(sizes, Math.max(sizes.length * 2, key + 1));
+    }
+    return sizes[key];
   }
 
   void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,
@@ -109,12 +119,15 @@ final class TraceRecorder {
   /** The trace as CSV, header first. */
   String csv() {
     StringBuilder sb = new StringBuilder(rows.size() * 48 + 64);
+    // A trace gives a chunk one size: a dataset registered again under a new version keeps the first.
+    java.util.Map<String, Long> byName = new java.util.HashMap<>();
     sb.append(Trace.HEADER).append('\n');
     for (Row r : rows) {
       sb.append(String.format(Locale.ROOT, "%.3f,", r.time()));
       switch (r) {
         case ReadRow x -> sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
-            .append(x.chunk()).append(',').append(sizes.get(x.dataset() + "\0" + x.feature() + "\0" + x.chunk()))
+            .append(x.chunk()).append(',')
+            .append(byName.computeIfAbsent(x.dataset() + "\0" + x.feature() + "\0" + x.chunk(), n -> sizes[x.key()]))
             .append(x.ssd() ? ",ssd" : ",hdd");
         case PlanRow p -> sb.append(p.job()).append(',').append(p.dataset()).append(",@plan,").append(p.firstStep()).append(',')
             .append(p.payload());

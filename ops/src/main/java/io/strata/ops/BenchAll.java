@@ -192,13 +192,18 @@ final class BenchAll implements Callable<Integer> {
         List.of("dataset", "generate", "--out", dir.resolve("hdd").toString(), "--rows", Long.toString(rows), "--features", "10",
             "--seed", "3", "--replace"),
         List.of("promote", "--dataset", dir.resolve("hdd").toString(), "--ssd", dir.resolve("ssd").toString()))) {
-      StringWriter e = new StringWriter();
-      int code = Main.run(a.toArray(String[]::new), new PrintWriter(new StringWriter(), true), new PrintWriter(e, true));
-      if (code != 0) {
-        throw new IOException("strata " + String.join(" ", a) + " failed: " + e.toString().strip());
-      }
+      runQuietly(a);
     }
     Files.writeString(ready, "ok");
+  }
+
+  /** Runs {@code strata args...} in this process, its output dropped; a failure is an IOException with its error. */
+  static void runQuietly(List<String> args) throws IOException {
+    StringWriter e = new StringWriter();
+    int code = Main.run(args.toArray(String[]::new), new PrintWriter(new StringWriter(), true), new PrintWriter(e, true));
+    if (code != 0) {
+      throw new IOException("strata " + String.join(" ", args) + " failed: " + e.toString().strip());
+    }
   }
 
   static String machine() {
