@@ -51,8 +51,13 @@ import org.rocksdb.WriteOptions;
  * <p>One process writes (the cache node or a batch job; RocksDB's lock enforces it); others open
  * the store as secondary readers that never block the writer and catch up with it on demand.
  * Jobs in the writer's process that ask for the same fingerprint at the same time wait for one
- * computation ({@link #getOrCompute}). Every native handle is closed in {@link #close()}, in
- * dependency order.
+ * computation ({@link #getOrCompute}).
+ *
+ * <p>Threads and locks: every call that touches a native handle holds the read side of {@code
+ * handles} for that one call (a computation takes it per chunk, not for its whole length); {@link
+ * #close()} takes the write side, waits for the calls in flight and closes every handle in
+ * dependency order, after which calls fail with {@link IllegalStateException} naming the store.
+ * {@code inflight} (one computation per fingerprint) and the checksum cache are concurrent maps.
  */
 public final class FeatureStore implements DerivedStore, AutoCloseable {
   private static final byte[] META = "meta".getBytes(StandardCharsets.UTF_8);
@@ -76,6 +81,30 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final java.util.concurrent.atomic.AtomicLong computations = new java.util.concurrent.atomic.AtomicLong();
   private volatile long lastCatchUp;
   private volatile boolean closed;
+  /**
+   * Every native call holds the read side; {@link #close()} takes the write side, so it waits for
+   * calls in flight and later calls fail with a message instead of touching freed handles.
+   */
+  private final java.util.concurrent.locks.ReentrantReadWriteLock handles = new java.util.concurrent.locks.ReentrantReadWriteLock();
+
+  /** One use of the native handles. */
+  private interface NativeCall<T> {
+    T call() throws RocksDBException, IOException;
+  }
+
+  /** Runs {@code call} while the handles stay open; a RocksDB failure becomes an IOException saying {@code what} failed. */
+  private <T> T guarded(String what, NativeCall<T> call) throws IOException {
+    var read = handles.readLock();
+    read.lock();
+    try {
+      checkOpen();
+      return call.call();
+    } catch (RocksDBException e) {
+      throw new IOException("feature store " + dir + ": " + what + " failed: " + e.getMessage(), e);
+    } finally {
+      read.unlock();
+    }
+  }
 
   private FeatureStore(Path dir, boolean writer, DBOptions dbo, ColumnFamilyOptions cfo, RocksDB db,
       List<ColumnFamilyHandle> handles, WriteOptions wo) {
@@ -172,11 +201,10 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       return;
     }
     lastCatchUp = now;
-    try {
+    guarded("catching up with the writer", () -> {
       db.tryCatchUpWithPrimary();
-    } catch (RocksDBException e) {
-      throw new IOException("feature store " + dir + ": catching up with the writer failed: " + e.getMessage(), e);
-    }
+      return null;
+    });
   }
 
   private static byte[] bytes(String s) {
@@ -184,12 +212,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   }
 
   private byte[] get(ColumnFamilyHandle cf, String key) throws IOException {
-    checkOpen();
-    try {
-      return db.get(cf, bytes(key));
-    } catch (RocksDBException e) {
-      throw new IOException("feature store " + dir + ": read of " + key + " failed: " + e.getMessage(), e);
-    }
+    return guarded("read of " + key, () -> db.get(cf, bytes(key)));
   }
 
   static String dataKey(String fingerprint, int chunk) {
@@ -230,11 +253,10 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   }
 
   private void put(ColumnFamilyHandle cf, String key, byte[] value) throws IOException {
-    try {
+    guarded("write", () -> {
       db.put(cf, bytes(key), value);
-    } catch (RocksDBException e) {
-      throw new IOException("feature store " + dir + ": write failed: " + e.getMessage(), e);
-    }
+      return null;
+    });
   }
 
   // ---------------------------------------------------------------- reads
@@ -292,18 +314,19 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   /** Every feature the store knows, complete or not. */
   public List<FeatureMeta> list() throws IOException {
     catchUp();
-    checkOpen();
-    List<FeatureMeta> out = new ArrayList<>();
-    try (RocksIterator it = db.newIterator(meta)) {
-      for (it.seek(bytes("f:")); it.isValid(); it.next()) {
-        String k = new String(it.key(), StandardCharsets.UTF_8);
-        if (!k.startsWith("f:")) {
-          break;
+    return guarded("listing features", () -> {
+      List<FeatureMeta> out = new ArrayList<>();
+      try (RocksIterator it = db.newIterator(meta)) {
+        for (it.seek(bytes("f:")); it.isValid(); it.next()) {
+          String k = new String(it.key(), StandardCharsets.UTF_8);
+          if (!k.startsWith("f:")) {
+            break;
+          }
+          out.add(FeatureMeta.fromJson(Json.parse(it.value())));
         }
-        out.add(FeatureMeta.fromJson(Json.parse(it.value())));
       }
-    }
-    return out;
+      return out;
+    });
   }
 
   // ---------------------------------------------------------------- get-or-compute
@@ -371,16 +394,17 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
       double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
       FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
-      try (WriteBatch batch = new WriteBatch()) {
-        batch.put(data, bytes(dataKey(fp, c)), value);
-        batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
-        if (next.complete()) {
-          batch.put(meta, bytes("n:" + ds.name() + "\0" + ds.version() + "\0" + next.spec()), bytes(fp));
+      guarded("writing chunk " + c + " of " + fp, () -> {
+        try (WriteBatch batch = new WriteBatch()) {
+          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
+          batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
+          if (next.complete()) {
+            batch.put(meta, bytes("n:" + ds.name() + "\0" + ds.version() + "\0" + next.spec()), bytes(fp));
+          }
+          db.write(syncWrites, batch);
         }
-        db.write(syncWrites, batch);
-      } catch (RocksDBException e) {
-        throw new IOException("feature store " + dir + ": writing chunk " + c + " of " + fp + " failed: " + e.getMessage(), e);
-      }
+        return null;
+      });
       m = next;
       progress.update(c + 1, m.chunks(), "chunks");
     }
@@ -424,14 +448,15 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   }
 
   private void delete(FeatureMeta m) throws IOException {
-    try (WriteBatch batch = new WriteBatch()) {
-      batch.deleteRange(data, bytes(m.fingerprint() + ":"), bytes(m.fingerprint() + ";"));
-      batch.delete(meta, bytes("f:" + m.fingerprint()));
-      batch.delete(meta, bytes("n:" + m.dataset() + "\0" + m.version() + "\0" + m.spec()));
-      db.write(syncWrites, batch);
-    } catch (RocksDBException e) {
-      throw new IOException("feature store " + dir + ": deleting " + m.fingerprint() + " failed: " + e.getMessage(), e);
-    }
+    guarded("deleting " + m.fingerprint(), () -> {
+      try (WriteBatch batch = new WriteBatch()) {
+        batch.deleteRange(data, bytes(m.fingerprint() + ":"), bytes(m.fingerprint() + ";"));
+        batch.delete(meta, bytes("f:" + m.fingerprint()));
+        batch.delete(meta, bytes("n:" + m.dataset() + "\0" + m.version() + "\0" + m.spec()));
+        db.write(syncWrites, batch);
+      }
+      return null;
+    });
   }
 
   // ---------------------------------------------------------------- usage log
@@ -472,19 +497,28 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     return out;
   }
 
-  /** Closes every native handle in dependency order. Idempotent. */
+  /**
+   * Closes every native handle in dependency order, once the calls in flight have returned; later
+   * calls fail with {@link IllegalStateException} naming the store. Idempotent.
+   */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
+  public void close() {
+    var write = handles.writeLock();
+    write.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      defaultCf.close();
+      meta.close();
+      data.close();
+      db.close();
+      syncWrites.close();
+      cfOptions.close();
+      dbOptions.close();
+    } finally {
+      write.unlock();
     }
-    closed = true;
-    defaultCf.close();
-    meta.close();
-    data.close();
-    db.close();
-    syncWrites.close();
-    cfOptions.close();
-    dbOptions.close();
   }
 }
