@@ -89,7 +89,15 @@ final class NodeApi {
         }
         step = st.asLong();
       }
-      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list, step);
+      long unlinked = -1;
+      if (b.has("unlinkedMappedBytes")) {
+        JsonNode u = b.get("unlinkedMappedBytes");
+        if (!u.isIntegralNumber() || !u.canConvertToLong() || u.asLong() < 0) {
+          throw NodeException.badRequest("'unlinkedMappedBytes' must be a non-negative integer, got " + clip(u.toString()));
+        }
+        unlinked = u.asLong();
+      }
+      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list, step, unlinked);
     }));
     r.post("/v1/plans").handler(ctx -> run(ctx, () -> {
       JsonNode b = body(ctx);
@@ -123,6 +131,12 @@ final class NodeApi {
           }
         }));
     r.delete("/v1/trace").handler(ctx -> run(ctx, tiers::clearTrace));
+    r.post("/v1/segments/check").handler(ctx -> run(ctx, () -> {
+      JsonNode b = body(ctx);
+      String problem = text(b, "problem", false);
+      return tiers.checkSegment(text(b, "dataset", true), text(b, "feature", true), integer(b, "chunk"),
+          problem == null ? "unspecified" : clip(problem));
+    }));
     r.delete("/v1/plans/:job").handler(ctx -> run(ctx, () -> {
       tiers.endJob(ctx.pathParam("job"));
       return Json.object().put("ended", ctx.pathParam("job"));

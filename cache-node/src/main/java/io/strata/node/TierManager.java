@@ -82,7 +82,17 @@ final class TierManager implements AutoCloseable {
     long promotionFailures;
     long evictions;
     long rejectedPromotions;
+    long damagedSegments;
   }
+
+  /**
+   * Per job, bytes of segments this node evicted that the job still keeps mapped (as it last
+   * reported): SSD space not free yet. Bounded: jobs beyond the cap are not counted.
+   */
+  private final Map<String, Long> jobUnlinked = new java.util.concurrent.ConcurrentHashMap<>();
+  private static final int MAX_UNLINKED_JOBS = 4096;
+  /** What the last damaged segment's check found (status), or null. */
+  private String lastDamagedSegment;
 
   private final NodeConfig config;
   private final Settings settings;
@@ -654,6 +664,7 @@ final class TierManager implements AutoCloseable {
       if (now - lastSeen.getOrDefault(j.name(), now) > planLeaseSeconds) {
         it.remove();
         lastSeen.remove(j.name());
+        jobUnlinked.remove(j.name());
         policy.jobEnded(j.id());
         trace.end(now, j.name(), j.dataset());
       }
@@ -683,6 +694,7 @@ final class TierManager implements AutoCloseable {
       throw NodeException.notFound("no job '" + job + "' has a plan");
     }
     lastSeen.remove(job);
+    jobUnlinked.remove(job);
     policy.jobEnded(j.id());
     trace.end(now(), job, j.dataset());
   }
@@ -740,7 +752,17 @@ final class TierManager implements AutoCloseable {
 
   /** Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions). */
   synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step) {
+    return reportReads(job, datasetName, reads, step, -1);
+  }
+
+  /** As above; {@code unlinkedMappedBytes >= 0} is what the job still maps of evicted segments. */
+  synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step, long unlinkedMappedBytes) {
     checkJobName(job);
+    if (unlinkedMappedBytes == 0) {
+      jobUnlinked.remove(job);
+    } else if (unlinkedMappedBytes > 0 && (jobUnlinked.size() < MAX_UNLINKED_JOBS || jobUnlinked.containsKey(job))) {
+      jobUnlinked.put(job, unlinkedMappedBytes);
+    }
     Dataset ds = dataset(datasetName);
     int jid = jobId(job);
     double now = now();
@@ -931,6 +953,59 @@ final class TierManager implements AutoCloseable {
       }
     }
     evictor.execute(() -> removeQuietly(ref));
+  }
+
+  /**
+   * Evicted segments still mapped, by the node (a derivation or promotion reading them) and by the
+   * jobs (as they last reported): their files are unlinked, but their SSD blocks are not free yet.
+   */
+  private long unlinkedMappedBytes() {
+    long b = store.unlinkedMappedBytes();
+    for (long v : jobUnlinked.values()) {
+      b += v;
+    }
+    return b;
+  }
+
+  /**
+   * A reader found the segment of {@code feature} of {@code chunk} damaged after mapping it: every
+   * checksum of the file is checked on a fresh mapping (outside this object's lock) and, when the
+   * check fails, the segment leaves the tier (its features are read from ORC and may be promoted
+   * anew). Returns what the check found.
+   */
+  ObjectNode checkSegment(String datasetName, String feature, int chunk, String problem) {
+    SegmentRef ref;
+    synchronized (this) {
+      Dataset ds = dataset(datasetName);
+      checkFeatureAndChunk(ds, feature, chunk);
+      ref = residentRefs.get(key(ds, feature, chunk));
+    }
+    if (ref == null) {
+      return Json.object().put("resident", false).put("damaged", false);
+    }
+    String damage = null;
+    try (io.strata.sdk.format.SegmentFile f = io.strata.sdk.format.SegmentFile.open(ref.path(), io.strata.sdk.format.SegmentFile.Verify.ALWAYS)) {
+      if (f.info().chunk() != chunk || !f.hasColumn(feature)) {
+        damage = ref.path() + " does not hold " + feature + " of chunk " + chunk;
+      }
+    } catch (IOException e) {
+      damage = e.getMessage();
+    }
+    if (damage == null) {
+      return Json.object().put("resident", true).put("damaged", false);
+    }
+    synchronized (this) {
+      Dataset ds = dataset(datasetName);
+      int k = key(ds, feature, chunk);
+      if (residentRefs.get(k) == ref) {
+        LOG.log(System.Logger.Level.WARNING, "dropping a damaged segment: " + damage + " (a reader found: " + problem + ")");
+        counters.damagedSegments++;
+        lastDamagedSegment = damage;
+        policy.removed(k);
+        evicted(k);
+      }
+    }
+    return Json.object().put("resident", true).put("damaged", true).put("problem", damage);
   }
 
   private void removeQuietly(SegmentRef ref) {
@@ -1270,6 +1345,11 @@ final class TierManager implements AutoCloseable {
     ssd.put("directory", config.ssdDir().toString());
     ssd.put("bytes", store.bytes()).put("residentBytes", policy.residentBytes()).put("budgetBytes", policy.budget());
     ssd.put("segments", store.segments().size()).put("pendingPromotions", pending.size());
+    ssd.put("unlinkedMappedBytes", unlinkedMappedBytes());
+    ssd.put("damagedSegments", counters.damagedSegments);
+    if (lastDamagedSegment != null) {
+      ssd.put("lastDamagedSegment", lastDamagedSegment);
+    }
     ObjectNode hdd = o.putObject("hdd");
     hdd.put("datasets", registry.size());
     hdd.put("bytes", registry.keySet().stream().mapToLong(n -> orcBytes.getOrDefault(n, 0L)).sum());
@@ -1364,6 +1444,8 @@ final class TierManager implements AutoCloseable {
     m.put("strata_evictions_total", counters.evictions);
     m.put("strata_ssd_bytes", store.bytes());
     m.put("strata_ssd_budget_bytes", policy.budget());
+    m.put("strata_ssd_unlinked_mapped_bytes", unlinkedMappedBytes());
+    m.put("strata_damaged_segments_total", counters.damagedSegments);
     m.put("strata_pending_promotions", pending.size());
     m.put("strata_datasets", registry.size());
     m.put("strata_jobs", jobs.size());

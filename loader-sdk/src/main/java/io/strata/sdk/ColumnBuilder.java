@@ -347,6 +347,12 @@ public final class ColumnBuilder {
       MemorySegment srcOffsets = src.offsets();
       int first = srcOffsets.get(Column.INT, srcRow * 4);
       int last = srcOffsets.get(Column.INT, (srcRow + count) * 4);
+      long limit = type.kind() == FeatureType.Kind.LIST ? src.child().length() : src.values().byteSize();
+      if (first < 0 || last < first || last > limit) {
+        // Checked before anything is sized by them: a damaged source must not make us allocate.
+        throw new IndexOutOfBoundsException("offsets [" + first + ", " + last + "] of rows [" + from + ", " + (from + count)
+            + ") are outside the column's " + limit + (type.kind() == FeatureType.Kind.LIST ? " elements" : " bytes"));
+      }
       long base = type.kind() == FeatureType.Kind.LIST ? child.rows : dataBytes;
       long delta = base - first;
       if (base + (last - first) > Integer.MAX_VALUE) {
@@ -490,6 +496,27 @@ public final class ColumnBuilder {
     if (type.kind() != kind) {
       throw new IllegalStateException("a " + kind + " append on a " + type + " builder");
     }
+  }
+
+  /**
+   * Drops the rows appended after the first {@code keep} (and, for lists, their elements), as if
+   * they had never been appended: a reader whose source failed in the middle of an append puts the
+   * builder back and appends the same rows from elsewhere.
+   */
+  public void truncate(int keep) {
+    if (keep < 0 || keep > rows) {
+      throw new IndexOutOfBoundsException("cannot keep " + keep + " of " + rows + " rows");
+    }
+    rows = keep;
+    if (!fixed) {
+      int end = offsets.get(Column.INT, 4L * keep);
+      if (type.kind() == FeatureType.Kind.LIST) {
+        child.truncate(end);
+      } else {
+        dataBytes = end;
+      }
+    }
+    nulls = validity == MemorySegment.NULL ? 0 : Bits.countZeros(validity, 0, keep);
   }
 
   /** The column built so far; its buffers stay valid while the arena is open. */

@@ -160,9 +160,21 @@ public final class NodeClient {
    * of its plan. The answer's {@code planned} says whether the node holds a plan for the job.
    */
   public JsonNode reportReads(String job, String dataset, List<Read> reads, long step) throws IOException {
+    return reportReads(job, dataset, reads, step, -1);
+  }
+
+  /**
+   * As {@link #reportReads(String, String, List, long)}, also telling the node how many bytes of
+   * segments it evicted the job still keeps mapped ({@code unlinkedMappedBytes}, when {@code >= 0}).
+   */
+  public JsonNode reportReads(String job, String dataset, List<Read> reads, long step, long unlinkedMappedBytes)
+      throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset);
     if (step >= 0) {
       b.put("step", step);
+    }
+    if (unlinkedMappedBytes >= 0) {
+      b.put("unlinkedMappedBytes", unlinkedMappedBytes);
     }
     ArrayNode a = b.putArray("reads");
     for (Read r : reads) {
@@ -195,6 +207,16 @@ public final class NodeClient {
       chunkOrder.forEach(c::add);
     }
     return call("POST", "/v1/plans", b);
+  }
+
+  /**
+   * Tells the node that a reader found its segment of {@code feature} of {@code chunk} damaged
+   * after mapping it ({@code problem}): the node checks every checksum of the file and drops it
+   * when damaged. The answer's {@code damaged} says what the check found.
+   */
+  public JsonNode checkSegment(String dataset, String feature, int chunk, String problem) throws IOException {
+    return call("POST", "/v1/segments/check", Json.object().put("dataset", dataset).put("feature", feature)
+        .put("chunk", chunk).put("problem", problem));
   }
 
   public JsonNode endPlan(String job) throws IOException {

@@ -34,7 +34,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private final List<String> features;
   private final long refreshMillis;
   private final Map<String, Path> residency = new HashMap<>();
-  private final Map<Path, Mapping> mapped = new HashMap<>();
+  private final io.strata.sdk.internal.SegmentMappings mappings;
   private final Map<String, long[]> pendingReads = new LinkedHashMap<>();
   private final AtomicLong generation = new AtomicLong();
   private final Thread reporter;
@@ -49,18 +49,10 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   /** The highest global step a reader of this job has started (-1 before the first). */
   private final AtomicLong step = new AtomicLong(-1);
   private long reportedStep = -1;
+  private long reportedUnlinked;
   /** The node's residency counter as of the last resolve; a report answering another one makes the next read resolve again. */
   private volatile long resolvedResidency = -1;
   private final AtomicLong readsReported = new AtomicLong();
-
-  private static final class Mapping {
-    final SegmentFile file;
-    int refs;
-
-    Mapping(SegmentFile file) {
-      this.file = file;
-    }
-  }
 
   /**
    * Attaches to the node for {@code job} reading {@code features} of {@code dataset}. Does not
@@ -72,6 +64,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     this.dataset = dataset;
     this.features = List.copyOf(features);
     this.refreshMillis = refreshMillis;
+    this.mappings = new io.strata.sdk.internal.SegmentMappings("job " + job + " on " + client, false);
     refresh();
     this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
   }
@@ -154,6 +147,14 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       connected = true;
       lastRefresh = System.currentTimeMillis();
       if (!next.equals(residency)) {
+        // Segments the node no longer lists were evicted: their mappings are retired (unmapped
+        // once readers let go, counted as unlinked-but-mapped until then).
+        java.util.Set<Path> kept = new java.util.HashSet<>(next.values());
+        for (Path gone : residency.values()) {
+          if (!kept.contains(gone)) {
+            mappings.retire(gone);
+          }
+        }
         residency.clear();
         residency.putAll(next);
         generation.incrementAndGet();
@@ -194,52 +195,65 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     if (p == null) {
       return null;
     }
-    SegmentFile file;
-    synchronized (this) {
-      Mapping m = mapped.get(p);
-      if (m == null) {
-        try {
-          m = new Mapping(SegmentFile.open(p, SegmentFile.Verify.FIRST_OPEN));
-        } catch (NoSuchFileException | CorruptFileException e) {
-          // Evicted since the node answered, or damaged: the HDD tier serves it.
-          residency.remove(feature + "\0" + chunk);
-          return null;
-        }
-        SegmentFile f = m.file;
+    io.strata.sdk.internal.SegmentMappings.Ref ref;
+    try {
+      ref = mappings.acquire(p, path -> {
+        SegmentFile f = SegmentFile.open(path, SegmentFile.Verify.FIRST_OPEN);
         if (!f.info().dataset().equals(ds.name()) || !f.info().datasetVersion().equals(ds.version())
-            || f.info().chunk() != chunk || !f.hasColumn(feature)) {
+            || f.info().chunk() != chunk) {
           f.close();
-          residency.remove(feature + "\0" + chunk);
-          return null;
+          throw new CorruptFileException(path, "holds " + f.info().dataset() + " " + f.info().datasetVersion() + " chunk "
+              + f.info().chunk() + ", not chunk " + chunk + " of " + ds.name() + " " + ds.version());
         }
-        mapped.put(p, m);
+        return f;
+      });
+    } catch (NoSuchFileException e) {
+      // Evicted since the node answered: the HDD tier serves it.
+      synchronized (this) {
+        residency.remove(feature + "\0" + chunk);
       }
-      m.refs++;
-      file = m.file;
+      return null;
+    } catch (CorruptFileException e) {
+      // Damaged: the HDD tier serves it, and the node checks the file.
+      damaged(ds, feature, chunk, p, e.getMessage());
+      return null;
     }
-    return new SegmentSource.Lease() {
-      private boolean released;
-
-      @Override
-      public Column column(String f) {
-        return file.column(f);
+    if (!ref.file().hasColumn(feature)) {
+      ref.close();
+      synchronized (this) {
+        residency.remove(feature + "\0" + chunk);
       }
+      return null;
+    }
+    return ref;
+  }
 
-      @Override
-      public void close() {
-        synchronized (NodeSegments.this) {
-          if (released) {
-            return;
-          }
-          released = true;
-          Mapping m = mapped.get(p);
-          if (m != null && --m.refs == 0) {
-            mapped.remove(p);
-            m.file.close();
-          }
-        }
+  /**
+   * A reader found the segment damaged after mapping it: no reader of this job maps it again
+   * (until the node lists a new one), and the node is asked to check it, which drops it if damaged.
+   */
+  @Override
+  public void damaged(Dataset ds, String feature, int chunk, Path file, String problem) {
+    synchronized (this) {
+      residency.values().removeIf(file::equals);
+      mappings.retire(file);
+      generation.incrementAndGet();
+    }
+    if (connected) {
+      try {
+        client.checkSegment(ds.name(), feature, chunk, problem);
+      } catch (IOException e) {
+        disconnected(e);
       }
-    };
+    }
+  }
+
+  /**
+   * Bytes of segments the node evicted that this job still keeps mapped (until its readers move
+   * on): reported with the reads, so the node counts SSD space that is not free yet.
+   */
+  public long unlinkedMappedBytes() {
+    return mappings.unlinkedMappedBytes();
   }
 
   @Override
@@ -295,12 +309,14 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       pendingReads.clear();
     }
     long at = step.get();
-    if ((reads.isEmpty() && at == reportedStep) || !connected) {
+    long unlinked = mappings.unlinkedMappedBytes();
+    if ((reads.isEmpty() && at == reportedStep && unlinked == reportedUnlinked) || !connected) {
       return;
     }
     try {
-      JsonNode r = client.reportReads(job, dataset.name(), reads, at);
+      JsonNode r = client.reportReads(job, dataset.name(), reads, at, unlinked);
       reportedStep = at;
+      reportedUnlinked = unlinked;
       readsReported.addAndGet(reads.size());
       if (r.has("residency") && r.path("residency").asLong() != resolvedResidency) {
         synchronized (this) {
@@ -336,9 +352,6 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
         // The node forgets plans on restart anyway.
       }
     }
-    synchronized (this) {
-      mapped.values().forEach(m -> m.file.close());
-      mapped.clear();
-    }
+    mappings.close();
   }
 }

@@ -13,6 +13,9 @@ public interface SegmentSource {
   interface Lease extends AutoCloseable {
     Column column(String feature);
 
+    /** The segment file, for messages. */
+    java.nio.file.Path path();
+
     @Override
     void close();
   }
@@ -44,4 +47,11 @@ public interface SegmentSource {
    * that batch. Nothing by default; a node source reports the job's position with its reads.
    */
   default void step(long step) {}
+
+  /**
+   * A reader found the leased segment of {@code feature} of {@code chunk} damaged after it was
+   * mapped ({@code problem} says how) and reads the chunk from ORC instead. A source checks the
+   * file again and, if it is damaged, drops it so that no reader maps it again; nothing by default.
+   */
+  default void damaged(Dataset dataset, String feature, int chunk, java.nio.file.Path file, String problem) {}
 }

@@ -32,65 +32,57 @@ import java.util.stream.Stream;
  * temporary files of interrupted writes and files that fail the structural check (or the
  * checksum check, when asked for), reported in {@link #dropped()}; other stores (a job reading a
  * node's directory) skip them and delete nothing. Segments land read-only (0444). Mapped segments are shared and reference
- * counted: {@link #remove} unlinks a file at once, and its mapping stays valid until the last
- * reader releases it, so eviction never pulls data from under a reader. Thread-safe: the catalog
- * and the mappings are guarded by this object's monitor.
+ * counted ({@link io.strata.sdk.internal.SegmentMappings}): {@link #remove} unlinks a file at
+ * once, and its mapping stays valid until the last reader releases it, so eviction never pulls
+ * data from under a reader.
+ *
+ * <p>Threads and locks: the catalog is guarded by this object's monitor; the mappings have their
+ * own, always taken after this one (never the other way round). Files are mapped and verified
+ * outside both, so readers on several threads map different segments in parallel.
  */
 public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
   private final SegmentFile.Verify verifyOnMap;
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
-  private final Map<Path, Mapping> mapped = new HashMap<>();
+  private final io.strata.sdk.internal.SegmentMappings mappings;
   private final List<String> dropped = new ArrayList<>();
   private long bytes;
   private long generation;
   private boolean closed;
 
-  private static final class Mapping {
-    final SegmentFile file;
-    int refs;
-    boolean doomed;
-
-    Mapping(SegmentFile file) {
-      this.file = file;
-    }
-  }
-
   /** A mapped segment held by a reader until {@link #close()}. */
-  public final class Lease implements SegmentSource.Lease {
-    private final Path path;
-    private final SegmentFile file;
-    private boolean released;
+  public static final class Lease implements SegmentSource.Lease {
+    private final io.strata.sdk.internal.SegmentMappings.Ref ref;
 
-    private Lease(Path path, SegmentFile file) {
-      this.path = path;
-      this.file = file;
+    private Lease(io.strata.sdk.internal.SegmentMappings.Ref ref) {
+      this.ref = ref;
     }
 
     public SegmentFile file() {
-      return file;
+      return ref.file();
+    }
+
+    @Override
+    public Path path() {
+      return ref.path();
     }
 
     @Override
     public Column column(String name) {
-      return file.column(name);
+      return ref.column(name);
     }
 
     @Override
     public void close() {
-      synchronized (SegmentStore.this) {
-        if (!released) {
-          released = true;
-          release(path);
-        }
-      }
+      ref.close();
     }
   }
 
   private SegmentStore(Path root, SegmentFile.Verify verifyOnMap) {
     this.root = root;
     this.verifyOnMap = verifyOnMap;
+    this.mappings = new io.strata.sdk.internal.SegmentMappings("segment store " + root, true);
   }
 
   /**
@@ -193,6 +185,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private synchronized void register(SegmentRef ref) {
     SegmentRef old = byPath.put(ref.path(), ref);
     if (old != null) {
+      mappings.retire(old.path()); // replaced: readers of the old file keep their mapping
       bytes -= old.bytes();
       byChunk.get(key(old.info().dataset(), old.info().datasetVersion(), old.info().chunk())).remove(old);
     }
@@ -285,44 +278,69 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   /**
-   * Maps a segment for reading; the caller closes the lease when done. Fails with
-   * {@link NoSuchFileException} if the segment has been removed.
+   * Maps a segment for reading (or shares its mapping); the caller closes the lease when done.
+   * Fails with {@link NoSuchFileException} if the segment has been removed, and with {@link
+   * CorruptFileException} (dropping the segment) if it is damaged. The file is opened and
+   * verified outside this store's monitor.
    */
-  public synchronized Lease map(SegmentRef ref) throws IOException {
-    checkOpen();
-    Mapping m = mapped.get(ref.path());
-    if (m == null || m.doomed) {
+  public Lease map(SegmentRef ref) throws IOException {
+    synchronized (this) {
+      checkOpen();
       if (!byPath.containsKey(ref.path())) {
         throw new NoSuchFileException(ref.path().toString(), null, "segment was evicted");
       }
-      SegmentFile f;
-      try {
-        f = SegmentFile.open(ref.path(), verifyOnMap);
-      } catch (CorruptFileException e) {
-        // A damaged segment is never served: drop it so that readers fall back to ORC.
-        forget(ref);
-        if (owner()) {
-          Files.deleteIfExists(ref.path());
-        }
-        dropped.add(e.getMessage());
-        throw e;
-      }
-      m = new Mapping(f);
-      mapped.put(ref.path(), m);
     }
-    m.refs++;
-    return new Lease(ref.path(), m.file);
+    try {
+      return new Lease(mappings.acquire(ref.path(), p -> SegmentFile.open(p, verifyOnMap)));
+    } catch (CorruptFileException e) {
+      drop(ref, e.getMessage());
+      throw e;
+    }
   }
 
-  private void release(Path path) {
-    Mapping m = mapped.get(path);
-    if (m == null) {
+  /** A damaged segment is never served again: readers fall back to ORC. */
+  private synchronized void drop(SegmentRef ref, String why) throws IOException {
+    if (byPath.get(ref.path()) != ref) {
+      return; // already removed or replaced
+    }
+    forget(ref);
+    mappings.retire(ref.path());
+    generation++;
+    if (owner()) {
+      Files.deleteIfExists(ref.path());
+    }
+    dropped.add(why);
+  }
+
+  /**
+   * Checks the segment a reader found damaged after mapping it (every checksum, on a fresh
+   * mapping) and drops it when the check fails; a segment that passes stays.
+   */
+  @Override
+  public void damaged(io.strata.sdk.Dataset dataset, String feature, int chunk, Path file, String problem) {
+    SegmentRef ref;
+    synchronized (this) {
+      ref = byPath.get(file);
+    }
+    if (ref == null) {
       return;
     }
-    m.refs--;
-    if (m.refs == 0 && (m.doomed || closed)) {
-      mapped.remove(path);
-      m.file.close();
+    try (SegmentFile f = SegmentFile.open(file, SegmentFile.Verify.ALWAYS)) {
+      if (f.info().chunk() != chunk) {
+        drop(ref, file + ": holds chunk " + f.info().chunk() + ", not " + chunk);
+      }
+    } catch (CorruptFileException e) {
+      try {
+        drop(ref, e.getMessage() + " (found by a reader: " + problem + ")");
+      } catch (IOException ignored) {
+        // Forgotten by the catalog already; the file goes at the next scan.
+      }
+    } catch (IOException e) {
+      try {
+        drop(ref, file + ": cannot be read again (" + e.getMessage() + "); found by a reader: " + problem);
+      } catch (IOException ignored) {
+        // As above.
+      }
     }
   }
 
@@ -339,35 +357,30 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
 
   /**
    * Removes a segment: drops it from the catalog and unlinks the file. Readers holding a lease
-   * keep a valid mapping until they release it.
+   * keep a valid mapping until they release it ({@link #unlinkedMappedBytes()} counts it).
    */
   public synchronized void remove(SegmentRef ref) throws IOException {
     forget(ref);
-    Mapping m = mapped.get(ref.path());
-    if (m != null) {
-      m.doomed = true;
-      if (m.refs == 0) {
-        mapped.remove(ref.path());
-        m.file.close();
-      }
-    }
+    mappings.retire(ref.path());
     Files.deleteIfExists(ref.path());
   }
 
   /** Unmaps segments that no reader holds. */
-  public synchronized void trim() {
-    mapped.entrySet().removeIf(e -> {
-      if (e.getValue().refs == 0) {
-        e.getValue().file.close();
-        return true;
-      }
-      return false;
-    });
+  public void trim() {
+    mappings.trim();
   }
 
   /** Number of mapped segments (held or cached). */
-  public synchronized int mappedCount() {
-    return mapped.size();
+  public int mappedCount() {
+    return mappings.size();
+  }
+
+  /**
+   * Bytes of removed segments that readers still keep mapped: unlinked files whose SSD blocks the
+   * file system frees only when the last reader lets go.
+   */
+  public long unlinkedMappedBytes() {
+    return mappings.unlinkedMappedBytes();
   }
 
   private synchronized void checkOpen() {
@@ -380,7 +393,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   @Override
   public synchronized void close() {
     closed = true;
-    trim();
+    mappings.close();
     if (ownerChannel != null) {
       try {
         ownerChannel.close(); // releases the owner lock

@@ -126,16 +126,20 @@ public final class TieredReader implements AutoCloseable {
         if (col == null || col.type().isFixedWidth() || n == 0) {
           continue;
         }
-        int s = col.start(local);
-        int e = col.end(local + n - 1);
-        if (col.type().isVariableWidth()) {
-          dataBytes[i] += e - s;
-        } else {
-          childRows[i] += e - s;
-          Column child = col.child();
-          if (child.type().isVariableWidth() && e > s) {
-            childBytes[i] += child.end(e - 1) - child.start(s);
+        try {
+          int s = col.start(local);
+          int e = col.end(local + n - 1);
+          if (col.type().isVariableWidth()) {
+            dataBytes[i] += e - s;
+          } else {
+            childRows[i] += e - s;
+            Column child = col.child();
+            if (child.type().isVariableWidth() && e > s) {
+              childBytes[i] += child.end(e - 1) - child.start(s);
+            }
           }
+        } catch (IndexOutOfBoundsException | InternalError fault) {
+          damaged(i, c.index(), fault); // read from ORC by the append that follows
         }
       }
       row += n;
@@ -196,11 +200,27 @@ public final class TieredReader implements AutoCloseable {
     long t0 = System.nanoTime();
     long bytes = 0;
     Column[] cols = new Column[chunks.size()];
+    int[] before = new int[features.size()];
+    for (int i = 0; i < features.size(); i++) {
+      before[i] = out.get(i).rows();
+    }
     for (int i = 0; i < features.size(); i++) {
       for (int c = 0; c < cols.length; c++) {
         cols[c] = perChunk[c] == 0 ? null : columns[i][c];
       }
-      out.get(i).appendGathered(cols, chunk, local, n);
+      try {
+        out.get(i).appendGathered(cols, chunk, local, n);
+      } catch (IndexOutOfBoundsException | InternalError fault) {
+        // A segment went bad after it was mapped: undo this batch's gathers and take the row by
+        // row path, which finds the damaged chunk and reads it from ORC.
+        for (int j = 0; j <= i; j++) {
+          out.get(j).truncate(before[j]);
+        }
+        for (int k = 0; k < n; k++) {
+          appendRows(rows[k], 1, out);
+        }
+        return;
+      }
       int width = Math.max(1, out.get(i).type().kind().width());
       bytes += (long) n * width;
       if (store != null) {
@@ -234,8 +254,17 @@ public final class TieredReader implements AutoCloseable {
         fromOrc.add(i);
         continue;
       }
-      out.get(i).appendRange(col, local, n);
-      long b = rangeBytes(col, local, n);
+      int before = out.get(i).rows();
+      long b;
+      try {
+        out.get(i).appendRange(col, local, n);
+        b = rangeBytes(col, local, n);
+      } catch (IndexOutOfBoundsException | InternalError fault) {
+        out.get(i).truncate(before);
+        damaged(i, chunk, fault);
+        fromOrc.add(i);
+        continue;
+      }
       ssdBytes += b;
       if (store != null) {
         store.read(dataset, features.get(i), chunk, b, true);
@@ -333,6 +362,37 @@ public final class TieredReader implements AutoCloseable {
 
   private long released;
   private long releaseGeneration;
+  private long damagedChunks;
+  private static final System.Logger LOG = System.getLogger(TieredReader.class.getName());
+
+  /**
+   * Feature {@code i}'s segment of {@code chunk} failed while being read ({@code fault}: an
+   * offset out of bounds, or a fault on a mapping whose file shrank): the chunk is read from ORC,
+   * the lease is released, and the source is told so that it checks the file and drops it if
+   * damaged. The chunk is looked up again when the source's contents change.
+   */
+  private void damaged(int i, int chunk, Throwable fault) {
+    damagedChunks++;
+    String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
+    java.nio.file.Path file = leases[i][chunk] == null ? null : leases[i][chunk].path();
+    String problem = fault.getClass().getSimpleName() + (fault.getMessage() == null ? "" : ": " + fault.getMessage());
+    LOG.log(System.Logger.Level.WARNING, "segment " + file + " (" + feature + " of chunk " + chunk + " of " + dataset.name()
+        + ") is damaged: " + problem + "; reading that chunk from ORC");
+    if (leases[i][chunk] != null) {
+      leases[i][chunk].close();
+      leases[i][chunk] = null;
+    }
+    columns[i][chunk] = null;
+    looked[i][chunk] = true;
+    if (store != null && file != null) {
+      store.damaged(dataset, feature, chunk, file, problem);
+    }
+  }
+
+  /** Chunks whose segment was found damaged while being read (and were read from ORC instead). */
+  public long damagedChunks() {
+    return damagedChunks;
+  }
 
   /** Leases released because their chunks left the SSD tier. */
   public long releasedLeases() {
