@@ -22,8 +22,10 @@ public final class CacheNode implements AutoCloseable {
   private final TierManager tiers;
   private final NodeConfig config;
   private final long sampler;
+  private final DeriveJobs derives;
 
-  private CacheNode(Vertx vertx, HttpServer server, TierManager tiers, NodeConfig config, long sampler) {
+  private CacheNode(Vertx vertx, HttpServer server, TierManager tiers, NodeConfig config, long sampler, DeriveJobs derives) {
+    this.derives = derives;
     this.vertx = vertx;
     this.server = server;
     this.tiers = tiers;
@@ -46,8 +48,9 @@ public final class CacheNode implements AutoCloseable {
     NodeConfig config = tiers.config();
     Vertx vertx = Vertx.vertx(new VertxOptions().setWorkerPoolSize(8));
     boolean ok = false;
+    DeriveJobs derives = new DeriveJobs();
     try {
-      NodeApi api = new NodeApi(vertx, tiers, config);
+      NodeApi api = new NodeApi(vertx, tiers, config, derives);
       // Connections idle for a minute are closed; a request line or headers too long get the
       // API's JSON error (414, 431) like every other refusal.
       HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setIdleTimeout(60))
@@ -69,9 +72,10 @@ public final class CacheNode implements AutoCloseable {
       }, false));
       tiers.sample();
       ok = true;
-      return new CacheNode(vertx, server, tiers, config, sampler);
+      return new CacheNode(vertx, server, tiers, config, sampler, derives);
     } finally {
       if (!ok) {
+        derives.close();
         vertx.close();
         tiers.close();
       }
@@ -117,6 +121,7 @@ public final class CacheNode implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    derives.close();
     tiers.close();
   }
 }

@@ -22,15 +22,15 @@ final class NodeApi {
   private final TierManager tiers;
   private final NodeConfig config;
   private final WorkerExecutor workers;
-  private final WorkerExecutor deriveWorkers;
+  private final DeriveJobs derives;
   private final Dashboard dashboard;
   private final boolean loopbackOnly;
 
-  NodeApi(Vertx vertx, TierManager tiers, NodeConfig config) {
+  NodeApi(Vertx vertx, TierManager tiers, NodeConfig config, DeriveJobs derives) {
     this.tiers = tiers;
     this.config = config;
     this.workers = vertx.createSharedWorkerExecutor("strata-api", 4);
-    this.deriveWorkers = vertx.createSharedWorkerExecutor("strata-derive", 2, 3, java.util.concurrent.TimeUnit.HOURS);
+    this.derives = derives;
     this.dashboard = new Dashboard(tiers);
     this.loopbackOnly = NodeConfig.isLoopback(config.bindHost());
   }
@@ -141,12 +141,23 @@ final class NodeApi {
       tiers.endJob(ctx.pathParam("job"));
       return Json.object().put("ended", ctx.pathParam("job"));
     }));
-    // Computing a derived feature can take long: on its own pool, so that it never holds up the
-    // API's workers (resolves, reads, plans) however many jobs ask at once.
-    r.post("/v1/features").handler(ctx -> run(deriveWorkers, ctx, () -> {
+    // Computing a derived feature can take hours: the request is checked and answered 202 with a
+    // job to poll; the computation runs on the derive jobs' own threads, so that it never holds up
+    // the API's workers (resolves, reads, plans) however many jobs ask at once.
+    r.post("/v1/features").handler(ctx -> workers.executeBlocking(() -> {
       JsonNode b = body(ctx);
-      return tiers.derive(text(b, "dataset", true), text(b, "spec", true));
-    }, 200));
+      String dataset = text(b, "dataset", true);
+      String spec = tiers.checkDerivation(dataset, text(b, "spec", true));
+      return derives.submit(dataset, spec, progress -> tiers.derive(dataset, spec, progress));
+    }, false).onComplete(ar -> {
+      if (ar.succeeded()) {
+        ctx.response().setStatusCode(202).putHeader("content-type", "application/json")
+            .putHeader("location", "/v1/features/jobs/" + ar.result().path("job").asText()).end(Json.compact(ar.result()));
+      } else {
+        fail(ctx, ar.cause());
+      }
+    }));
+    r.get("/v1/features/jobs/:id").handler(ctx -> run(ctx, () -> derives.get(ctx.pathParam("id"))));
     r.get("/v1/features").handler(ctx -> run(ctx, tiers::derivedFeatures));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));

@@ -1024,6 +1024,24 @@ final class TierManager implements AutoCloseable {
    * segment named by the canonical spec. Runs on a worker thread; may take long.
    */
   ObjectNode derive(String datasetName, String specText) throws IOException {
+    return derive(datasetName, specText, io.strata.sdk.Progress.NONE);
+  }
+
+  /**
+   * The canonical form of {@code specText} on {@code datasetName}, checked (the dataset exists,
+   * the spec parses and its types check): 404 or 400 otherwise. Cheap: no column is read.
+   */
+  String checkDerivation(String datasetName, String specText) {
+    Dataset ds = dataset(datasetName);
+    try {
+      return io.strata.sdk.derive.Derivation.of(io.strata.sdk.derive.Spec.parse(specText), ds).spec().canonical();
+    } catch (IllegalArgumentException e) {
+      throw NodeException.badRequest(e.getMessage());
+    }
+  }
+
+  /** As above, telling {@code progress} of the chunks computed. */
+  ObjectNode derive(String datasetName, String specText, io.strata.sdk.Progress progress) throws IOException {
     Dataset ds = dataset(datasetName);
     io.strata.sdk.derive.Derivation d;
     try {
@@ -1034,7 +1052,7 @@ final class TierManager implements AutoCloseable {
     io.strata.sdk.derive.Derivation.SourceReader reader = (fs, first, count, arena) -> ds.orc().readRows(first, count, fs, arena);
     boolean cached = features.complete(d, reader) != null;
     long t0 = System.nanoTime();
-    io.strata.store.FeatureMeta m = features.getOrCompute(d, reader, io.strata.sdk.Progress.NONE);
+    io.strata.store.FeatureMeta m = features.getOrCompute(d, reader, progress);
     double seconds = (System.nanoTime() - t0) / 1e9;
     String canonical = d.spec().canonical();
     int placed = 0;

@@ -533,6 +533,42 @@ class CacheNodeTest {
   }
 
   @Test
+  void aDerivationIsAJobToPollAndAskingAgainJoinsIt() throws Exception {
+    String spec = "zscore(seq_mean(log1p(amount),last=48))";
+    long t0 = System.nanoTime();
+    HttpResponse<String> first = raw("POST", "/v1/features", "{\"dataset\": \"events\", \"spec\": \"" + spec + "\"}", null);
+    assertEquals(202, first.statusCode(), first.body());
+    JsonNode job = Json.parse(first.body());
+    String id = job.path("job").asText();
+    assertTrue(id.startsWith("derive-"), first.body());
+    assertEquals("/v1/features/jobs/" + id, first.headers().firstValue("location").orElse(""));
+    HttpResponse<String> again = raw("POST", "/v1/features", "{\"dataset\": \"events\", \"spec\": \" " + spec + " \"}", null);
+    JsonNode second = Json.parse(again.body());
+    if (!second.path("state").asText().equals("done")) {
+      assertEquals(id, second.path("job").asText(), "the same feature asked again joins the job in flight");
+    }
+    JsonNode state = job;
+    long polls = 0;
+    while (!state.path("state").asText().equals("done")) {
+      assertTrue(!state.path("state").asText().equals("failed"), state.toString());
+      assertTrue(System.nanoTime() - t0 < 120e9, "the derivation finished within two minutes: " + state);
+      Thread.sleep(50);
+      state = client.derivation(id);
+      polls++;
+    }
+    assertEquals(client.derive("events", spec).path("fingerprint").asText(), state.path("feature").path("fingerprint").asText());
+    int chunks = state.path("feature").path("chunks").asInt();
+    assertTrue(chunks > 1, state.toString());
+    assertEquals(chunks, state.path("progress").path("chunks").asInt(), state.toString());
+    assertEquals(chunks, state.path("progress").path("chunksDone").asInt(), state.toString());
+    assertTrue(state.path("feature").path("complete").asBoolean(), state.toString());
+    HttpResponse<String> unknown = raw("GET", "/v1/features/jobs/derive-999999", null, null);
+    assertEquals(404, unknown.statusCode());
+    assertTrue(unknown.body().contains("no derivation job"), unknown.body());
+    System.out.printf("derivation job %s polled %d times%n", id, polls);
+  }
+
+  @Test
   void derivesInFlightDoNotHoldUpResolves() throws Exception {
     // Six jobs ask for the same derived feature at once (one computes, the others wait for it);
     // a resolve sent after them must not queue behind them.

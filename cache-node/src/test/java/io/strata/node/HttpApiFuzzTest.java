@@ -65,6 +65,8 @@ class HttpApiFuzzTest {
           new Route("POST", "/v1/plans", "{\"job\":\"j2\",\"dataset\":\"events\",\"features\":[\"amount\",\"score\"],\"program\":{\"algorithm\":\""
               + io.strata.sdk.loader.PlanProgram.ALGORITHM + "\",\"mode\":\"rows\",\"unitsPerBatch\":4,\"blockRows\":64,\"seed\":\"5\","
               + "\"shuffle\":true,\"rank\":0,\"world\":1,\"dropLast\":false,\"epochs\":2,\"startStep\":1}}"),
+          new Route("POST", "/v1/reads", "{\"job\":\"j1\",\"dataset\":\"events\",\"reads\":[],\"unlinkedMappedBytes\":4096}"),
+          new Route("POST", "/v1/segments/check", "{\"dataset\":\"events\",\"feature\":\"amount\",\"chunk\":0,\"problem\":\"test\"}"),
           new Route("GET", "/v1/trace", null),
           new Route("DELETE", "/v1/trace", null),
           new Route("POST", "/v1/plans", "{\"job\":\"j1\",\"dataset\":\"events\",\"features\":[\"amount\"],\"epochs\":2,\"chunkOrder\":[1,0,2,3]}"),

@@ -226,11 +226,44 @@ public final class NodeClient {
   /**
    * Asks the node for a derived feature of {@code dataset}: it computes it if no job has yet
    * (callers asking meanwhile wait for that one computation), stores it and puts its chunks on
-   * the SSD tier. Returns the feature's fingerprint and state. Computing may take long: this call
-   * waits up to {@link #DERIVE_TIMEOUT}.
+   * the SSD tier. Returns the feature's fingerprint and state. Computing may take long: the node
+   * answers with a job at once, and this call polls it for up to {@link #DERIVE_TIMEOUT}.
    */
   public JsonNode derive(String dataset, String spec) throws IOException {
-    return call("POST", "/v1/features", Json.object().put("dataset", dataset).put("spec", spec), DERIVE_TIMEOUT);
+    JsonNode job = startDerive(dataset, spec);
+    long deadline = System.nanoTime() + DERIVE_TIMEOUT.toNanos();
+    long pause = 50;
+    while (job.path("state").asText().equals("queued") || job.path("state").asText().equals("running")) {
+      if (System.nanoTime() > deadline) {
+        throw new NodeUnavailableException("the node's derivation of " + spec + " (" + job.path("job").asText()
+            + ") did not finish within " + DERIVE_TIMEOUT, null);
+      }
+      try {
+        Thread.sleep(pause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("interrupted while waiting for the node's derivation of " + spec);
+      }
+      pause = Math.min(1_000, pause * 2);
+      job = derivation(job.path("job").asText());
+    }
+    if (job.path("state").asText().equals("failed")) {
+      throw new NodeRequestException(job.path("error").path("status").asInt(500), job.path("error").path("message").asText());
+    }
+    return job.path("feature");
+  }
+
+  /**
+   * Asks the node to derive a feature and returns at once with the job ({@code job}, {@code
+   * state}: queued, running, done or failed); {@link #derivation} polls it.
+   */
+  public JsonNode startDerive(String dataset, String spec) throws IOException {
+    return call("POST", "/v1/features", Json.object().put("dataset", dataset).put("spec", spec));
+  }
+
+  /** A derivation job's state: progress while it runs, the feature once done, the error if it failed. */
+  public JsonNode derivation(String job) throws IOException {
+    return call("GET", "/v1/features/jobs/" + java.net.URLEncoder.encode(job, java.nio.charset.StandardCharsets.UTF_8), null);
   }
 
   /** The derived features the node's feature store holds. */
