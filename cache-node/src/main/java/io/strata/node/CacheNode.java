@@ -44,6 +44,11 @@ public final class CacheNode implements AutoCloseable {
    * values kept in its home from an earlier run win over {@code config}'s defaults.
    */
   public static CacheNode start(NodeConfig startConfig, Set<String> given) throws IOException {
+    return start(startConfig, given, ConnectionGuard.Limits.DEFAULT);
+  }
+
+  /** As above, with the connection bounds given (tests shorten them). */
+  static CacheNode start(NodeConfig startConfig, Set<String> given, ConnectionGuard.Limits limits) throws IOException {
     TierManager tiers = new TierManager(startConfig, given);
     NodeConfig config = tiers.config();
     Vertx vertx = Vertx.vertx(new VertxOptions().setWorkerPoolSize(8));
@@ -51,11 +56,20 @@ public final class CacheNode implements AutoCloseable {
     DeriveJobs derives = new DeriveJobs();
     try {
       NodeApi api = new NodeApi(vertx, tiers, config, derives);
-      // Connections idle for a minute are closed; a request line or headers too long get the
-      // API's JSON error (414, 431) like every other refusal.
-      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setIdleTimeout(60))
-          .requestHandler(api.router(vertx))
+      // Connections idle for a minute are closed, and the guard bounds what idleness does not
+      // (slow headers, slow requests, the number of connections); a request line or headers too
+      // long get the API's JSON error (414, 431) like every other refusal.
+      ConnectionGuard guard = new ConnectionGuard(limits);
+      io.vertx.ext.web.Router router = api.router(vertx);
+      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setIdleTimeout(60)
+              .setHttp2ClearTextEnabled(false))
+          .connectionHandler(guard::connected)
+          .requestHandler(req -> {
+            guard.requestStarted(req);
+            router.handle(req);
+          })
           .invalidRequestHandler(NodeApi::invalidRequest);
+      guard.start(vertx);
       try {
         server.listen(config.port(), config.bindHost()).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
       } catch (ExecutionException e) {

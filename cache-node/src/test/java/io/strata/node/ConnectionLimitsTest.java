@@ -1,0 +1,158 @@
+package io.strata.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Connections the idle timeout cannot bound: headers sent a byte at a time, a kept-alive
+ * connection that dribbles, more connections than the node holds. (Bounds shortened: headers 1 s,
+ * idle 3 s, at most 40 connections.)
+ */
+class ConnectionLimitsTest {
+  @TempDir Path home;
+  CacheNode node;
+  static final ConnectionGuard.Limits LIMITS = new ConnectionGuard.Limits(1_000, 3_000, 300_000, 40);
+
+  @BeforeEach
+  void start() throws IOException {
+    node = CacheNode.start(NodeConfig.embedded(home, 0), Set.of("ssdBudgetBytes"), LIMITS);
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    node.close();
+  }
+
+  private Socket connect() throws IOException {
+    Socket s = new Socket("127.0.0.1", node.port());
+    s.setSoTimeout(1);
+    return s;
+  }
+
+  /** Whether the node closed the socket (a read sees the end of the stream or a reset). */
+  private static boolean closedByNode(Socket s) {
+    try {
+      InputStream in = s.getInputStream();
+      while (true) {
+        int b = in.read();
+        if (b == -1) {
+          return true;
+        }
+      }
+    } catch (SocketTimeoutException e) {
+      return false;
+    } catch (IOException e) {
+      return true;
+    }
+  }
+
+  private int health() throws Exception {
+    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(node.url() + "/health")).build(),
+        HttpResponse.BodyHandlers.ofString()).statusCode();
+  }
+
+  @Test
+  void slowHeadersAreCutOffWhileOthersAreServed() throws Exception {
+    List<Socket> slow = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      Socket s = connect();
+      s.getOutputStream().write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n".getBytes(StandardCharsets.US_ASCII));
+      slow.add(s);
+    }
+    long t0 = System.nanoTime();
+    int closed = 0;
+    int line = 0;
+    while (closed < slow.size() && System.nanoTime() - t0 < 8e9) {
+      Thread.sleep(200);
+      closed = 0;
+      for (Socket s : slow) {
+        if (closedByNode(s)) {
+          closed++;
+        } else {
+          try {
+            s.getOutputStream().write(("X-Slow-" + line + ": 1\r\n").getBytes(StandardCharsets.US_ASCII));
+          } catch (IOException e) {
+            closed++;
+          }
+        }
+      }
+      line++;
+      if (System.nanoTime() - t0 < 0.7e9) {
+        assertEquals(0, closed, "nothing is cut before the header time is up");
+        assertEquals(200, health(), "the node serves others meanwhile");
+      }
+    }
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    assertEquals(slow.size(), closed, "every slow-header connection was closed within " + seconds + " s");
+    assertTrue(seconds < 4, "closed within the header time and a sweep: " + seconds + " s");
+    for (Socket s : slow) {
+      s.close();
+    }
+    assertEquals(200, health());
+  }
+
+  @Test
+  void aKeptAliveConnectionWaitsTheIdleTimeNotTheHeaderTime() throws Exception {
+    Socket s = connect();
+    s.setSoTimeout(5_000);
+    s.getOutputStream().write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+    byte[] buf = new byte[4096];
+    int n = s.getInputStream().read(buf);
+    assertTrue(new String(buf, 0, n, StandardCharsets.US_ASCII).startsWith("HTTP/1.1 200"));
+    s.setSoTimeout(1);
+    Thread.sleep(2_000);
+    assertFalse(closedByNode(s), "still open after twice the header time: the first request was whole");
+    // Dribbling does not keep it: the next request must come within the idle time.
+    long t0 = System.nanoTime();
+    boolean closed = false;
+    while (!closed && System.nanoTime() - t0 < 6e9) {
+      try {
+        s.getOutputStream().write("G".getBytes(StandardCharsets.US_ASCII));
+      } catch (IOException e) {
+        closed = true;
+      }
+      Thread.sleep(200);
+      closed = closed || closedByNode(s);
+    }
+    assertTrue(closed, "a dribbling kept-alive connection is closed after the idle time");
+    s.close();
+  }
+
+  @Test
+  void connectionsBeyondTheCapAreClosedOnArrival() throws Exception {
+    List<Socket> many = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      many.add(connect());
+    }
+    Thread.sleep(300); // within the header time: only the cap closes connections yet
+    int closed = 0;
+    for (Socket s : many) {
+      closed += closedByNode(s) ? 1 : 0;
+    }
+    assertEquals(10, closed, "50 connections against a cap of 40");
+    for (Socket s : many) {
+      s.close();
+    }
+    Thread.sleep(300);
+    assertEquals(200, health(), "once they are gone, new connections are served");
+  }
+}
