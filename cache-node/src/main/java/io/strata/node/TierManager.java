@@ -163,15 +163,7 @@ final class TierManager implements AutoCloseable {
     this.policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount);
     this.open = Caffeine.newBuilder()
         .maximumSize(64)
-        .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> {
-          if (ds != null) {
-            try {
-              ds.close();
-            } catch (IOException ignored) {
-              // Closing a dataset only releases readers.
-            }
-          }
-        })
+        .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> retire(ds))
         .build(this::openDataset);
     AtomicInteger n = new AtomicInteger();
     this.promoter = new ThreadPoolExecutor(config.promotionThreads(), config.promotionThreads(), 30, TimeUnit.SECONDS,
@@ -244,6 +236,89 @@ final class TierManager implements AutoCloseable {
       return open.get(name);
     } catch (UncheckedIOException e) {
       throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+    }
+  }
+
+  // ---------------------------------------------------------------- dataset leases
+
+  /**
+   * Open datasets in use by long work (promotions, derivations), counted, and those the cache
+   * dropped (re-registration, size) while in use: closed when their last user lets go, never
+   * under a reader. Guarded by its own monitor (the cache's removal listener takes it, so it is
+   * never held while waiting for this object's).
+   */
+  private final Map<Dataset, int[]> datasetUsers = new java.util.IdentityHashMap<>();
+  private final java.util.Set<Dataset> retiredDatasets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+
+  /** A dataset held open for one piece of work. */
+  final class DatasetLease implements AutoCloseable {
+    private final Dataset ds;
+    private boolean released;
+
+    private DatasetLease(Dataset ds) {
+      this.ds = ds;
+    }
+
+    Dataset dataset() {
+      return ds;
+    }
+
+    @Override
+    public void close() {
+      synchronized (datasetUsers) {
+        if (released) {
+          return;
+        }
+        released = true;
+        int[] n = datasetUsers.get(ds);
+        if (--n[0] == 0) {
+          datasetUsers.remove(ds);
+          if (retiredDatasets.remove(ds)) {
+            closeQuietly(ds);
+          }
+        }
+      }
+    }
+  }
+
+  /** The open dataset {@code name}, held open until the lease is closed (404 if not registered). */
+  DatasetLease leaseDataset(String name) {
+    synchronized (this) {
+      if (!registry.containsKey(name)) {
+        throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
+      }
+    }
+    synchronized (datasetUsers) {
+      Dataset ds;
+      try {
+        ds = open.get(name);
+      } catch (UncheckedIOException e) {
+        throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+      }
+      datasetUsers.computeIfAbsent(ds, d -> new int[1])[0]++;
+      return new DatasetLease(ds);
+    }
+  }
+
+  /** The cache dropped {@code ds}: closed now if unused, else when its last lease is closed. */
+  private void retire(Dataset ds) {
+    if (ds == null) {
+      return;
+    }
+    synchronized (datasetUsers) {
+      if (datasetUsers.containsKey(ds)) {
+        retiredDatasets.add(ds);
+        return;
+      }
+    }
+    closeQuietly(ds);
+  }
+
+  private static void closeQuietly(Dataset ds) {
+    try {
+      ds.close();
+    } catch (IOException ignored) {
+      // Closing a dataset only releases readers.
     }
   }
 
@@ -854,8 +929,8 @@ final class TierManager implements AutoCloseable {
     synchronized (this) {
       info = keys.get(key);
     }
-    try {
-      Dataset ds = dataset(info.dataset());
+    try (DatasetLease lease = leaseDataset(info.dataset())) {
+      Dataset ds = lease.dataset();
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
       }
@@ -1042,7 +1117,12 @@ final class TierManager implements AutoCloseable {
 
   /** As above, telling {@code progress} of the chunks computed. */
   ObjectNode derive(String datasetName, String specText, io.strata.sdk.Progress progress) throws IOException {
-    Dataset ds = dataset(datasetName);
+    try (DatasetLease lease = leaseDataset(datasetName)) {
+      return derive(lease.dataset(), specText, progress);
+    }
+  }
+
+  private ObjectNode derive(Dataset ds, String specText, io.strata.sdk.Progress progress) throws IOException {
     io.strata.sdk.derive.Derivation d;
     try {
       d = io.strata.sdk.derive.Derivation.of(io.strata.sdk.derive.Spec.parse(specText), ds);

@@ -569,6 +569,21 @@ class CacheNodeTest {
   }
 
   @Test
+  void reRegisteringADatasetNeverClosesItUnderADerivation() throws Exception {
+    JsonNode job = client.startDerive("events", "zscore(seq_mean(log1p(amount),last=80))");
+    String id = job.path("job").asText();
+    int registrations = 0;
+    while (job.path("state").asText().equals("queued") || job.path("state").asText().equals("running")) {
+      client.registerDataset(datasetDir); // the cache drops its open dataset each time
+      registrations++;
+      Thread.sleep(10);
+      job = client.derivation(id);
+    }
+    assertEquals("done", job.path("state").asText(), job.toString());
+    assertTrue(registrations > 1, "re-registered while deriving: " + registrations);
+  }
+
+  @Test
   void derivesInFlightDoNotHoldUpResolves() throws Exception {
     // Six jobs ask for the same derived feature at once (one computes, the others wait for it);
     // a resolve sent after them must not queue behind them.
