@@ -1,12 +1,17 @@
 /**
  * Strata's loader SDK: the library a training job links. Formats (ORC datasets, Arrow IPC
  * segments), readers, batch assembly and the cache-node client.
+ *
+ * <p>The ORC and Hadoop libraries are automatic modules (their jars declare no module), and the
+ * internal package is exported to Strata's own modules, which are compiled after this one: the
+ * two warnings those give are expected, and suppressed here alone.
  */
+@SuppressWarnings({"requires-automatic", "module"})
 module io.strata.sdk {
   requires orc.core;
   requires hive.storage.api;
   requires hadoop.client.api;
-  requires com.fasterxml.jackson.databind;
+  requires transitive com.fasterxml.jackson.databind;
   requires java.net.http;
   requires java.management;
   requires org.bytedeco.javacpp;

@@ -188,7 +188,6 @@ final class NodeApi {
     return r;
   }
 
-  /** Mutating requests need the node's token when it has one. */
   /**
    * What a web page on this host must not be able to do to a node: a loopback node answers only
    * requests addressed to loopback (Host, against DNS rebinding); changes come with a JSON body

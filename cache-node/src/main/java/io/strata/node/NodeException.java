@@ -2,6 +2,8 @@ package io.strata.node;
 
 /** A request the node refuses, with the HTTP status that says why (4xx) and a message naming the problem. */
 public final class NodeException extends RuntimeException {
+  private static final long serialVersionUID = 1L;
+
   private final int status;
 
   public NodeException(int status, String message) {

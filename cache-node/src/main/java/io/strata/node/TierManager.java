@@ -554,7 +554,6 @@ final class TierManager implements AutoCloseable {
     return id;
   }
 
-  /** Segment bytes of a chunk before it is written: exact for fixed widths, an estimate otherwise. */
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
   private synchronized void setKeyBytes(int key, long bytes) {
     keyBytes.set(key, bytes);

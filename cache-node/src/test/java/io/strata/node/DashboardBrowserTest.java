@@ -339,15 +339,20 @@ class DashboardBrowserTest {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() {
       try {
         call("Browser.close", Json.object());
       } catch (Exception ignored) {
         // Killed below anyway.
       }
       socket.abort();
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      try {
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+          process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        process.destroyForcibly();
       }
       process.descendants().forEach(ProcessHandle::destroyForcibly);
     }

@@ -88,7 +88,7 @@ class NodeSegmentSourceTest extends SegmentSourceContract {
       }
 
       @Override
-      public void close() throws Exception {
+      public void close() throws java.io.IOException {
         if (segments != null) {
           segments.close();
           segments = null;

@@ -56,7 +56,7 @@ abstract class SegmentSourceContract {
     void restart() throws Exception;
 
     @Override
-    void close() throws Exception;
+    void close() throws java.io.IOException;
   }
 
   static final List<String> FEATURES = List.of("amount", "merchant_category", "embedding");

@@ -23,6 +23,8 @@ final class ColumnCodec {
 
   /** Thrown for a value that fails its checks. */
   static final class CorruptValueException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
     CorruptValueException(String message) {
       super(message);
     }

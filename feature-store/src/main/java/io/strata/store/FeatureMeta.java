@@ -70,7 +70,7 @@ public record FeatureMeta(
 
   static FeatureMeta fromJson(JsonNode o) {
     Map<String, double[]> stats = new LinkedHashMap<>();
-    o.path("statistics").fields().forEachRemaining(e -> {
+    o.path("statistics").properties().forEach(e -> {
       double[] v = new double[e.getValue().size()];
       for (int i = 0; i < v.length; i++) {
         v[i] = e.getValue().get(i).asDouble();

@@ -8,6 +8,8 @@ import java.nio.file.Path;
  * expected kind. The message names the file and the problem.
  */
 public class CorruptFileException extends IOException {
+  private static final long serialVersionUID = 1L;
+
   private final transient Path file;
 
   public CorruptFileException(Path file, String problem) {

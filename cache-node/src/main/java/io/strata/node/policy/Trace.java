@@ -157,6 +157,9 @@ public final class Trace {
 
   /** Builds a trace row by row. */
   public static final class Builder {
+    /** An empty trace. */
+    public Builder() {}
+
     private double[] time = new double[1024];
     private int[] job = new int[1024];
     private int[] key = new int[1024];

@@ -45,7 +45,6 @@ final class DatasetFiles {
     }
   }
 
-  /** How a file is named in a manifest: relative to the dataset directory when inside it. */
   /**
    * How a manifest names {@code file}: relative to the dataset directory (with {@code ..} for a
    * file beside it), so that a dataset moved or mounted elsewhere with its files still opens.

@@ -19,6 +19,8 @@ final class OrcColumns {
 
   /** Thrown for a value that cannot be represented (for example a timestamp beyond year 2262). */
   static final class UnrepresentableValueException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     UnrepresentableValueException(String message) {
       super(message);
     }

@@ -2,6 +2,8 @@ package io.strata.sdk.derive;
 
 /** A derived-feature spec that does not parse or does not type-check; the message points at the position. */
 public final class SpecException extends IllegalArgumentException {
+  private static final long serialVersionUID = 1L;
+
   private final int position;
 
   SpecException(String spec, int position, String problem) {

@@ -18,6 +18,8 @@ final class FbTable {
 
   /** Raised for a structurally invalid FlatBuffer. */
   static final class FbException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     FbException(String message) {
       super(message);
     }

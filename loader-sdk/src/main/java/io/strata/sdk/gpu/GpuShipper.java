@@ -36,6 +36,9 @@ public final class GpuShipper implements AutoCloseable {
     final CUevent_st done = new CUevent_st();
     long inFlight = -1;
 
+    // The pinned host buffer comes from cudaHostAlloc as a bare address: giving it its size is the
+    // one unchecked step, and the size is the one just allocated.
+    @SuppressWarnings("restricted")
     Slot(long bytes) throws IOException {
       Pointer h = new Pointer();
       Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocDefault), "cudaHostAlloc(" + bytes + ")");

@@ -18,6 +18,9 @@ final class Prefetcher implements AutoCloseable {
   /** Produces batch {@code g}; one instance per worker thread. */
   interface Producer extends AutoCloseable {
     Batch produce(long g) throws Exception;
+
+    @Override
+    void close() throws java.io.IOException;
   }
 
   private record Result(Batch batch, Throwable error) {}

@@ -87,6 +87,9 @@ final class SlabPool implements AutoCloseable {
     private long overflow;
     private boolean closed;
 
+    // The slab's memory is viewed with the batch arena's lifetime (so that a batch's columns die
+    // with the batch); the bounds are the slab's own.
+    @SuppressWarnings("restricted")
     private Memory(BatchMemory.Slab slab, Arena batchArena) {
       this.slab = slab;
       this.batchArena = batchArena;

@@ -24,6 +24,8 @@ import java.util.Objects;
 public final class NodeClient {
   /** The node could not be reached (down, wrong address, timed out). */
   public static class NodeUnavailableException extends IOException {
+    private static final long serialVersionUID = 1L;
+
     NodeUnavailableException(String message, Throwable cause) {
       super(message, cause);
     }
@@ -31,6 +33,8 @@ public final class NodeClient {
 
   /** The node answered with an error status. */
   public static final class NodeRequestException extends IOException {
+    private static final long serialVersionUID = 1L;
+
     private final int status;
 
     NodeRequestException(int status, String message) {

@@ -7,6 +7,9 @@ import java.util.concurrent.atomic.LongAdder;
  * data handed out (values, offsets, validity), so the tiers compare on equal terms.
  */
 public final class TierStats {
+  /** Counts starting at zero. */
+  public TierStats() {}
+
   /** A tier data is read from. */
   public enum Tier {
     /** Memory-mapped segments on the SSD tier (and the page cache above them). */
