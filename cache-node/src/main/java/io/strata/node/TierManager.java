@@ -3,13 +3,10 @@ package io.strata.node;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.LoadingCache;
 import io.strata.node.policy.CachePolicy;
 import io.strata.sdk.loader.PlanProgram;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Column;
-import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.dataset.ChunkInfo;
@@ -44,8 +41,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The tiers of one node, without HTTP: the registry of datasets (HDD tier), the segment store
- * (SSD tier), the policy, promotions and evictions, pins, quotas, job plans and statistics.
+ * The tiers of one node, without HTTP: the segment store (SSD tier), the policy, promotions and
+ * evictions, pins, quotas, job plans and statistics, over the datasets of the HDD tier ({@link
+ * DatasetRegistry}, which has its own locks and never takes this object's; some methods here look
+ * a dataset up while holding this monitor, which on a cache miss includes reading its manifest).
  *
  * <p>State changes are serialized on this object and are in-memory and quick; file work runs on
  * named pools with bounded queues: decoding ORC and writing segments on {@code
@@ -53,12 +52,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * own reads), unlinking evicted segments on {@code strata-evict}. A request that would queue
  * beyond the bound is refused rather than piling up. Two pieces of work run outside the monitor
  * because they may be long: expanding a job's plan program (then installed under it) and
- * computing a derived feature. The dataset cache's loader never takes the monitor (it reads a
- * published copy of the registry). The recorded trace ({@link TraceRecorder}) and the kept
+ * computing a derived feature; both hold their dataset by a lease. The recorded trace ({@link TraceRecorder}) and the kept
  * settings ({@link Settings}) are changed under the monitor only.
  */
 final class TierManager implements AutoCloseable {
-  static final String REGISTRY = "datasets.json";
   static final String RUNNING_MARKER = "node.running";
   /** A plan whose job has sent nothing for this long is dropped (the job finished or died). */
   static final double PLAN_LEASE_SECONDS = 600;
@@ -67,8 +64,6 @@ final class TierManager implements AutoCloseable {
   /** Chunk entries a plan may expand to, all features together. */
   static final long MAX_PLAN_READS = 50_000_000;
 
-  /** One feature chunk of one dataset version. */
-  record KeyInfo(String dataset, String version, String feature, int chunk, int group) {}
 
   private record JobInfo(String name, int id, String dataset, List<String> features, double started) {}
 
@@ -99,16 +94,9 @@ final class TierManager implements AutoCloseable {
   private final SegmentStore store;
   private final io.strata.store.FeatureStore features;
   private final StrataPolicy policy;
+  private final DatasetRegistry datasets;
   private final double startNanos = System.nanoTime();
-  private final Map<String, Path> registry = new TreeMap<>();
-  /** An immutable copy of {@link #registry}, published on every change, for readers outside the monitor. */
-  private volatile Map<String, Path> registryView = Map.of();
-  private final LoadingCache<String, Dataset> open;
-  private final Map<String, Integer> keyIds = new HashMap<>();
-  private final List<KeyInfo> keys = new ArrayList<>();
-  private final List<Long> keyBytes = new ArrayList<>();
-  private final Map<String, Integer> groupIds = new HashMap<>();
-  private final List<String> groupNames = new ArrayList<>();
+  private final KeySpace keys = new KeySpace();
   private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
   private final Set<Integer> pending = new HashSet<>();
   private final Map<String, Integer> jobIds = new HashMap<>();
@@ -119,7 +107,6 @@ final class TierManager implements AutoCloseable {
   private double planLeaseSeconds = PLAN_LEASE_SECONDS;
   private final Set<String> pins = new HashSet<>();
   private final Map<String, Long> quotas = new TreeMap<>();
-  private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
   private final Counters counters = new Counters();
   private final Map<Integer, long[]> groupBytes = new HashMap<>();
   private final ArrayDeque<double[]> history = new ArrayDeque<>();
@@ -161,17 +148,14 @@ final class TierManager implements AutoCloseable {
     startupNotes.addAll(store.dropped());
     this.features = io.strata.store.FeatureStore.openWriter(config.home().resolve("features"));
     this.policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount);
-    this.open = Caffeine.newBuilder()
-        .maximumSize(64)
-        .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> retire(ds))
-        .build(this::openDataset);
+    this.datasets = new DatasetRegistry(config);
     AtomicInteger n = new AtomicInteger();
     this.promoter = new ThreadPoolExecutor(config.promotionThreads(), config.promotionThreads(), 30, TimeUnit.SECONDS,
         new ArrayBlockingQueue<>(1024), r -> daemon(r, "strata-promote-" + n.incrementAndGet()));
     this.evictor = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(4096),
         r -> daemon(r, "strata-evict"), new ThreadPoolExecutor.CallerRunsPolicy());
     this.promoteTokens = config.promotionBytesPerSecond();
-    loadRegistry();
+    datasets.load(startupNotes);
     restoreResident();
     quotas.putAll(settings.quotas);
     for (String p : settings.pins) {
@@ -209,256 +193,19 @@ final class TierManager implements AutoCloseable {
 
   // ---------------------------------------------------------------- datasets
 
-  private Dataset openDataset(String name) {
-    // Read from the published copy: this runs inside the cache's computation, where taking this
-    // object's monitor could deadlock with a thread that holds it and waits for the same entry.
-    Path dir = registryView.get(name);
-    if (dir == null) {
-      throw NodeException.notFound("no dataset '" + name + "' is registered");
-    }
-    try {
-      checkManifestInsideRoots(dir);
-      Dataset ds = Dataset.open(dir);
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
-      return ds;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
+  /** The open dataset {@code name} (404 if not registered, 409 if it cannot be opened). */
   Dataset dataset(String name) {
-    synchronized (this) {
-      if (!registry.containsKey(name)) {
-        throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
-      }
-    }
-    try {
-      return open.get(name);
-    } catch (UncheckedIOException e) {
-      throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
-    }
+    return datasets.dataset(name);
   }
 
-  // ---------------------------------------------------------------- dataset leases
-
-  /**
-   * Open datasets in use by long work (promotions, derivations), counted, and those the cache
-   * dropped (re-registration, size) while in use: closed when their last user lets go, never
-   * under a reader. Guarded by its own monitor (the cache's removal listener takes it, so it is
-   * never held while waiting for this object's).
-   */
-  private final Map<Dataset, int[]> datasetUsers = new java.util.IdentityHashMap<>();
-  private final java.util.Set<Dataset> retiredDatasets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-
-  /** A dataset held open for one piece of work. */
-  final class DatasetLease implements AutoCloseable {
-    private final Dataset ds;
-    private boolean released;
-
-    private DatasetLease(Dataset ds) {
-      this.ds = ds;
-    }
-
-    Dataset dataset() {
-      return ds;
-    }
-
-    @Override
-    public void close() {
-      synchronized (datasetUsers) {
-        if (released) {
-          return;
-        }
-        released = true;
-        int[] n = datasetUsers.get(ds);
-        if (--n[0] == 0) {
-          datasetUsers.remove(ds);
-          if (retiredDatasets.remove(ds)) {
-            closeQuietly(ds);
-          }
-        }
-      }
-    }
-  }
-
-  /** The open dataset {@code name}, held open until the lease is closed (404 if not registered). */
-  DatasetLease leaseDataset(String name) {
-    synchronized (this) {
-      if (!registry.containsKey(name)) {
-        throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
-      }
-    }
-    synchronized (datasetUsers) {
-      Dataset ds;
-      try {
-        ds = open.get(name);
-      } catch (UncheckedIOException e) {
-        throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
-      }
-      datasetUsers.computeIfAbsent(ds, d -> new int[1])[0]++;
-      return new DatasetLease(ds);
-    }
-  }
-
-  /** The cache dropped {@code ds}: closed now if unused, else when its last lease is closed. */
-  private void retire(Dataset ds) {
-    if (ds == null) {
-      return;
-    }
-    synchronized (datasetUsers) {
-      if (datasetUsers.containsKey(ds)) {
-        retiredDatasets.add(ds);
-        return;
-      }
-    }
-    closeQuietly(ds);
-  }
-
-  private static void closeQuietly(Dataset ds) {
-    try {
-      ds.close();
-    } catch (IOException ignored) {
-      // Closing a dataset only releases readers.
-    }
-  }
-
-  /** The real path of {@code dir} if it lies inside an HDD root (after resolving links), else 403. */
-  Path checkInsideRoots(String dir) throws IOException {
-    if (dir == null || dir.isBlank()) {
-      throw NodeException.badRequest("'path' is required: the dataset directory");
-    }
-    if (dir.indexOf('\0') >= 0) {
-      throw NodeException.badRequest("'path' contains a NUL character");
-    }
-    Path p = Path.of(dir);
-    if (!p.isAbsolute()) {
-      throw NodeException.badRequest("'path' must be absolute, got '" + dir + "'");
-    }
-    for (Path part : p) {
-      if (part.toString().equals("..")) {
-        throw NodeException.forbidden("'path' must not contain '..': " + dir);
-      }
-    }
-    if (!Files.isDirectory(p)) {
-      throw NodeException.notFound("no dataset directory at " + dir);
-    }
-    Path real = p.toRealPath();
-    for (Path root : config.hddRoots()) {
-      if (Files.isDirectory(root) && real.startsWith(root.toRealPath())) {
-        return real;
-      }
-    }
-    throw NodeException.forbidden(dir + " is outside the node's HDD roots " + config.hddRoots());
-  }
-
-  /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */
-  private boolean inRoots(Path p, boolean real) throws IOException {
-    for (Path root : config.hddRoots()) {
-      if (!Files.isDirectory(root)) {
-        continue;
-      }
-      if (p.startsWith(root.toRealPath()) || (!real && p.startsWith(root.toAbsolutePath().normalize()))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Every file the manifest of the dataset in {@code dir} names (ORC parts, the sample index)
-   * must lie in an HDD root, by its name and, where it exists, by its real path (no link out). A
-   * name outside is refused before anything is opened, so that the answer does not tell whether
-   * such a file exists.
-   */
-  private void checkManifestInsideRoots(Path dir) throws IOException {
-    io.strata.sdk.dataset.Manifest m;
-    try {
-      m = io.strata.sdk.dataset.Manifest.read(dir);
-    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
-      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
-    }
-    List<String[]> named = new ArrayList<>();
-    for (int i = 0; i < m.files().size(); i++) {
-      named.add(new String[] {"files[" + i + "].path", m.files().get(i).path()});
-    }
-    if (m.sampleIndex() != null) {
-      named.add(new String[] {"sampleIndex.path", m.sampleIndex().path()});
-    }
-    for (String[] n : named) {
-      Path p;
-      try {
-        p = dir.resolve(n[1]).toAbsolutePath().normalize();
-      } catch (java.nio.file.InvalidPathException e) {
-        throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
-      }
-      boolean inside = inRoots(p, false) && (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
-      if (!inside) {
-        throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
-      }
-    }
+  /** The open dataset {@code name}, held open until the lease is closed. */
+  DatasetRegistry.Lease leaseDataset(String name) {
+    return datasets.lease(name);
   }
 
   /** Registers (or re-registers) the dataset in {@code dir}; returns its description. */
   ObjectNode register(String dir) throws IOException {
-    Path real = checkInsideRoots(dir);
-    checkManifestInsideRoots(real);
-    Dataset ds;
-    try {
-      ds = Dataset.open(real);
-    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
-      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
-    }
-    String name = ds.name();
-    synchronized (this) {
-      Path old = registry.get(name);
-      if (old != null && !old.equals(real)) {
-        ds.close();
-        throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
-      }
-      registry.put(name, real);
-      registryView = Map.copyOf(registry);
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
-      saveRegistry();
-    }
-    open.invalidate(name);
-    ds.close();
-    return describe(name);
-  }
-
-  private synchronized void saveRegistry() throws IOException {
-    ArrayNode a = Json.array();
-    registry.forEach((name, dir) -> a.addObject().put("name", name).put("path", dir.toString()));
-    AtomicFiles.write(config.home().resolve(REGISTRY), Json.pretty(a).getBytes(StandardCharsets.UTF_8));
-  }
-
-  private void loadRegistry() throws IOException {
-    Path f = config.home().resolve(REGISTRY);
-    if (!Files.exists(f)) {
-      return;
-    }
-    JsonNode a;
-    try {
-      a = Json.parse(Files.readAllBytes(f));
-    } catch (IOException e) {
-      startupNotes.add(f + " is damaged (" + e.getMessage() + "); datasets must be registered again");
-      return;
-    }
-    for (JsonNode e : a) {
-      String name = e.path("name").asText("");
-      Path dir = Path.of(e.path("path").asText("/nonexistent"));
-      if (Files.isDirectory(dir)) {
-        registry.put(name, dir);
-        registryView = Map.copyOf(registry);
-        try {
-          orcBytes.put(name, io.strata.sdk.dataset.Manifest.read(dir).files().stream()
-              .mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
-        } catch (IOException | RuntimeException ex) {
-          // Reported when the dataset is opened.
-        }
-      } else {
-        startupNotes.add("registered dataset " + name + " is gone from " + dir);
-      }
-    }
+    return describe(datasets.register(dir));
   }
 
   /** Rebuilds residency from the segments on disk: current versions are kept, stale ones removed. */
@@ -467,7 +214,7 @@ final class TierManager implements AutoCloseable {
       SegmentInfo info = ref.info();
       Dataset ds;
       try {
-        ds = registry.containsKey(info.dataset()) ? open.get(info.dataset()) : null;
+        ds = datasets.contains(info.dataset()) ? datasets.dataset(info.dataset()) : null;
       } catch (RuntimeException e) {
         ds = null;
       }
@@ -487,9 +234,9 @@ final class TierManager implements AutoCloseable {
     }
   }
 
-  synchronized ArrayNode listDatasets() {
+  ArrayNode listDatasets() {
     ArrayNode a = Json.array();
-    for (String name : registry.keySet()) {
+    for (String name : datasets.names()) {
       a.add(describe(name));
     }
     return a;
@@ -500,7 +247,7 @@ final class TierManager implements AutoCloseable {
     ObjectNode o = Json.object();
     o.put("name", ds.name()).put("version", ds.version()).put("path", ds.directory().toString()).put("rows", ds.rows());
     o.put("chunks", ds.chunks().size());
-    o.put("orcBytes", orcBytes.getOrDefault(ds.name(), 0L));
+    o.put("orcBytes", datasets.orcBytes(ds.name()));
     ArrayNode features = o.putArray("features");
     for (FeatureInfo f : ds.columns()) {
       ObjectNode fo = features.addObject().put("name", f.name());
@@ -519,7 +266,7 @@ final class TierManager implements AutoCloseable {
       long resident = 0;
       for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
         if (keys.get(e.getKey()).dataset().equals(name)) {
-          resident += keyBytes.get(e.getKey());
+          resident += keys.bytes(e.getKey());
         }
       }
       o.put("ssdBytes", resident);
@@ -532,31 +279,27 @@ final class TierManager implements AutoCloseable {
 
   // ---------------------------------------------------------------- keys
 
+  /** The key of {@code chunk} of {@code feature}; a feature's keys are allocated (and told to the policy) on first use. */
   private synchronized int key(Dataset ds, String feature, int chunk) {
-    String k = ds.name() + "\0" + ds.version() + "\0" + feature + "\0" + chunk;
-    Integer id = keyIds.get(k);
-    if (id != null) {
-      return id;
+    int k = keys.find(ds.name(), ds.version(), feature, chunk);
+    if (k >= 0) {
+      return k;
     }
-    String g = ds.name() + "\0" + ds.version() + "\0" + feature;
-    int group = groupIds.computeIfAbsent(g, x -> {
-      groupNames.add(ds.name() + "/" + feature);
-      return groupNames.size() - 1;
-    });
-    id = keys.size();
-    keyIds.put(k, id);
-    keys.add(new KeyInfo(ds.name(), ds.version(), feature, chunk, group));
-    keyBytes.add(estimateBytes(ds, feature, chunk));
-    policy.group(id, group);
-    if (pinned(ds.name(), feature)) {
-      policy.pin(id, keyBytes.get(id), true);
+    int chunks = ds.chunks().size();
+    int base = keys.allocate(ds.name(), ds.version(), feature, chunks, c -> estimateBytes(ds, feature, c));
+    boolean pinned = pinned(ds.name(), feature);
+    for (int c = 0; c < chunks; c++) {
+      policy.group(base + c, keys.get(base + c).group());
+      if (pinned) {
+        policy.pin(base + c, keys.bytes(base + c), true);
+      }
     }
-    return id;
+    return base + chunk;
   }
 
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
   private synchronized void setKeyBytes(int key, long bytes) {
-    keyBytes.set(key, bytes);
+    keys.setBytes(key, bytes);
     trace.size(key, bytes);
   }
 
@@ -853,7 +596,7 @@ final class TierManager implements AutoCloseable {
     }
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keyBytes.get(k), r.ssd());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
       if (r.ssd()) {
@@ -864,7 +607,7 @@ final class TierManager implements AutoCloseable {
         counters.hddBytes += r.bytes();
         g[1] += r.bytes();
       }
-      CachePolicy.Outcome o = policy.access(now, jid, k, keyBytes.get(k), this::evicted);
+      CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
         if (schedulePromotion(k)) {
           admitted++;
@@ -885,12 +628,12 @@ final class TierManager implements AutoCloseable {
     long used = 0;
     for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
       if (keys.get(e.getKey()).dataset().equals(ds)) {
-        used += keyBytes.get(e.getKey());
+        used += keys.bytes(e.getKey());
       }
     }
     for (int p : pending) {
       if (keys.get(p).dataset().equals(ds)) {
-        used += keyBytes.get(p);
+        used += keys.bytes(p);
       }
     }
     return used;
@@ -898,7 +641,7 @@ final class TierManager implements AutoCloseable {
 
   private boolean withinQuota(int key) {
     Long quota = quotas.get(keys.get(key).dataset());
-    return quota == null || datasetBytes(keys.get(key).dataset()) + keyBytes.get(key) <= quota;
+    return quota == null || datasetBytes(keys.get(key).dataset()) + keys.bytes(key) <= quota;
   }
 
   /** Queues the promotion of one feature chunk; false (and the policy told) if refused. */
@@ -924,11 +667,11 @@ final class TierManager implements AutoCloseable {
 
   /** Runs on a promotion thread: decode one feature chunk from ORC and write its segment. */
   private void promote(int key) {
-    KeyInfo info;
+    KeySpace.KeyInfo info;
     synchronized (this) {
       info = keys.get(key);
     }
-    try (DatasetLease lease = leaseDataset(info.dataset())) {
+    try (DatasetRegistry.Lease lease = leaseDataset(info.dataset())) {
       Dataset ds = lease.dataset();
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
@@ -1020,9 +763,9 @@ final class TierManager implements AutoCloseable {
     counters.evictions++;
     // Other features sharing the segment leave the tier with it.
     for (String f : ref.info().columns()) {
-      KeyInfo k = keys.get(key);
-      Integer other = keyIds.get(k.dataset() + "\0" + k.version() + "\0" + f + "\0" + k.chunk());
-      if (other != null && other != key && residentRefs.remove(other) != null) {
+      KeySpace.KeyInfo k = keys.get(key);
+      int other = keys.find(k.dataset(), k.version(), f, k.chunk());
+      if (other >= 0 && other != key && residentRefs.remove(other) != null) {
         policy.removed(other);
       }
     }
@@ -1116,7 +859,7 @@ final class TierManager implements AutoCloseable {
 
   /** As above, telling {@code progress} of the chunks computed. */
   ObjectNode derive(String datasetName, String specText, io.strata.sdk.Progress progress) throws IOException {
-    try (DatasetLease lease = leaseDataset(datasetName)) {
+    try (DatasetRegistry.Lease lease = leaseDataset(datasetName)) {
       return derive(lease.dataset(), specText, progress);
     }
   }
@@ -1139,10 +882,10 @@ final class TierManager implements AutoCloseable {
       int k;
       synchronized (this) {
         k = key(ds, canonical, c);
-        if (residentRefs.containsKey(k) || pending.contains(k) || policy.residentBytes() + keyBytes.get(k) > policy.budget()) {
+        if (residentRefs.containsKey(k) || pending.contains(k) || policy.residentBytes() + keys.bytes(k) > policy.budget()) {
           continue;
         }
-        policy.restore(k, keyBytes.get(k));
+        policy.restore(k, keys.bytes(k));
         pending.add(k);
       }
       ChunkInfo chunk = ds.chunks().get(c);
@@ -1209,7 +952,7 @@ final class TierManager implements AutoCloseable {
         int k = key(ds, f, c);
         if (!residentRefs.containsKey(k) && !pending.contains(k)) {
           todo.add(k);
-          need += keyBytes.get(k);
+          need += keys.bytes(k);
         }
       }
     }
@@ -1218,7 +961,7 @@ final class TierManager implements AutoCloseable {
           + Math.max(0, policy.budget() - policy.residentBytes()) + " of the SSD budget are free: evict, unpin or raise the budget");
     }
     for (int k : todo) {
-      policy.restore(k, keyBytes.get(k));
+      policy.restore(k, keys.bytes(k));
       if (schedulePromotion(k)) {
         scheduled++;
       }
@@ -1266,9 +1009,9 @@ final class TierManager implements AutoCloseable {
   private long pinnedBytes() {
     long b = 0;
     for (int k = 0; k < keys.size(); k++) {
-      KeyInfo ki = keys.get(k);
+      KeySpace.KeyInfo ki = keys.get(k);
       if (pinned(ki.dataset(), ki.feature())) {
-        b += keyBytes.get(k);
+        b += keys.bytes(k);
       }
     }
     return b;
@@ -1290,7 +1033,7 @@ final class TierManager implements AutoCloseable {
         for (String f : feature == null ? ds.featureNames() : List.of(feature)) {
           if (!pinned(ds.name(), f)) {
             for (int c = 0; c < ds.chunks().size(); c++) {
-              more += keyBytes.get(key(ds, f, c));
+              more += keys.bytes(key(ds, f, c));
             }
           }
         }
@@ -1315,9 +1058,9 @@ final class TierManager implements AutoCloseable {
     for (String f : fs) {
       for (int c = 0; c < ds.chunks().size(); c++) {
         int k = key(ds, f, c);
-        policy.pin(k, keyBytes.get(k), pinned(ds.name(), f));
-        if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keyBytes.get(k) <= policy.budget()) {
-          policy.restore(k, keyBytes.get(k));
+        policy.pin(k, keys.bytes(k), pinned(ds.name(), f));
+        if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
+          policy.restore(k, keys.bytes(k));
           if (schedulePromotion(k)) {
             scheduled++;
           }
@@ -1375,7 +1118,7 @@ final class TierManager implements AutoCloseable {
       }
       for (var it = q.properties().iterator(); it.hasNext(); ) {
         var e = it.next();
-        if (!registry.containsKey(e.getKey())) {
+        if (!datasets.contains(e.getKey())) {
           throw NodeException.notFound("no dataset '" + e.getKey() + "' is registered");
         }
         quotaChanges.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
@@ -1448,13 +1191,13 @@ final class TierManager implements AutoCloseable {
       ssd.put("lastDamagedSegment", lastDamagedSegment);
     }
     ObjectNode hdd = o.putObject("hdd");
-    hdd.put("datasets", registry.size());
-    hdd.put("bytes", registry.keySet().stream().mapToLong(n -> orcBytes.getOrDefault(n, 0L)).sum());
+    hdd.put("datasets", datasets.names().size());
+    hdd.put("bytes", datasets.totalOrcBytes());
     ArrayNode roots = hdd.putArray("roots");
     config.hddRoots().forEach(r -> roots.add(r.toString()));
     ObjectNode dram = o.putObject("dram");
     dram.put("budgetBytes", config.dramBudgetBytes());
-    dram.put("openDatasets", open.estimatedSize());
+    dram.put("openDatasets", datasets.openCount());
     long[] mem = hostMemory();
     dram.put("hostBytes", mem[0]).put("pageCacheBytes", mem[1]);
     ObjectNode t = o.putObject("traffic");
@@ -1476,7 +1219,7 @@ final class TierManager implements AutoCloseable {
         .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
         .limit(10)
         .forEach(e -> top.addObject()
-            .put("stream", groupNames.get(e.getKey()))
+            .put("stream", keys.groupName(e.getKey()))
             .put("ssdBytes", e.getValue()[0])
             .put("hddBytes", e.getValue()[1]));
     ArrayNode js = o.putArray("jobs");
@@ -1544,7 +1287,7 @@ final class TierManager implements AutoCloseable {
     m.put("strata_ssd_unlinked_mapped_bytes", unlinkedMappedBytes());
     m.put("strata_damaged_segments_total", counters.damagedSegments);
     m.put("strata_pending_promotions", pending.size());
-    m.put("strata_datasets", registry.size());
+    m.put("strata_datasets", datasets.names().size());
     m.put("strata_jobs", jobs.size());
     long total = counters.ssdBytes + counters.hddBytes;
     m.put("strata_byte_hit_ratio", total == 0 ? 0.0 : (double) counters.ssdBytes / total);
@@ -1585,8 +1328,7 @@ final class TierManager implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    open.invalidateAll();
-    open.cleanUp();
+    datasets.close();
     store.close();
     features.close();
     Files.deleteIfExists(config.home().resolve(RUNNING_MARKER));

@@ -1,0 +1,339 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.LoadingCache;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * The node's HDD tier: the registry of datasets (name to directory, kept in {@code
+ * <home>/datasets.json}), every directory and file confined to the HDD roots, and the open
+ * datasets (at most 64, in a cache) handed out directly for quick work or as {@linkplain Lease
+ * leases} for long work (promotions, derivations) so that a re-registration or the cache's size
+ * bound never closes a dataset under its user.
+ *
+ * <p>Threads and locks: changes to the registry are serialized on this object's monitor and
+ * published as an immutable copy ({@code registryView}) that every reader uses without a lock,
+ * the cache's loader included (taking a monitor inside the cache's computation could deadlock).
+ * Lease counts are guarded by their own monitor ({@code datasetUsers}), which the cache's removal
+ * listener takes; no other lock is taken while holding it except the cache's own.
+ */
+final class DatasetRegistry implements AutoCloseable {
+  static final String REGISTRY = "datasets.json";
+
+  private final Path home;
+  private final List<Path> hddRoots;
+  private final Map<String, Path> registry = new TreeMap<>();
+  /** An immutable copy of {@link #registry}, published on every change, for readers outside the monitor. */
+  private volatile Map<String, Path> registryView = Map.of();
+  private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
+  private final LoadingCache<String, Dataset> open;
+
+  DatasetRegistry(NodeConfig config) {
+    this.home = config.home();
+    this.hddRoots = List.copyOf(config.hddRoots());
+    this.open = Caffeine.newBuilder()
+        .maximumSize(64)
+        .removalListener((String name, Dataset ds, com.github.benmanes.caffeine.cache.RemovalCause cause) -> retire(ds))
+        .build(this::openDataset);
+  }
+
+  /** Whether {@code name} is registered. */
+  boolean contains(String name) {
+    return registryView.containsKey(name);
+  }
+
+  /** The registered names, sorted (a snapshot). */
+  Set<String> names() {
+    return registryView.keySet();
+  }
+
+  /** The ORC bytes of a registered dataset (0 when unknown). */
+  long orcBytes(String name) {
+    return orcBytes.getOrDefault(name, 0L);
+  }
+
+  /** The ORC bytes of every registered dataset. */
+  long totalOrcBytes() {
+    long b = 0;
+    for (String n : registryView.keySet()) {
+      b += orcBytes(n);
+    }
+    return b;
+  }
+
+  /** Datasets open in the cache now. */
+  long openCount() {
+    return open.estimatedSize();
+  }
+
+  private Dataset openDataset(String name) {
+    // Read from the published copy: this runs inside the cache's computation, where taking this
+    // object's monitor could deadlock with a thread that holds it and waits for the same entry.
+    Path dir = registryView.get(name);
+    if (dir == null) {
+      throw NodeException.notFound("no dataset '" + name + "' is registered");
+    }
+    try {
+      checkManifestInsideRoots(dir);
+      Dataset ds = Dataset.open(dir);
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+      return ds;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The open dataset {@code name} (404 if not registered, 409 if it cannot be opened). */
+  Dataset dataset(String name) {
+    if (!registryView.containsKey(name)) {
+      throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
+    }
+    try {
+      return open.get(name);
+    } catch (UncheckedIOException e) {
+      throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+    }
+  }
+
+  /**
+   * Open datasets in use by long work (promotions, derivations), counted, and those the cache
+   * dropped (re-registration, size) while in use: closed when their last user lets go, never
+   * under a reader. Guarded by its own monitor (the cache's removal listener takes it, so it is
+   * never held while waiting for this object's).
+   */
+  private final Map<Dataset, int[]> datasetUsers = new java.util.IdentityHashMap<>();
+  private final java.util.Set<Dataset> retiredDatasets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+
+  /** A dataset held open for one piece of work. */
+  final class Lease implements AutoCloseable {
+    private final Dataset ds;
+    private boolean released;
+
+    private Lease(Dataset ds) {
+      this.ds = ds;
+    }
+
+    Dataset dataset() {
+      return ds;
+    }
+
+    @Override
+    public void close() {
+      synchronized (datasetUsers) {
+        if (released) {
+          return;
+        }
+        released = true;
+        int[] n = datasetUsers.get(ds);
+        if (--n[0] == 0) {
+          datasetUsers.remove(ds);
+          if (retiredDatasets.remove(ds)) {
+            closeQuietly(ds);
+          }
+        }
+      }
+    }
+  }
+
+  /** The open dataset {@code name}, held open until the lease is closed (404 if not registered). */
+  Lease lease(String name) {
+    if (!registryView.containsKey(name)) {
+      throw NodeException.notFound("no dataset '" + name + "' is registered (strata dataset list shows those that are)");
+    }
+    synchronized (datasetUsers) {
+      Dataset ds;
+      try {
+        ds = open.get(name);
+      } catch (UncheckedIOException e) {
+        throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+      }
+      datasetUsers.computeIfAbsent(ds, d -> new int[1])[0]++;
+      return new Lease(ds);
+    }
+  }
+
+  /** The cache dropped {@code ds}: closed now if unused, else when its last lease is closed. */
+  private void retire(Dataset ds) {
+    if (ds == null) {
+      return;
+    }
+    synchronized (datasetUsers) {
+      if (datasetUsers.containsKey(ds)) {
+        retiredDatasets.add(ds);
+        return;
+      }
+    }
+    closeQuietly(ds);
+  }
+
+  private static void closeQuietly(Dataset ds) {
+    try {
+      ds.close();
+    } catch (IOException ignored) {
+      // Closing a dataset only releases readers.
+    }
+  }
+
+  /** The real path of {@code dir} if it lies inside an HDD root (after resolving links), else 403. */
+  Path checkInsideRoots(String dir) throws IOException {
+    if (dir == null || dir.isBlank()) {
+      throw NodeException.badRequest("'path' is required: the dataset directory");
+    }
+    if (dir.indexOf('\0') >= 0) {
+      throw NodeException.badRequest("'path' contains a NUL character");
+    }
+    Path p = Path.of(dir);
+    if (!p.isAbsolute()) {
+      throw NodeException.badRequest("'path' must be absolute, got '" + dir + "'");
+    }
+    for (Path part : p) {
+      if (part.toString().equals("..")) {
+        throw NodeException.forbidden("'path' must not contain '..': " + dir);
+      }
+    }
+    if (!Files.isDirectory(p)) {
+      throw NodeException.notFound("no dataset directory at " + dir);
+    }
+    Path real = p.toRealPath();
+    for (Path root : hddRoots) {
+      if (Files.isDirectory(root) && real.startsWith(root.toRealPath())) {
+        return real;
+      }
+    }
+    throw NodeException.forbidden(dir + " is outside the node's HDD roots " + hddRoots);
+  }
+
+  /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */
+  private boolean inRoots(Path p, boolean real) throws IOException {
+    for (Path root : hddRoots) {
+      if (!Files.isDirectory(root)) {
+        continue;
+      }
+      if (p.startsWith(root.toRealPath()) || (!real && p.startsWith(root.toAbsolutePath().normalize()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Every file the manifest of the dataset in {@code dir} names (ORC parts, the sample index)
+   * must lie in an HDD root, by its name and, where it exists, by its real path (no link out). A
+   * name outside is refused before anything is opened, so that the answer does not tell whether
+   * such a file exists.
+   */
+  private void checkManifestInsideRoots(Path dir) throws IOException {
+    io.strata.sdk.dataset.Manifest m;
+    try {
+      m = io.strata.sdk.dataset.Manifest.read(dir);
+    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
+    }
+    List<String[]> named = new ArrayList<>();
+    for (int i = 0; i < m.files().size(); i++) {
+      named.add(new String[] {"files[" + i + "].path", m.files().get(i).path()});
+    }
+    if (m.sampleIndex() != null) {
+      named.add(new String[] {"sampleIndex.path", m.sampleIndex().path()});
+    }
+    for (String[] n : named) {
+      Path p;
+      try {
+        p = dir.resolve(n[1]).toAbsolutePath().normalize();
+      } catch (java.nio.file.InvalidPathException e) {
+        throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
+      }
+      boolean inside = inRoots(p, false) && (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
+      if (!inside) {
+        throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
+      }
+    }
+  }
+
+  /** Registers (or re-registers) the dataset in {@code dir}; returns its name. */
+  String register(String dir) throws IOException {
+    Path real = checkInsideRoots(dir);
+    checkManifestInsideRoots(real);
+    Dataset ds;
+    try {
+      ds = Dataset.open(real);
+    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+      throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
+    }
+    String name = ds.name();
+    synchronized (this) {
+      Path old = registry.get(name);
+      if (old != null && !old.equals(real)) {
+        ds.close();
+        throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
+      }
+      registry.put(name, real);
+      registryView = java.util.Collections.unmodifiableMap(new TreeMap<>(registry));
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+      saveRegistry();
+    }
+    open.invalidate(name);
+    ds.close();
+    return name;
+  }
+
+  private synchronized void saveRegistry() throws IOException {
+    ArrayNode a = Json.array();
+    registry.forEach((name, dir) -> a.addObject().put("name", name).put("path", dir.toString()));
+    AtomicFiles.write(home.resolve(REGISTRY), Json.pretty(a).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Reads the kept registry; what is wrong with it goes to {@code notes}. */
+  synchronized void load(List<String> startupNotes) throws IOException {
+    Path f = home.resolve(REGISTRY);
+    if (!Files.exists(f)) {
+      return;
+    }
+    JsonNode a;
+    try {
+      a = Json.parse(Files.readAllBytes(f));
+    } catch (IOException e) {
+      startupNotes.add(f + " is damaged (" + e.getMessage() + "); datasets must be registered again");
+      return;
+    }
+    for (JsonNode e : a) {
+      String name = e.path("name").asText("");
+      Path dir = Path.of(e.path("path").asText("/nonexistent"));
+      if (Files.isDirectory(dir)) {
+        registry.put(name, dir);
+        registryView = java.util.Collections.unmodifiableMap(new TreeMap<>(registry));
+        try {
+          orcBytes.put(name, io.strata.sdk.dataset.Manifest.read(dir).files().stream()
+              .mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+        } catch (IOException | RuntimeException ex) {
+          // Reported when the dataset is opened.
+        }
+      } else {
+        startupNotes.add("registered dataset " + name + " is gone from " + dir);
+      }
+    }
+  }
+
+
+  /** Closes the open datasets (those leased, when their leases close). */
+  @Override
+  public void close() {
+    open.invalidateAll();
+    open.cleanUp();
+  }
+}

@@ -1,0 +1,89 @@
+package io.strata.node;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.IntToLongFunction;
+
+/**
+ * The node's keys: one int per chunk of a feature of a dataset version, allocated a feature at a
+ * time as a block (the feature's base plus the chunk), so that finding a key is one map lookup per
+ * feature and arithmetic per chunk. Each feature is also a group (its stream, for the policy's
+ * sequential detection and the status's top streams), numbered in allocation order. Each key has
+ * a size in the SSD budget: an estimate until its segment is written, then the segment's bytes.
+ *
+ * <p>Not thread-safe: {@link TierManager} uses it under its monitor only.
+ */
+final class KeySpace {
+  /** One feature chunk of one dataset version, and the group (feature) it belongs to. */
+  record KeyInfo(String dataset, String version, String feature, int chunk, int group) {}
+
+  private record Block(int base, int chunks) {}
+
+  private final Map<String, Block> blocks = new HashMap<>();
+  private final List<String> groupNames = new ArrayList<>();
+  private KeyInfo[] infos = new KeyInfo[1024];
+  private long[] bytes = new long[1024];
+  private int size;
+
+  private static String name(String dataset, String version, String feature) {
+    return dataset + "\0" + version + "\0" + feature;
+  }
+
+  /** The key of {@code chunk} of the feature, or -1 when the feature has no keys yet. */
+  int find(String dataset, String version, String feature, int chunk) {
+    Block b = blocks.get(name(dataset, version, feature));
+    return b == null || chunk < 0 || chunk >= b.chunks() ? -1 : b.base() + chunk;
+  }
+
+  /**
+   * Allocates the keys of a feature's {@code chunks} chunks, sized by {@code estimate} (of the
+   * chunk); returns the first (the key of chunk {@code c} is that plus {@code c}).
+   */
+  int allocate(String dataset, String version, String feature, int chunks, IntToLongFunction estimate) {
+    String n = name(dataset, version, feature);
+    if (blocks.containsKey(n)) {
+      throw new IllegalStateException("keys of " + n.replace('\0', ' ') + " exist already");
+    }
+    int base = size;
+    int group = groupNames.size();
+    groupNames.add(dataset + "/" + feature);
+    if (size + chunks > infos.length) {
+      int cap = Math.max(infos.length * 2, size + chunks);
+      infos = Arrays.copyOf(infos, cap);
+      bytes = Arrays.copyOf(bytes, cap);
+    }
+    for (int c = 0; c < chunks; c++) {
+      infos[base + c] = new KeyInfo(dataset, version, feature, c, group);
+      bytes[base + c] = estimate.applyAsLong(c);
+    }
+    size += chunks;
+    blocks.put(n, new Block(base, chunks));
+    return base;
+  }
+
+  /** Keys allocated so far (every key is below this). */
+  int size() {
+    return size;
+  }
+
+  KeyInfo get(int key) {
+    return infos[key];
+  }
+
+  /** The key's size in the SSD budget. */
+  long bytes(int key) {
+    return bytes[key];
+  }
+
+  void setBytes(int key, long b) {
+    bytes[key] = b;
+  }
+
+  /** A group's name: {@code dataset/feature}. */
+  String groupName(int group) {
+    return groupNames.get(group);
+  }
+}
