@@ -3,6 +3,7 @@ module io.strata.ops {
   requires io.strata.sdk;
   requires io.strata.store;
   requires io.strata.node;
+  requires io.strata.gpu;
   requires info.picocli;
   requires com.fasterxml.jackson.databind;
   requires java.net.http;

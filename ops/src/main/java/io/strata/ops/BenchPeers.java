@@ -691,12 +691,12 @@ final class BenchPeers {
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
       ObjectNode res = Json.object().put("benchmark", "gpu");
-      if (!io.strata.sdk.gpu.GpuShipper.available()) {
-        res.put("available", false).put("reason", io.strata.sdk.gpu.GpuShipper.unavailableReason());
+      if (!io.strata.gpu.GpuShipper.available()) {
+        res.put("available", false).put("reason", io.strata.gpu.GpuShipper.unavailableReason());
         if (json) {
           out.println(Json.compact(res));
         } else {
-          out.println("no GPU: " + io.strata.sdk.gpu.GpuShipper.unavailableReason() + " (nothing measured)");
+          out.println("no GPU: " + io.strata.gpu.GpuShipper.unavailableReason() + " (nothing measured)");
         }
         return 0;
       }
@@ -707,7 +707,7 @@ final class BenchPeers {
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER);
           Loader l = Loader.builder(ds).features(ds.featureNames()).segments(store).sampleBatches(512).epochs(1000)
               .prefetch(4, 2).name("bench-gpu").build()) {
-        io.strata.sdk.gpu.GpuShipper shipper = null;
+        io.strata.gpu.GpuShipper shipper = null;
         long bytes = 0;
         long shipNanos = 0;
         long waitNanos = 0;
@@ -719,7 +719,7 @@ final class BenchPeers {
             waitNanos += System.nanoTime() - w;
             try (b) {
               if (shipper == null) {
-                shipper = io.strata.sdk.gpu.GpuShipper.open(0, Math.max(64L << 20, 2 * b.dataBytes()));
+                shipper = io.strata.gpu.GpuShipper.open(0, Math.max(64L << 20, 2 * b.dataBytes()));
               }
               long t = System.nanoTime();
               var d = shipper.ship(b);

@@ -10,7 +10,7 @@ import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.gpu.GpuShipper;
+import io.strata.gpu.GpuShipper;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package io.strata.sdk.gpu;
+package io.strata.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

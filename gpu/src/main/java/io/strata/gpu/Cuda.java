@@ -1,4 +1,4 @@
-package io.strata.sdk.gpu;
+package io.strata.gpu;
 
 import java.io.IOException;
 import org.bytedeco.cuda.global.cudart;

@@ -1,0 +1,12 @@
+/**
+ * Strata's GPU shipping: batches copied to a device through pinned host memory, double-buffered
+ * on CUDA streams (bytedeco's CUDA bindings). A module of its own, so that a CPU-only training job
+ * links the loader SDK without any CUDA library.
+ */
+module io.strata.gpu {
+  requires transitive io.strata.sdk;
+  requires org.bytedeco.javacpp;
+  requires org.bytedeco.cuda;
+
+  exports io.strata.gpu;
+}
