@@ -10,4 +10,6 @@ module io.strata.ops {
 
   opens io.strata.ops to
       info.picocli;
+  opens io.strata.ops.bench to
+      info.picocli;
 }

@@ -10,7 +10,6 @@ import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.gpu.GpuShipper;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
@@ -19,7 +18,6 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -97,8 +95,8 @@ final class DemoCommand implements Callable<Integer> {
     Path nodeHome = dir.resolve("node");
     Path datasetDir = nodeHome.resolve("hdd").resolve("events");
     Path logs = dir.resolve("logs");
-    deleteTree(nodeHome);
-    deleteTree(logs);
+    Processes.deleteTree(nodeHome);
+    Processes.deleteTree(logs);
     Files.createDirectories(logs);
     out.printf("Strata demo in %s%n%n", dir);
     ObjectNode summary = Json.object();
@@ -135,7 +133,7 @@ final class DemoCommand implements Callable<Integer> {
             "--job", j.getKey(), "--features", String.join(",", j.getValue()), "--mode", "samples", "--batch",
             Integer.toString(samplesPerBatch), "--epochs", Integer.toString(epochs), "--seed", Integer.toString(j.getKey().length()),
             "--gpu", "--json"));
-        jobs.add(BenchCommand.spawn(List.of("-Xmx512m", "-XX:+UseSerialGC"), args, logs.resolve(j.getKey() + ".log")));
+        jobs.add(Processes.spawn(List.of("-Xmx512m", "-XX:+UseSerialGC"), args, logs.resolve(j.getKey() + ".log")));
       }
       // A PyTorch job beside them when this host has python3 with torch: the same node, segments
       // and derived feature, through the Python client (examples/train_torch.py).
@@ -185,7 +183,7 @@ final class DemoCommand implements Callable<Integer> {
           throw new IllegalStateException("job " + name + " failed (exit " + p.exitValue() + "): "
               + text.strip().lines().reduce((a, b) -> b).orElse("") + " (log " + log + ")");
         }
-        JsonNode r = BenchCommand.jsonResult(text);
+        JsonNode r = Processes.jsonResult(text);
         if (r == null) {
           throw new IllegalStateException("job " + name + " printed no result; see " + log);
         }
@@ -200,7 +198,7 @@ final class DemoCommand implements Callable<Integer> {
           throw new IllegalStateException("the PyTorch job failed (exit " + torchJob.exitValue() + "): "
               + text.strip().lines().reduce((a, b) -> b).orElse("") + " (log " + log + ")");
         }
-        torchResult = BenchCommand.jsonResult(text);
+        torchResult = Processes.jsonResult(text);
         if (torchResult == null) {
           throw new IllegalStateException("the PyTorch job printed no result; see " + log);
         }
@@ -303,13 +301,13 @@ final class DemoCommand implements Callable<Integer> {
    * reason in {@code why[0]}.
    */
   private Process startTorchJob(Path datasetDir, String nodeUrl, Path dir, Path logs, String[] why) throws IOException {
-    Path root = BenchPython.checkout();
+    Path root = Processes.checkout();
     if (root == null || !Files.isRegularFile(root.resolve("examples/train_torch.py"))) {
       why[0] = "not run from a checkout with examples/train_torch.py";
       return null;
     }
-    String py = BenchPython.defaultPython();
-    String missing = BenchPython.unavailable(py);
+    String py = Processes.defaultPython();
+    String missing = Processes.pythonUnavailable(py);
     if (missing != null) {
       why[0] = missing;
       return null;
@@ -317,7 +315,7 @@ final class DemoCommand implements Callable<Integer> {
     ProcessBuilder pb = new ProcessBuilder(py, root.resolve("examples/train_torch.py").toString(), "--dataset",
         datasetDir.toString(), "--node", nodeUrl, "--job", "torch", "--epochs", Integer.toString(epochs),
         "--batch-samples", Integer.toString(samplesPerBatch), "--workers", "0", "--json");
-    BenchPython.clientEnvironment(pb, dir.resolve("loader-service/loader.sock"), 5);
+    Processes.clientEnvironment(pb, dir.resolve("loader-service/loader.sock"), 5);
     pb.redirectErrorStream(true).redirectOutput(logs.resolve("torch.log").toFile());
     return pb.start();
   }
@@ -357,16 +355,5 @@ final class DemoCommand implements Callable<Integer> {
       }
     }
     return new int[] {raw, derived};
-  }
-
-  static void deleteTree(Path p) throws IOException {
-    if (!Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(x);
-      }
-    }
   }
 }

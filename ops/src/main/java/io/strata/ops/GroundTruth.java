@@ -30,7 +30,7 @@ import java.util.SequencedMap;
  * samples), then {@code samples × features} int64 checksums ({@link Columns#checksum}), sample
  * ordinal major.
  */
-final class GroundTruth {
+public final class GroundTruth {
   final String dataset;
   final String version;
   final List<String> features;
@@ -45,7 +45,7 @@ final class GroundTruth {
     this.samples = sums.length / Math.max(1, features.size());
   }
 
-  static GroundTruth compute(Dataset ds) throws IOException {
+  public static GroundTruth compute(Dataset ds) throws IOException {
     SampleIndex index = ds.sampleIndex().orElseThrow(() -> new IllegalArgumentException(
         "dataset " + ds.directory() + " has no sample index (samples.idx); ground truth is per sample"));
     List<String> features = ds.featureNames();
@@ -101,7 +101,7 @@ final class GroundTruth {
     return new GroundTruth(ds.name(), ds.version(), features, sums);
   }
 
-  void write(Path file) throws IOException {
+  public void write(Path file) throws IOException {
     byte[] header = Json.compact(Json.object().put("dataset", dataset).put("version", version).put("samples", samples)
         .set("features", Json.MAPPER.valueToTree(features))).getBytes(StandardCharsets.UTF_8);
     ByteBuffer b = ByteBuffer.allocate(4 + header.length + 8 * sums.length).order(ByteOrder.LITTLE_ENDIAN);

@@ -56,7 +56,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * requests, answers and closes released batches (which frees or recycles their slabs). The slab
  * registry is a concurrent skip list keyed by address, the retired queue lock-free.
  */
-final class LoaderServe {
+public final class LoaderServe {
   /** Prefix of the shared directories; the owner's pid follows, so stale ones can be found. */
   static final String DIR_PREFIX = "strata-py-";
   /** More batches than this held by the job at once is a leak on its side, not a working set. */
@@ -91,7 +91,7 @@ final class LoaderServe {
   }
 
   /** The file holding the pid of the service listening on {@code socket}. */
-  static Path pidFile(Path socket) {
+  public static Path pidFile(Path socket) {
     return socket.resolveSibling(socket.getFileName() + ".pid");
   }
 
@@ -203,7 +203,7 @@ final class LoaderServe {
           try {
             long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
             if (ProcessHandle.of(pid).isEmpty()) {
-              DemoCommand.deleteTree(d);
+              Processes.deleteTree(d);
             }
           } catch (NumberFormatException | IOException ignored) {
             // Not ours, or already gone.
@@ -283,7 +283,7 @@ final class LoaderServe {
       for (Region r : List.copyOf(byAddress.values())) {
         free(r);
       }
-      DemoCommand.deleteTree(dir);
+      Processes.deleteTree(dir);
     }
   }
 

@@ -1,5 +1,8 @@
 package io.strata.ops;
 
+import io.strata.ops.bench.BenchCommand;
+import io.strata.ops.bench.SoakCommand;
+
 import java.io.PrintWriter;
 import java.nio.file.NoSuchFileException;
 import picocli.CommandLine;

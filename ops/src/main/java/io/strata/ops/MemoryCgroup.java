@@ -5,7 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** A memory cgroup (v2 or v1) limiting a group of benchmark processes, page cache included. */
-final class MemoryCgroup implements AutoCloseable {
+public final class MemoryCgroup implements AutoCloseable {
   private static final Path V2 = Path.of("/sys/fs/cgroup");
   private static final Path V1 = Path.of("/sys/fs/cgroup/memory");
   private final Path dir;
@@ -16,7 +16,7 @@ final class MemoryCgroup implements AutoCloseable {
     this.v2 = v2;
   }
 
-  static MemoryCgroup create(String name, long limitBytes) throws IOException {
+  public static MemoryCgroup create(String name, long limitBytes) throws IOException {
     boolean v2 = Files.exists(V2.resolve("cgroup.controllers"));
     Path dir = (v2 ? V2 : V1).resolve(name);
     try {
@@ -34,17 +34,17 @@ final class MemoryCgroup implements AutoCloseable {
     return new MemoryCgroup(dir, v2);
   }
 
-  void add(long pid) throws IOException {
+  public void add(long pid) throws IOException {
     Files.writeString(dir.resolve("cgroup.procs"), Long.toString(pid));
   }
 
-  long peakBytes() throws IOException {
+  public long peakBytes() throws IOException {
     Path p = dir.resolve(v2 ? "memory.peak" : "memory.max_usage_in_bytes");
     return Files.exists(p) ? Long.parseLong(Files.readString(p).strip()) : -1;
   }
 
   /** How often the group hit its limit (v1 failcnt; v2 the 'max' events). */
-  long limitHits() throws IOException {
+  public long limitHits() throws IOException {
     if (!v2) {
       return Long.parseLong(Files.readString(dir.resolve("memory.failcnt")).strip());
     }

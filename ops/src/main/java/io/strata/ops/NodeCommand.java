@@ -26,7 +26,7 @@ import picocli.CommandLine.Model.CommandSpec;
 /** {@code strata node start|stop|status}. */
 @Command(name = "node", mixinStandardHelpOptions = true, description = "Run and inspect the cache node.",
     subcommands = {NodeCommand.Start.class, NodeCommand.Stop.class, NodeCommand.Status.class, NodeCommand.TraceOut.class})
-final class NodeCommand implements Runnable {
+public final class NodeCommand implements Runnable {
   @Spec CommandSpec spec;
 
   /** Written by a running node: its process and URL. */
@@ -202,7 +202,7 @@ final class NodeCommand implements Runnable {
       }
       Path log = c.home().resolve("node.log");
       Files.createDirectories(c.home());
-      Process p = BenchCommand.spawn(List.of("-Xmx1g"), args, log);
+      Process p = Processes.spawn(List.of("-Xmx1g"), args, log);
       awaitStart(p, info, log);
       JsonNode n = Json.parse(Files.readAllBytes(info));
       if (json) {
@@ -221,15 +221,15 @@ final class NodeCommand implements Runnable {
    * Starts {@code strata node start --foreground --home HOME args...} as a child JVM and waits
    * until it has written its node.json; returns the process and the node's URL.
    */
-  record Child(Process process, String url) {}
+  public record Child(Process process, String url) {}
 
-  static Child startChild(List<String> jvm, Path home, List<String> args, Path log) throws IOException, InterruptedException {
+  public static Child startChild(List<String> jvm, Path home, List<String> args, Path log) throws IOException, InterruptedException {
     Files.createDirectories(home);
     Path info = home.resolve(INFO);
     Files.deleteIfExists(info);
     List<String> all = new ArrayList<>(List.of("node", "start", "--foreground", "--home", home.toString()));
     all.addAll(args);
-    Process p = BenchCommand.spawn(jvm, all, log);
+    Process p = Processes.spawn(jvm, all, log);
     awaitStart(p, info, log);
     return new Child(p, Json.parse(Files.readAllBytes(info)).path("url").asText());
   }

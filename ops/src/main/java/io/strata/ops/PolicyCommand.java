@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.Sizes;
-import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.CaffeinePolicy;
 import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;

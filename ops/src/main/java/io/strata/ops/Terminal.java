@@ -7,15 +7,15 @@ import java.util.List;
 import java.util.Locale;
 
 /** Human output: sizes, rates, tables and progress. */
-final class Terminal {
+public final class Terminal {
   private Terminal() {}
 
   /** A ratio for people: a percentage with one decimal (0.144 prints as 14.4%). */
-  static String percent(double ratio) {
+  public static String percent(double ratio) {
     return String.format(java.util.Locale.ROOT, "%.1f%%", 100 * ratio);
   }
 
-  static String bytes(long b) {
+  public static String bytes(long b) {
     String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = b;
     int u = 0;
@@ -26,7 +26,7 @@ final class Terminal {
     return u == 0 ? b + " B" : String.format(Locale.ROOT, "%.1f %s", v, units[u]);
   }
 
-  static String count(double n) {
+  public static String count(double n) {
     if (Math.abs(n) >= 1e9) {
       return String.format(Locale.ROOT, "%.2f G", n / 1e9);
     }
@@ -39,7 +39,7 @@ final class Terminal {
     return String.format(Locale.ROOT, n == Math.rint(n) ? "%.0f" : "%.2f", n);
   }
 
-  static String seconds(double s) {
+  public static String seconds(double s) {
     if (s < 1) {
       return String.format(Locale.ROOT, "%.1f ms", s * 1000);
     }
@@ -50,22 +50,22 @@ final class Terminal {
   }
 
   /** A plain text table with aligned columns. */
-  static final class Table {
+  public static final class Table {
     private final List<String[]> rows = new ArrayList<>();
     private final String[] header;
     private boolean alignNumbers = true;
 
-    Table(String... header) {
+    public Table(String... header) {
       this.header = header;
     }
 
     /** Left-aligns every cell (for label/value tables whose values are prose). */
-    Table leftAligned() {
+    public Table leftAligned() {
       alignNumbers = false;
       return this;
     }
 
-    Table row(Object... cells) {
+    public Table row(Object... cells) {
       String[] r = new String[header.length];
       for (int i = 0; i < r.length; i++) {
         r[i] = i < cells.length ? String.valueOf(cells[i]) : "";
@@ -74,7 +74,7 @@ final class Terminal {
       return this;
     }
 
-    void print(PrintWriter out) {
+    public void print(PrintWriter out) {
       int[] w = new int[header.length];
       for (int i = 0; i < w.length; i++) {
         w[i] = header[i].length();
@@ -112,7 +112,7 @@ final class Terminal {
    * Progress of long work: a bar with rate and ETA, redrawn in place, on a terminal; a plain log
    * line every few seconds otherwise.
    */
-  static final class Bar implements Progress {
+  public static final class Bar implements Progress {
     private final String what;
     private final PrintWriter err;
     private final boolean tty;
@@ -120,7 +120,7 @@ final class Terminal {
     private long lastPrint;
     private boolean drawn;
 
-    Bar(String what, PrintWriter err) {
+    public Bar(String what, PrintWriter err) {
       this.what = what;
       this.err = err;
       this.tty = System.console() != null && System.console().isTerminal() && System.getenv("STRATA_NO_TTY") == null;
@@ -160,7 +160,7 @@ final class Terminal {
     }
 
     /** Ends the bar's line if it was left open. */
-    synchronized void done() {
+    public synchronized void done() {
       if (tty && drawn) {
         err.println();
         err.flush();

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import io.strata.ops.bench.BenchAll;
 import org.junit.jupiter.api.Test;
+import io.strata.ops.bench.BenchAll;
 import org.junit.jupiter.api.io.TempDir;
 
 /**

@@ -14,7 +14,7 @@ final class Cli {
   record Result(int code, String out, String err) {
     /** The JSON object the command printed with --json (its last JSON line). */
     com.fasterxml.jackson.databind.JsonNode json() throws IOException {
-      com.fasterxml.jackson.databind.JsonNode r = BenchCommand.jsonResult(out);
+      com.fasterxml.jackson.databind.JsonNode r = Processes.jsonResult(out);
       if (r == null) {
         throw new AssertionError("no JSON result in: " + out + err);
       }

@@ -86,11 +86,11 @@ class FaultSuiteIT {
       // Kill when a random number of this run's segments have landed (1 to 15 of 16): a random point mid-way.
       long base = segmentCount(ssd);
       if (base >= 14) {
-        DemoCommand.deleteTree(ssd);
+        Processes.deleteTree(ssd);
         base = 0;
       }
       long target = base + 1 + r.nextInt((int) (15 - base));
-      Process p = BenchCommand.spawn(List.of("-Xmx256m"),
+      Process p = Processes.spawn(List.of("-Xmx256m"),
           List.of("promote", "--dataset", ds.toString(), "--ssd", ssd.toString()), tmp.resolve("promote.log"));
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
       while (p.isAlive() && System.nanoTime() < deadline
@@ -110,7 +110,7 @@ class FaultSuiteIT {
       }
       // Start from scratch half the time, so that kills land early and late in the job.
       if (r.nextBoolean()) {
-        DemoCommand.deleteTree(ssd);
+        Processes.deleteTree(ssd);
       }
     }
     assertEquals(0, Cli.run("promote", "--dataset", ds.toString(), "--ssd", ssd.toString()).code());
@@ -223,7 +223,7 @@ class FaultSuiteIT {
       Files.copy(victim, saved);
       Path ckpt = tmp.resolve(fault + ".ckpt");
       Path log = tmp.resolve(fault + ".log");
-      Process p = BenchCommand.spawn(List.of("-Xmx256m"), List.of("loader", "run", "--dataset", copy.toString(), "--mode", "rows",
+      Process p = Processes.spawn(List.of("-Xmx256m"), List.of("loader", "run", "--dataset", copy.toString(), "--mode", "rows",
           "--no-shuffle", "--batch", "5000", "--prefetch", "1", "--step-ms", "100", "--checkpoint", ckpt.toString(),
           "--print-checksums"), log);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);

@@ -43,7 +43,7 @@ class MaterializeKillIT {
           "--feature-store", store.toString(), "--mode", "rows", "--no-shuffle", "--batch", "65536", "--max-batches", "8");
       assertEquals(0, r.code(), r.err());
     }
-    Process job = BenchCommand.spawn(List.of("-Xmx1g"),
+    Process job = Processes.spawn(List.of("-Xmx1g"),
         List.of("features", "promote", "--store", store.toString(), "--budget", "1g"), tmp.resolve("promote-1.log"));
     int doneAtKill;
     try (FeatureStore reader = FeatureStore.openReader(store)) {

@@ -30,7 +30,7 @@ class PythonClientIT {
   /** The Python that has the client's dependencies, or null with the reason in {@code why[0]}. */
   static String python(String[] why) throws InterruptedException {
     String env = System.getenv("STRATA_PYTHON");
-    String py = env != null ? env : BenchPython.defaultPython();
+    String py = env != null ? env : Processes.defaultPython();
     try {
       Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, pytest, torch").redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
@@ -58,7 +58,7 @@ class PythonClientIT {
     ProcessBuilder pb = new ProcessBuilder(py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
         "--basetemp=" + tmp.resolve("pytest"), root.resolve("python/tests").toString());
     // This build's client and a loader service of this build alone, gone soon after the suite.
-    BenchPython.clientEnvironment(pb, tmp.resolve("svc/loader.sock"), 5);
+    Processes.clientEnvironment(pb, tmp.resolve("svc/loader.sock"), 5);
     pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
     pb.redirectErrorStream(true);
     Path log = tmp.resolve("pytest.log");

@@ -1,8 +1,12 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.Main;
+import io.strata.ops.MemoryCgroup;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Checkpoint;
 import java.io.IOException;
@@ -18,9 +22,9 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata bench ...}: benchmarks that need real processes. JMH ones live in bench/. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
@@ -28,31 +32,12 @@ import picocli.CommandLine.Model.CommandSpec;
     subcommands = {BenchAll.class, BenchPeers.Sample.class, BenchPeers.Scan.class, BenchCommand.Memory.class, BenchPeers.Policy.class,
       BenchCommand.Derived.class, BenchCommand.Restart.class, BenchPeers.Api.class, BenchPeers.Gpu.class, BenchPython.class,
       BenchPolicyLive.class})
-final class BenchCommand implements Runnable {
+public final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
 
   @Override
   public void run() {
     spec.commandLine().usage(spec.commandLine().getOut());
-  }
-
-  /** Starts {@code strata args...} as a new JVM with this process's class path. */
-  static Process spawn(List<String> jvmArgs, List<String> args, Path stdout) throws IOException {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
-    cmd.addAll(jvmArgs);
-    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
-    cmd.addAll(args);
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.redirectOutput(stdout == null ? ProcessBuilder.Redirect.DISCARD : ProcessBuilder.Redirect.to(stdout.toFile()));
-    return pb.start();
-  }
-
-  /** The result a command printed with --json: its last line that is a JSON object, or null. */
-  static JsonNode jsonResult(String output) throws IOException {
-    String line = output.lines().filter(l -> l.startsWith("{")).reduce((a, b) -> b).orElse(null);
-    return line == null ? null : Json.parse(line);
   }
 
   /** The kB fields of /proc/PID/smaps_rollup. */
@@ -128,7 +113,7 @@ final class BenchCommand implements Runnable {
         long started = System.nanoTime();
         try {
           for (int i = 0; i < n; i++) {
-            procs.add(spawn(
+            procs.add(Processes.spawn(
                 jvm,
                 List.of("loader", "run", "--dataset", dataset.toString(), "--ssd", ssd.toString(), "--mode", "rows",
                     "--no-shuffle", "--batch", Integer.toString(batch), "--prefetch", "2", "--ready-file",
@@ -190,7 +175,7 @@ final class BenchCommand implements Runnable {
           if (group != null) {
             group.close();
           }
-          DemoCommand.deleteTree(tmp);
+          Processes.deleteTree(tmp);
         }
       }
       if (json) {
@@ -230,12 +215,12 @@ final class BenchCommand implements Runnable {
         List<JsonNode> runs = new ArrayList<>();
         for (int j = 0; j <= laterJobs; j++) {
           Path log = store.resolve("job-" + j + ".log");
-          Process p = spawn(List.of("-Xmx2g"), List.of("features", "derive", "--dataset", dataset.toString(), "--spec", derived,
+          Process p = Processes.spawn(List.of("-Xmx2g"), List.of("features", "derive", "--dataset", dataset.toString(), "--spec", derived,
               "--store", store.resolve("fs").toString(), "--json", "--checksum"), log);
           if (!p.waitFor(30, TimeUnit.MINUTES) || p.exitValue() != 0) {
             throw new IOException("job " + j + " failed: " + Files.readString(log));
           }
-          JsonNode r = jsonResult(Files.readString(log));
+          JsonNode r = Processes.jsonResult(Files.readString(log));
           if (r == null) {
             throw new IOException("job " + j + " printed no result: " + Files.readString(log));
           }
@@ -270,7 +255,7 @@ final class BenchCommand implements Runnable {
         }
         return identical ? 0 : Main.FAILURE;
       } finally {
-        DemoCommand.deleteTree(store);
+        Processes.deleteTree(store);
       }
     }
   }
@@ -327,7 +312,7 @@ final class BenchCommand implements Runnable {
           first.addAll(extra);
           first.addAll(List.of("--print-checksums", "--step-ms", Integer.toString(stepMs)));
           Path log = tmp.resolve("first.log");
-          Process p = spawn(List.of("-Xmx" + heap), first, log);
+          Process p = Processes.spawn(List.of("-Xmx" + heap), first, log);
           long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
           while (countBatches(log) < killAfter) {
             if (!p.isAlive() || System.nanoTime() > deadline) {
@@ -342,11 +327,11 @@ final class BenchCommand implements Runnable {
           second.add("3");
           second.addAll(extra);
           Path log2 = tmp.resolve("second.log");
-          Process q = spawn(List.of("-Xmx" + heap), second, log2);
+          Process q = Processes.spawn(List.of("-Xmx" + heap), second, log2);
           if (!q.waitFor(5, TimeUnit.MINUTES) || q.exitValue() != 0) {
             throw new IOException("the restarted loader failed: " + Files.readString(log2));
           }
-          JsonNode summary = jsonResult(Files.readString(log2));
+          JsonNode summary = Processes.jsonResult(Files.readString(log2));
           if (summary == null) {
             throw new IOException("no summary from the restarted loader: " + Files.readString(log2));
           }
@@ -356,7 +341,7 @@ final class BenchCommand implements Runnable {
           o.put("timeToFirstBatchMs", summary.get("timeToFirstBatchMs").asDouble());
           o.put("batchesFromCache", summary.get("batchesFromCache").asLong());
         } finally {
-          DemoCommand.deleteTree(tmp);
+          Processes.deleteTree(tmp);
         }
       }
       double without = result.get("withoutBatchCache").get("timeToFirstBatchMs").asDouble();

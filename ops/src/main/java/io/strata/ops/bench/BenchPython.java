@@ -1,7 +1,10 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.LoaderServe;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
@@ -23,9 +26,9 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code strata bench python}: the Python client against the Java loader it fronts and against the
@@ -79,32 +82,8 @@ final class BenchPython implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
-  /** The checkout this jar was built in (ops/target/...), or null. */
-  static Path checkout() {
-    try {
-      Path code = Path.of(BenchPython.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-      for (Path p = code; p != null; p = p.getParent()) {
-        if (Files.isRegularFile(p.resolve("python/strata/__init__.py"))) {
-          return p;
-        }
-      }
-    } catch (Exception ignored) {
-      // Not from a checkout.
-    }
-    return null;
-  }
-
   private String python() {
-    return python != null ? python : defaultPython();
-  }
-
-  /** target/pyvenv/bin/python of the checkout when there is one, else python3. */
-  static String defaultPython() {
-    Path root = checkout();
-    if (root != null && Files.isExecutable(root.resolve("target/pyvenv/bin/python"))) {
-      return root.resolve("target/pyvenv/bin/python").toString();
-    }
-    return "python3";
+    return python != null ? python : Processes.defaultPython();
   }
 
   @Override
@@ -124,7 +103,7 @@ final class BenchPython implements Callable<Integer> {
       return run(out, dir);
     } finally {
       if (ownWork) {
-        DemoCommand.deleteTree(dir);
+        Processes.deleteTree(dir);
       }
     }
   }
@@ -132,21 +111,9 @@ final class BenchPython implements Callable<Integer> {
   /** This run's own loader service (a fresh one, of this build). */
   private Path serviceSocket;
 
-  /** Why this Python cannot run the peers, or null when it can. */
-  static String unavailable(String py) {
-    try {
-      Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, torch").redirectErrorStream(true).start();
-      String o = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      return p.waitFor() == 0 ? null : py + " lacks numpy, pyarrow or torch (" + o.lines().reduce((a, b) -> b).orElse("")
-          + "); .ci/run makes target/pyvenv with them";
-    } catch (IOException | InterruptedException e) {
-      return "no " + py + " (" + e.getMessage() + ")";
-    }
-  }
-
   private int run(PrintWriter out, Path dir) throws Exception {
     String py = python();
-    String why = unavailable(py);
+    String why = Processes.pythonUnavailable(py);
     if (why != null) {
       if (json) {
         out.println(Json.compact(Json.object().put("benchmark", "python").put("available", false).put("reason", why)));
@@ -262,26 +229,9 @@ final class BenchPython implements Callable<Integer> {
 
   private ProcessBuilder pythonProcess(String py, Path script, Path specFile, String mode) {
     ProcessBuilder pb = new ProcessBuilder(py, script.toString(), specFile.toString(), mode);
-    clientEnvironment(pb, serviceSocket, 10);
+    Processes.clientEnvironment(pb, serviceSocket, 10);
     pb.redirectError(ProcessBuilder.Redirect.INHERIT);
     return pb;
-  }
-
-  /**
-   * Sets up a Python process of the client so that it runs this build: the checkout's python/
-   * first on PYTHONPATH, the loader service started with this JVM and class path on {@code
-   * socket}, gone {@code idleSeconds} after its last job.
-   */
-  static void clientEnvironment(ProcessBuilder pb, Path socket, int idleSeconds) {
-    Path root = checkout();
-    if (root != null) {
-      String pp = System.getenv("PYTHONPATH");
-      pb.environment().put("PYTHONPATH", root.resolve("python") + (pp == null ? "" : ":" + pp));
-    }
-    pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
-    pb.environment().put("STRATA_LOADER_SOCKET", socket.toString());
-    pb.environment().put("STRATA_LOADER_IDLE_EXIT", Integer.toString(idleSeconds));
   }
 
   private JsonNode pythonRun(String py, Path script, Path specFile, String mode) throws Exception {
@@ -293,7 +243,7 @@ final class BenchPython implements Callable<Integer> {
       throw new IOException("the Python peer (" + mode + ") failed; it needs " + py
           + " with numpy, pyarrow and torch (.ci/run makes target/pyvenv): " + outText.strip());
     }
-    JsonNode r = BenchCommand.jsonResult(outText);
+    JsonNode r = Processes.jsonResult(outText);
     if (r == null) {
       throw new IOException("the Python peer (" + mode + ") printed no result: " + outText.strip());
     }

@@ -1,8 +1,13 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.GroundTruth;
+import io.strata.ops.Main;
+import io.strata.ops.NodeCommand;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
@@ -21,9 +26,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code strata soak}: a node process, N loader processes reading through it for a long time with
@@ -33,7 +38,7 @@ import picocli.CommandLine.Model.CommandSpec;
  */
 @Command(name = "soak", mixinStandardHelpOptions = true,
     description = "Long run: a node, N job processes with promotion/eviction churn and random loader kills, every batch checked against ORC ground truth; reports mismatches, leaks and the node's memory.")
-final class SoakCommand implements Callable<Integer> {
+public final class SoakCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
   @Option(names = "--minutes", defaultValue = "30", description = "How long the jobs run; default ${DEFAULT-VALUE}.")
@@ -227,7 +232,7 @@ final class SoakCommand implements Callable<Integer> {
         }
       }
       if (temp) {
-        DemoCommand.deleteTree(dir);
+        Processes.deleteTree(dir);
       }
     }
   }
@@ -244,7 +249,7 @@ final class SoakCommand implements Callable<Integer> {
       Path logFile = dir.resolve("job-" + slot + ".log");
       runs.incrementAndGet();
       try {
-        Process p = BenchCommand.spawn(List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+        Process p = Processes.spawn(List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
             List.of("loader", "run", "--dataset", hdd.toString(), "--node", url, "--job", "soak-" + slot + "-" + run,
                 "--features", String.join(",", mine), "--batch", Integer.toString(64 + rnd.nextInt(192)), "--epochs",
                 Integer.toString(1 + rnd.nextInt(2)), "--seed", Integer.toString(rnd.nextInt(1_000_000)), "--prefetch", "2",

@@ -1,4 +1,4 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -9,6 +9,9 @@ import io.strata.node.policy.OptPolicy;
 import io.strata.node.policy.Simulator;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.node.policy.Trace;
+import io.strata.ops.NodeCommand;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
@@ -86,7 +89,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       return run(n, dir, out, log);
     } finally {
       if (temporary) {
-        DemoCommand.deleteTree(dir);
+        Processes.deleteTree(dir);
       }
     }
   }
@@ -110,7 +113,7 @@ final class BenchPolicyLive implements Callable<Integer> {
     }
     List<Job> mix = mix(n, datasets);
     Path home = dir.resolve("node");
-    DemoCommand.deleteTree(home);
+    Processes.deleteTree(home);
     NodeCommand.Child node = NodeCommand.startChild(List.of("-Xmx1g"), home, List.of("--port", "0", "--hdd-root", hdd.toString()),
         dir.resolve("node.log"));
     List<Process> running = new ArrayList<>();
@@ -149,7 +152,7 @@ final class BenchPolicyLive implements Callable<Integer> {
         args.addAll(j.mode().equals("rows") ? List.of("--batch", "2048", "--shuffle-block", "256") : List.of("--batch", "64"));
         Path o = dir.resolve(j.name() + ".out");
         outputs.add(o);
-        running.add(BenchCommand.spawn(List.of("-Xmx512m"), args, o));
+        running.add(Processes.spawn(List.of("-Xmx512m"), args, o));
       }
       long jobReads = 0;
       for (int i = 0; i < running.size(); i++) {
@@ -158,7 +161,7 @@ final class BenchPolicyLive implements Callable<Integer> {
           throw new IOException(mix.get(i).name() + " did not finish within 30 minutes");
         }
         String text = Files.readString(outputs.get(i), StandardCharsets.UTF_8);
-        JsonNode r = BenchCommand.jsonResult(text);
+        JsonNode r = Processes.jsonResult(text);
         if (p.exitValue() != 0 || r == null) {
           throw new IOException(mix.get(i).name() + " failed (exit " + p.exitValue() + "): " + text.strip());
         }

@@ -1,6 +1,7 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.ops.Terminal;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

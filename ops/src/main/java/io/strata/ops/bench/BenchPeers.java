@@ -1,4 +1,4 @@
-package io.strata.ops;
+package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,6 +8,9 @@ import io.strata.node.policy.Simulator;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.node.policy.Trace;
 import io.strata.node.policy.TraceGenerator;
+import io.strata.ops.NodeCommand;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
 import io.strata.sdk.Column;
 import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
@@ -46,9 +49,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** The side-by-side comparisons of {@code strata bench}: each peer measured in the same run, reported as ratios. */
 final class BenchPeers {
@@ -273,7 +276,7 @@ final class BenchPeers {
         if (keep) {
           log.println("peer files kept in " + tmp);
         } else {
-          DemoCommand.deleteTree(tmp);
+          Processes.deleteTree(tmp);
         }
       }
     }
@@ -614,7 +617,7 @@ final class BenchPeers {
           node.destroy();
           node.waitFor(20, TimeUnit.SECONDS);
         }
-        DemoCommand.deleteTree(dir);
+        Processes.deleteTree(dir);
       }
     }
 
