@@ -1,6 +1,7 @@
 package io.strata.ops;
 
 import io.strata.sdk.Progress;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,6 +48,27 @@ public final class Terminal {
       return String.format(Locale.ROOT, "%.2f s", s);
     }
     return String.format(Locale.ROOT, "%dm%02ds", (long) s / 60, (long) s % 60);
+  }
+
+  /**
+   * A remaining time as a clock, one format at every magnitude: {@code 0:05}, {@code 4:38},
+   * {@code 1:02:03} (hours past 99 as days: {@code 3d 04:00:00}).
+   */
+  public static String clock(double s) {
+    if (!(s >= 0) || Double.isInfinite(s)) {
+      return "?";
+    }
+    long t = Math.round(Math.ceil(s));
+    long h = t / 3600;
+    long m = t / 60 % 60;
+    long sec = t % 60;
+    if (h == 0) {
+      return String.format(Locale.ROOT, "%d:%02d", m, sec);
+    }
+    if (h < 100) {
+      return String.format(Locale.ROOT, "%d:%02d:%02d", h, m, sec);
+    }
+    return String.format(Locale.ROOT, "%dd %02d:%02d:%02d", h / 24, h % 24, m, sec);
   }
 
   /** A plain text table with aligned columns. */
@@ -116,14 +138,25 @@ public final class Terminal {
     private final String what;
     private final PrintWriter err;
     private final boolean tty;
+    private final int width;
     private final long started = System.nanoTime();
     private long lastPrint;
     private boolean drawn;
 
     public Bar(String what, PrintWriter err) {
+      this(what, err, System.console() != null && System.console().isTerminal() && System.getenv("STRATA_NO_TTY") == null);
+    }
+
+    private Bar(String what, PrintWriter err, boolean tty) {
+      this(what, err, tty, tty ? terminalColumns() : Integer.MAX_VALUE);
+    }
+
+    /** A bar for a terminal of {@code width} columns when {@code tty}, else one line per update (tests). */
+    Bar(String what, PrintWriter err, boolean tty, int width) {
       this.what = what;
       this.err = err;
-      this.tty = System.console() != null && System.console().isTerminal() && System.getenv("STRATA_NO_TTY") == null;
+      this.tty = tty;
+      this.width = width;
     }
 
     @Override
@@ -135,18 +168,7 @@ public final class Terminal {
         return;
       }
       lastPrint = now;
-      double elapsed = Math.max(1e-9, (now - started) / 1e9);
-      double rate = done / elapsed;
-      String eta = total > 0 && rate > 0 ? seconds((total - done) / rate) : "?";
-      String line;
-      if (total > 0) {
-        double f = Math.min(1, (double) done / total);
-        String bar = tty ? "[" + "#".repeat((int) (f * 30)) + " ".repeat(30 - (int) (f * 30)) + "] " : "";
-        line = String.format(Locale.ROOT, "%s %s%5.1f%%  %s/%s %s  %s %s/s  ETA %s",
-            what, bar, 100 * f, count(done), count(total), unit, count(rate), unit, eta);
-      } else {
-        line = String.format(Locale.ROOT, "%s %s %s  %s %s/s", what, count(done), unit, count(rate), unit);
-      }
+      String line = line(what, done, total, unit, Math.max(1e-9, (now - started) / 1e9), tty, width);
       if (tty) {
         err.print("\r" + line + "\u001b[K");
         if (finished) {
@@ -157,6 +179,58 @@ public final class Terminal {
         err.println(line);
       }
       err.flush();
+    }
+
+    /**
+     * One progress line that fits in {@code width} columns (one less, so that the cursor never
+     * wraps): the bar shrinks first, then the rate goes, then the label is cut.
+     */
+    static String line(String what, long done, long total, String unit, double elapsedSeconds, boolean withBar, int width) {
+      double rate = done / elapsedSeconds;
+      int room = width == Integer.MAX_VALUE ? width : width - 1;
+      if (total <= 0) {
+        return fit(String.format(Locale.ROOT, "%s %s %s  %s %s/s", what, count(done), unit, count(rate), unit), room);
+      }
+      double f = Math.min(1, (double) done / total);
+      String eta = rate > 0 ? clock((total - done) / rate) : "?";
+      String counts = String.format(Locale.ROOT, "%5.1f%%  %s/%s %s", 100 * f, count(done), count(total), unit);
+      String speed = String.format(Locale.ROOT, "  %s %s/s", count(rate), unit);
+      String tail = "  ETA " + eta;
+      String text = what + " " + counts + speed + tail;
+      if (text.length() > room) {
+        text = what + " " + counts + tail; // the rate goes before the label is cut
+      }
+      int barCells = withBar ? Math.min(30, room - text.length() - 3) : 0;
+      if (barCells >= 5) {
+        int filled = (int) (f * barCells);
+        return what + " [" + "#".repeat(filled) + " ".repeat(barCells - filled) + "] " + text.substring(what.length() + 1);
+      }
+      return fit(text, room);
+    }
+
+    private static String fit(String s, int room) {
+      return s.length() <= room ? s : s.substring(0, Math.max(0, room - 1)) + "…";
+    }
+
+    /** Columns of the controlling terminal: $COLUMNS, else what stty says, else 80. */
+    private static int terminalColumns() {
+      String env = System.getenv("COLUMNS");
+      if (env != null && env.matches("\\d{1,4}") && Integer.parseInt(env) >= 20) {
+        return Integer.parseInt(env);
+      }
+      try {
+        Process p = new ProcessBuilder("stty", "size").redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/tty")))
+            .redirectErrorStream(true).start();
+        String[] rc = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+");
+        if (p.waitFor() == 0 && rc.length == 2 && rc[1].matches("\\d{1,4}") && Integer.parseInt(rc[1]) >= 20) {
+          return Integer.parseInt(rc[1]);
+        }
+      } catch (IOException | InterruptedException | RuntimeException e) {
+        if (e instanceof InterruptedException) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return 80;
     }
 
     /** Ends the bar's line if it was left open. */
