@@ -9,17 +9,16 @@ import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.dataset.ChunkInfo;
 import io.strata.sdk.dataset.FeatureInfo;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -676,21 +675,15 @@ final class TierManager implements AutoCloseable {
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
       }
-      ChunkInfo c = ds.chunks().get(info.chunk());
-      SegmentRef ref;
-      try (Arena arena = Arena.ofConfined()) {
-        SequencedMap<String, Column> cols;
-        if (io.strata.sdk.derive.Spec.isDerived(info.feature())) {
-          String fp = features.lookup(ds.name(), ds.version(), info.feature())
-              .orElseThrow(() -> new IOException("derived feature " + info.feature() + " is no longer in the feature store"));
-          cols = new LinkedHashMap<>();
-          cols.put(info.feature(), features.chunk(fp, info.chunk(), arena));
-        } else {
-          cols = ds.readChunk(info.chunk(), List.of(info.feature()), arena);
-        }
-        throttle(io.strata.sdk.Columns.dataBytes(cols.firstEntry().getValue()));
-        ref = store.write(new SegmentInfo(ds.name(), ds.version(), info.chunk(), c.firstRow(), c.endRow(), List.of(info.feature())), cols);
+      Promoter.ChunkSource source;
+      if (io.strata.sdk.derive.Spec.isDerived(info.feature())) {
+        String fp = features.lookup(ds.name(), ds.version(), info.feature())
+            .orElseThrow(() -> new IOException("derived feature " + info.feature() + " is no longer in the feature store"));
+        source = storedFeature(fp, info.feature());
+      } else {
+        source = Promoter.ChunkSource.orc(ds);
       }
+      SegmentRef ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
       synchronized (this) {
         pending.remove(key);
         counters.flashBytes += ref.bytes();
@@ -727,6 +720,21 @@ final class TierManager implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "promotion of " + what + " failed; it is served from ORC: " + e);
       }
     }
+  }
+
+  /** A chunk placement that failed: no longer pending, not resident. */
+  private synchronized void unplace(int k) {
+    pending.remove(k);
+    policy.removed(k);
+  }
+
+  /** Chunks of a derived feature from the feature store, named {@code name} in their segments. */
+  private Promoter.ChunkSource storedFeature(String fingerprint, String name) {
+    return (chunk, names, arena) -> {
+      SequencedMap<String, Column> cols = new LinkedHashMap<>();
+      cols.put(name, features.chunk(fingerprint, chunk, arena));
+      return cols;
+    };
   }
 
   /** Waits until the promotion rate limit allows {@code bytes} more. */
@@ -871,7 +879,7 @@ final class TierManager implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       throw NodeException.badRequest(e.getMessage());
     }
-    io.strata.sdk.derive.Derivation.SourceReader reader = (fs, first, count, arena) -> ds.orc().readRows(first, count, fs, arena);
+    io.strata.sdk.derive.Derivation.SourceReader reader = io.strata.sdk.derive.Derivation.SourceReader.orc(ds);
     boolean cached = features.complete(d, reader) != null;
     long t0 = System.nanoTime();
     io.strata.store.FeatureMeta m = features.getOrCompute(d, reader, progress);
@@ -888,11 +896,9 @@ final class TierManager implements AutoCloseable {
         policy.restore(k, keys.bytes(k));
         pending.add(k);
       }
-      ChunkInfo chunk = ds.chunks().get(c);
-      try (Arena arena = Arena.ofConfined()) {
-        SequencedMap<String, Column> cols = new LinkedHashMap<>();
-        cols.put(canonical, features.chunk(m.fingerprint(), c, arena));
-        SegmentRef ref = store.write(new SegmentInfo(ds.name(), ds.version(), c, chunk.firstRow(), chunk.endRow(), List.of(canonical)), cols);
+      try {
+        SegmentRef ref = Promoter.promoteChunk(ds, store, c, List.of(canonical), storedFeature(m.fingerprint(), canonical),
+            this::throttle);
         synchronized (this) {
           pending.remove(k);
           setKeyBytes(k, ref.bytes());
@@ -903,11 +909,12 @@ final class TierManager implements AutoCloseable {
           placed++;
         }
       } catch (IOException | RuntimeException e) {
-        synchronized (this) {
-          pending.remove(k);
-          policy.removed(k);
-        }
+        unplace(k);
         throw e;
+      } catch (InterruptedException e) {
+        unplace(k);
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("placing " + canonical + " on the SSD tier was interrupted at chunk " + c);
       }
     }
     ObjectNode o = m.toJson();

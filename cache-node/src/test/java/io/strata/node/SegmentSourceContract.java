@@ -125,9 +125,31 @@ abstract class SegmentSourceContract {
       assertTrue(r.releasedLeases() >= FEATURES.size(), "every lease on the evicted chunk is released");
       assertEquals(0, fx.unlinkedMappedBytes(), "released: nothing unlinked stays mapped");
       long hdd = stats.bytes(TierStats.Tier.HDD);
-      Map<String, Column> fromOrc = r.readRows(100, 50, arena);
-      assertTrue(stats.bytes(TierStats.Tier.HDD) > hdd, "the evicted chunk is read from ORC");
-      assertSameAsOrc(fromOrc, 100, 50, arena);
+      Map<String, Column> after = r.readRows(100, 50, arena);
+      // A node may promote the chunk again at once (the reader's reports say it is read): then
+      // the rows come from the new segment; otherwise from ORC. Right either way.
+      if (!fx.resident("amount", 0)) {
+        assertTrue(stats.bytes(TierStats.Tier.HDD) > hdd, "the evicted chunk is read from ORC");
+      }
+      assertSameAsOrc(after, 100, 50, arena);
+    }
+  }
+
+  @Test
+  void aSegmentWrittenAgainAfterAnEvictionIsANewFileAndReadersLetGoOfTheOld() throws Exception {
+    fx.promote(FEATURES, List.of(0));
+    Path first = fx.file("amount", 0);
+    try (Arena arena = Arena.ofConfined(); TieredReader r = new TieredReader(ds, fx.source(), FEATURES, new TierStats())) {
+      r.readRows(100, 50, arena);
+      fx.evict(0);
+      fx.promote(FEATURES, List.of(0));
+      Path second = fx.file("amount", 0);
+      assertFalse(first.equals(second), "a segment written again has a new name: " + second);
+      fx.source().generation();
+      r.refresh();
+      assertTrue(r.releasedLeases() >= 1, "the reader let go of the evicted file");
+      assertEquals(0, fx.unlinkedMappedBytes(), "nothing unlinked stays mapped");
+      assertSameAsOrc(r.readRows(100, 50, arena), 100, 50, arena);
     }
   }
 

@@ -43,10 +43,6 @@ final class FeaturesCommand implements Runnable {
     spec.commandLine().usage(spec.commandLine().getOut());
   }
 
-  static Derivation.SourceReader orc(Dataset ds) {
-    return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
-  }
-
   @Command(name = "derive", mixinStandardHelpOptions = true,
       description = {"Compute a derived feature once and keep it (resumes an interrupted computation).",
           "With --store, in that local store (DATASET is a directory); otherwise on the node, which also puts it on the SSD tier."})
@@ -97,11 +93,11 @@ final class FeaturesCommand implements Runnable {
 
     private int deriveInto(Dataset ds, Derivation d, PrintWriter out) throws IOException {
       try (FeatureStore fs = FeatureStore.openWriter(store)) {
-        String fp = fs.fingerprint(d, orc(ds));
+        String fp = fs.fingerprint(d, Derivation.SourceReader.orc(ds));
         Optional<FeatureMeta> before = fs.meta(fp);
         Terminal.Bar bar = new Terminal.Bar("derive", spec.commandLine().getErr());
         long t0 = System.nanoTime();
-        FeatureMeta m = fs.getOrCompute(d, orc(ds), bar);
+        FeatureMeta m = fs.getOrCompute(d, Derivation.SourceReader.orc(ds), bar);
         long sum = 0;
         if (checksum) {
           for (int c = 0; c < m.chunks(); c++) {
@@ -259,7 +255,7 @@ final class FeaturesCommand implements Runnable {
           String action;
           try (Dataset ds = Dataset.open(Path.of(c.datasetDir()))) {
             Derivation d = Derivation.of(Spec.parse(c.spec()), ds);
-            String fp = fs.fingerprint(d, orc(ds));
+            String fp = fs.fingerprint(d, Derivation.SourceReader.orc(ds));
             Optional<FeatureMeta> m = fs.meta(fp);
             if (m.isPresent() && m.get().complete()) {
               action = "already stored";
@@ -270,7 +266,7 @@ final class FeaturesCommand implements Runnable {
               used += r.bytes();
             } else {
               Terminal.Bar bar = new Terminal.Bar("materialize " + c.spec(), spec.commandLine().getErr());
-              FeatureMeta done = fs.getOrCompute(d, orc(ds), bar);
+              FeatureMeta done = fs.getOrCompute(d, Derivation.SourceReader.orc(ds), bar);
               bar.done();
               used += done.bytes();
               materialized++;

@@ -39,6 +39,11 @@ public final class Derivation {
   @FunctionalInterface
   public interface SourceReader {
     SequencedMap<String, Column> read(List<String> features, long firstRow, int count, Arena arena) throws IOException;
+
+    /** Reads the source columns from the dataset's ORC files (the HDD tier). */
+    static SourceReader orc(Dataset ds) {
+      return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+    }
   }
 
   /** Dataset-wide statistics by the canonical text of the expression they describe. */

@@ -29,11 +29,7 @@ final class DerivedFeature implements DerivedChunkSource {
     this.derivation = derivation;
     this.store = store;
     this.job = job;
-    this.fingerprint = store == null ? null : store.getOrCompute(derivation, reader(derivation.dataset()));
-  }
-
-  static Derivation.SourceReader reader(Dataset ds) {
-    return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+    this.fingerprint = store == null ? null : store.getOrCompute(derivation, Derivation.SourceReader.orc(derivation.dataset()));
   }
 
   @Override
@@ -53,7 +49,7 @@ final class DerivedFeature implements DerivedChunkSource {
 
   private synchronized Derivation.Statistics statistics() throws IOException {
     if (statistics == null) {
-      statistics = derivation.statistics(reader(derivation.dataset()));
+      statistics = derivation.statistics(Derivation.SourceReader.orc(derivation.dataset()));
     }
     return statistics;
   }
@@ -70,7 +66,7 @@ final class DerivedFeature implements DerivedChunkSource {
     }
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     long t0 = threads.getCurrentThreadCpuTime();
-    Column c = derivation.computeChunk(chunk, statistics(), reader(derivation.dataset()), allocator);
+    Column c = derivation.computeChunk(chunk, statistics(), Derivation.SourceReader.orc(derivation.dataset()), allocator);
     computed.incrementAndGet();
     if (store != null) {
       Dataset ds = derivation.dataset();

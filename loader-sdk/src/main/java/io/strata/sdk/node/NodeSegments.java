@@ -180,10 +180,10 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     return generation.get();
   }
 
-  /** Whether the node still lists the chunk (as of the last refresh; true while the node is unreachable). */
+  /** Whether the node still lists the chunk in {@code file} (as of the last refresh; true while the node is unreachable). */
   @Override
-  public synchronized boolean stillResident(Dataset ds, String feature, int chunk) {
-    return !connected || residency.containsKey(feature + "\0" + chunk);
+  public synchronized boolean stillResident(Dataset ds, String feature, int chunk, Path file) {
+    return !connected || file.equals(residency.get(feature + "\0" + chunk));
   }
 
   @Override

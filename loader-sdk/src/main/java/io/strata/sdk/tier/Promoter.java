@@ -28,6 +28,43 @@ public final class Promoter {
    */
   public record Report(int chunks, long rows, long bytesWritten, double seconds) {}
 
+  /** Where a promoted chunk's columns come from: the dataset's ORC files, or a store of derived features. */
+  @FunctionalInterface
+  public interface ChunkSource {
+    SequencedMap<String, Column> read(int chunk, List<String> features, Arena arena) throws IOException;
+
+    /** The raw features of {@code ds}, decoded from ORC with projection. */
+    static ChunkSource orc(Dataset ds) {
+      return ds::readChunk;
+    }
+  }
+
+  /** Admits a chunk's bytes before its segment is written (a rate limit); may wait. */
+  @FunctionalInterface
+  public interface Gate {
+    Gate OPEN = bytes -> {};
+
+    void admit(long bytes) throws InterruptedException;
+  }
+
+  /**
+   * The one promotion path: reads {@code features} of {@code chunk} from {@code source}, lets
+   * {@code gate} admit their bytes, and writes them as one segment (atomically, read-only).
+   */
+  public static SegmentRef promoteChunk(Dataset ds, SegmentStore store, int chunk, List<String> features, ChunkSource source,
+      Gate gate) throws IOException, InterruptedException {
+    ChunkInfo c = ds.chunks().get(chunk);
+    try (Arena arena = Arena.ofConfined()) {
+      SequencedMap<String, Column> cols = source.read(chunk, features, arena);
+      long bytes = 0;
+      for (Column col : cols.values()) {
+        bytes += io.strata.sdk.Columns.dataBytes(col);
+      }
+      gate.admit(bytes);
+      return store.write(new SegmentInfo(ds.name(), ds.version(), chunk, c.firstRow(), c.endRow(), features), cols);
+    }
+  }
+
   /**
    * Promotes {@code features} of {@code chunks} (all chunks when null) into one segment per chunk.
    * Chunks whose segment already holds all the features are skipped.
@@ -53,15 +90,16 @@ public final class Promoter {
     int done = 0;
     for (int chunk : todo) {
       if (!covered(ds, store, features, chunk)) {
-        ChunkInfo c = ds.chunks().get(chunk);
-        try (Arena arena = Arena.ofConfined()) {
-          SequencedMap<String, Column> cols = ds.readChunk(chunk, features, arena);
-          SegmentRef ref =
-              store.write(new SegmentInfo(ds.name(), ds.version(), chunk, c.firstRow(), c.endRow(), features), cols);
-          bytes += ref.bytes();
-          rows += c.rows();
-          written++;
+        SegmentRef ref;
+        try {
+          ref = promoteChunk(ds, store, chunk, features, ChunkSource.orc(ds), Gate.OPEN);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new java.io.InterruptedIOException("promotion of " + ds.name() + " interrupted at chunk " + chunk);
         }
+        bytes += ref.bytes();
+        rows += ds.chunks().get(chunk).rows();
+        written++;
       }
       progress.update(++done, todo.size(), "chunks");
     }

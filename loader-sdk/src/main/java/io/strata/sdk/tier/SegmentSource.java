@@ -30,11 +30,12 @@ public interface SegmentSource {
   long generation();
 
   /**
-   * Whether {@code feature} of {@code chunk} is still resident as far as this source knows (a
-   * reader holding a lease on it releases the lease when not, so that evicted segments are
-   * unmapped and their SSD blocks freed). True by default.
+   * Whether {@code feature} of {@code chunk} is still resident in {@code file} as far as this
+   * source knows (a reader holding a lease on that file releases it when not: the chunk was
+   * evicted, or written again to another file, so that the old one is unmapped and its SSD blocks
+   * freed). True by default.
    */
-  default boolean stillResident(Dataset dataset, String feature, int chunk) {
+  default boolean stillResident(Dataset dataset, String feature, int chunk, java.nio.file.Path file) {
     return true;
   }
 

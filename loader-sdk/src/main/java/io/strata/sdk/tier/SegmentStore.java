@@ -26,7 +26,7 @@ import java.util.stream.Stream;
 /**
  * The SSD tier: a directory of segment files and their catalog.
  *
- * <p>Layout: {@code root/<dataset>/<version>/c<chunk>-<columns hash>.arrow}. The catalog is
+ * <p>Layout: {@code root/<dataset>/<version>/c<chunk>-<columns hash>-<sequence>.arrow}. The catalog is
  * rebuilt from the files' own metadata when the store opens. The first store to open a directory
  * owns it (an exclusive lock on {@value #OWNER_LOCK}, held until it closes): the owner deletes
  * temporary files of interrupted writes and files that fail the structural check (or the
@@ -46,6 +46,8 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
   private final io.strata.sdk.internal.SegmentMappings mappings;
+  /** Ends new segment names: microseconds at open, then one more per write (names are never reused). */
+  private final java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong(System.currentTimeMillis() * 1000);
   private final List<String> dropped = new ArrayList<>();
   private long bytes;
   private long generation;
@@ -182,16 +184,30 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     return dataset + "\0" + version + "\0" + chunk;
   }
 
-  private synchronized void register(SegmentRef ref) {
+  /**
+   * Adds {@code ref} to the catalog. A segment of the same columns of the same chunk that it
+   * replaces (written again after an eviction, or left by a crash beside its successor) leaves the
+   * catalog, and the owner unlinks it; readers of the old file keep their mapping.
+   */
+  private synchronized void register(SegmentRef ref) throws IOException {
     SegmentRef old = byPath.put(ref.path(), ref);
     if (old != null) {
-      mappings.retire(old.path()); // replaced: readers of the old file keep their mapping
+      mappings.retire(old.path());
       bytes -= old.bytes();
       byChunk.get(key(old.info().dataset(), old.info().datasetVersion(), old.info().chunk())).remove(old);
     }
-    byChunk
-        .computeIfAbsent(key(ref.info().dataset(), ref.info().datasetVersion(), ref.info().chunk()), k -> new ArrayList<>())
-        .add(ref);
+    List<SegmentRef> same =
+        byChunk.computeIfAbsent(key(ref.info().dataset(), ref.info().datasetVersion(), ref.info().chunk()), k -> new ArrayList<>());
+    for (SegmentRef r : List.copyOf(same)) {
+      if (r.info().columns().equals(ref.info().columns())) {
+        forget(r);
+        mappings.retire(r.path());
+        if (owner()) {
+          Files.deleteIfExists(r.path());
+        }
+      }
+    }
+    same.add(ref);
     bytes += ref.bytes();
     generation++;
   }
@@ -215,10 +231,10 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
   }
 
-  /** A segment holding {@code feature} of the given chunk, if any. */
+  /** Whether the catalog's segment holding {@code feature} of the given chunk is {@code file}. */
   @Override
-  public boolean stillResident(io.strata.sdk.Dataset dataset, String feature, int chunk) {
-    return find(dataset.name(), dataset.version(), feature, chunk).isPresent();
+  public boolean stillResident(io.strata.sdk.Dataset dataset, String feature, int chunk, Path file) {
+    return find(dataset.name(), dataset.version(), feature, chunk).map(r -> r.path().equals(file)).orElse(false);
   }
 
   public synchronized Optional<SegmentRef> find(String dataset, String version, String feature, int chunk) {
@@ -243,15 +259,19 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     return bytes;
   }
 
-  /** The file a segment of these columns of this chunk is written to. */
-  public Path pathFor(SegmentInfo info) {
+  /**
+   * A new file name for a segment of these columns of this chunk: its name is never reused (a
+   * sequence number ends it), so that a process that mapped an evicted segment tells it from the
+   * one written after it by the name alone.
+   */
+  private Path newPathFor(SegmentInfo info) {
     Manifest.checkName(info.dataset());
     if (!info.datasetVersion().matches("[A-Za-z0-9_.-]{1,64}")) {
       throw new IllegalArgumentException("bad dataset version '" + info.datasetVersion() + "'");
     }
     return root.resolve(info.dataset())
         .resolve(info.datasetVersion())
-        .resolve(String.format("c%06d-%s.arrow", info.chunk(), columnsHash(info.columns())));
+        .resolve(String.format("c%06d-%s-%013x.arrow", info.chunk(), columnsHash(info.columns()), writes.incrementAndGet()));
   }
 
   private static String columnsHash(List<String> columns) {
@@ -270,7 +290,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   /** Writes a segment atomically and adds it to the catalog. */
   public SegmentRef write(SegmentInfo info, SequencedMap<String, Column> columns) throws IOException {
     checkOpen();
-    Path path = pathFor(info);
+    Path path = newPathFor(info);
     long size = SegmentWriter.write(path, info, columns);
     SegmentRef ref = new SegmentRef(path, info, size);
     register(ref);

@@ -348,7 +348,7 @@ public final class TieredReader implements AutoCloseable {
       for (int c = 0; c < leases[i].length; c++) {
         if (leases[i][c] != null) {
           String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-          if (!store.stillResident(dataset, feature, c)) {
+          if (!store.stillResident(dataset, feature, c, leases[i][c].path())) {
             leases[i][c].close();
             leases[i][c] = null;
             columns[i][c] = null;
