@@ -1,4 +1,9 @@
-/** Strata's cache node: the tiers, reuse-driven promotion, the policy and the node API (Vert.x). */
+/**
+ * Strata's cache node: the tiers, reuse-driven promotion, the policy and the node API (Vert.x).
+ * Micrometer's jars are automatic modules (they declare none): the warning that gives is
+ * suppressed here alone.
+ */
+@SuppressWarnings("requires-automatic")
 module io.strata.node {
   requires transitive io.strata.sdk;
   requires io.strata.store;
@@ -7,6 +12,8 @@ module io.strata.node {
   requires io.netty.codec;
   requires io.netty.codec.http;
   requires com.github.benmanes.caffeine;
+  requires micrometer.core;
+  requires micrometer.registry.prometheus;
   requires com.fasterxml.jackson.databind;
 
   exports io.strata.node;

@@ -50,7 +50,7 @@ final class NodeApi {
     r.route().handler(BodyHandler.create(false).setBodyLimit(config.maxBodyBytes()));
     r.route().handler(this::authorize);
     r.get("/health").handler(ctx -> ctx.json(Map.of("status", "ok", "uptimeSeconds", tiers.now())));
-    r.get("/metrics").handler(ctx -> run(ctx, this::metrics, "text/plain; version=0.0.4"));
+    r.get("/metrics").handler(ctx -> run(ctx, tiers::scrapeMetrics, "text/plain; version=0.0.4; charset=utf-8"));
     r.get("/").handler(ctx -> ctx.redirect("/ui"));
     r.get("/ui").handler(ctx -> ctx.response().putHeader("content-type", "text/html; charset=utf-8").end(dashboard.html()));
     r.get("/ui/data").handler(ctx -> run(ctx, dashboard::data));
@@ -270,18 +270,6 @@ final class NodeApi {
   private static boolean constantTimeEquals(String a, String b) {
     return java.security.MessageDigest.isEqual(a.getBytes(java.nio.charset.StandardCharsets.UTF_8),
         b.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-  }
-
-  private Object metrics() {
-    StringBuilder sb = new StringBuilder();
-    for (Map.Entry<String, Number> e : tiers.metrics().entrySet()) {
-      String name = e.getKey().contains("{") ? e.getKey().substring(0, e.getKey().indexOf('{')) : e.getKey();
-      if (sb.indexOf("# TYPE " + name + " ") < 0) {
-        sb.append("# TYPE ").append(name).append(name.endsWith("_total") ? " counter" : " gauge").append('\n');
-      }
-      sb.append(e.getKey()).append(' ').append(e.getValue()).append('\n');
-    }
-    return sb.toString();
   }
 
   private void run(RoutingContext ctx, Callable<Object> work) {

@@ -108,6 +108,9 @@ final class TierManager implements AutoCloseable {
   private final Map<String, Long> quotas = new TreeMap<>();
   private final Counters counters = new Counters();
   private final Map<Integer, long[]> groupBytes = new HashMap<>();
+  /** Bytes read from the SSD and the HDD tier per job with a plan (for the metrics; dropped with the plan). */
+  private final Map<String, long[]> jobBytes = new HashMap<>();
+  private final NodeMetrics metrics;
   private final ArrayDeque<double[]> history = new ArrayDeque<>();
   private final ThreadPoolExecutor promoter;
   private final ThreadPoolExecutor evictor;
@@ -168,6 +171,7 @@ final class TierManager implements AutoCloseable {
     settings.pins.clear();
     settings.pins.addAll(pins);
     settings.save();
+    this.metrics = new NodeMetrics(this::metricValues);
   }
 
   /** The configuration the node runs with (start options, kept settings, defaults). */
@@ -481,6 +485,7 @@ final class TierManager implements AutoCloseable {
         it.remove();
         lastSeen.remove(j.name());
         jobUnlinked.remove(j.name());
+        jobBytes.remove(j.name());
         policy.jobEnded(j.id());
         trace.end(now, j.name(), j.dataset());
       }
@@ -511,6 +516,7 @@ final class TierManager implements AutoCloseable {
     }
     lastSeen.remove(job);
     jobUnlinked.remove(job);
+    jobBytes.remove(job);
     policy.jobEnded(j.id());
     trace.end(now(), job, j.dataset());
   }
@@ -519,6 +525,15 @@ final class TierManager implements AutoCloseable {
 
   /** Where each requested feature chunk lives now: a segment to map, or the ORC source. */
   ObjectNode resolve(String job, String datasetName, List<String> features, List<Integer> chunks) {
+    long t0 = System.nanoTime();
+    try {
+      return resolveNow(job, datasetName, features, chunks);
+    } finally {
+      metrics.resolves().record(System.nanoTime() - t0, TimeUnit.NANOSECONDS);
+    }
+  }
+
+  private ObjectNode resolveNow(String job, String datasetName, List<String> features, List<Integer> chunks) {
     if (job != null) {
       checkJobName(job);
     }
@@ -593,11 +608,13 @@ final class TierManager implements AutoCloseable {
     if (jobs.containsKey(job)) {
       lastSeen.put(job, now);
     }
+    long[] planned = jobs.containsKey(job) ? jobBytes.computeIfAbsent(job, x -> new long[2]) : null;
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
       trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
       counters.reads++;
       long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
+      long[] jb = planned == null ? null : planned;
       if (r.ssd()) {
         counters.ssdReads++;
         counters.ssdBytes += r.bytes();
@@ -605,6 +622,9 @@ final class TierManager implements AutoCloseable {
       } else {
         counters.hddBytes += r.bytes();
         g[1] += r.bytes();
+      }
+      if (jb != null) {
+        jb[r.ssd() ? 0 : 1] += r.bytes();
       }
       CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
@@ -675,6 +695,7 @@ final class TierManager implements AutoCloseable {
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
       }
+      long t0 = System.nanoTime();
       Promoter.ChunkSource source;
       if (io.strata.sdk.derive.Spec.isDerived(info.feature())) {
         String fp = features.lookup(ds.name(), ds.version(), info.feature())
@@ -684,6 +705,7 @@ final class TierManager implements AutoCloseable {
         source = Promoter.ChunkSource.orc(ds);
       }
       SegmentRef ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
+      metrics.promotions(io.strata.sdk.derive.Spec.isDerived(info.feature())).record(System.nanoTime() - t0, TimeUnit.NANOSECONDS);
       synchronized (this) {
         pending.remove(key);
         counters.flashBytes += ref.bytes();
@@ -1279,26 +1301,62 @@ final class TierManager implements AutoCloseable {
     return all.subList(Math.max(0, all.size() - n), all.size());
   }
 
-  synchronized Map<String, Number> metrics() {
+  /** The values behind {@code /metrics}, taken at once. */
+  synchronized NodeMetrics.Values metricValues() {
     Map<String, Number> m = new LinkedHashMap<>();
-    m.put("strata_reads_total", counters.reads);
-    m.put("strata_ssd_reads_total", counters.ssdReads);
-    m.put("strata_read_bytes_total{tier=\"ssd\"}", counters.ssdBytes);
-    m.put("strata_read_bytes_total{tier=\"hdd\"}", counters.hddBytes);
-    m.put("strata_flash_written_bytes_total", counters.flashBytes);
-    m.put("strata_promotions_total", counters.promotions);
-    m.put("strata_promotion_failures_total", counters.promotionFailures);
-    m.put("strata_evictions_total", counters.evictions);
-    m.put("strata_ssd_bytes", store.bytes());
-    m.put("strata_ssd_budget_bytes", policy.budget());
-    m.put("strata_ssd_unlinked_mapped_bytes", unlinkedMappedBytes());
-    m.put("strata_damaged_segments_total", counters.damagedSegments);
-    m.put("strata_pending_promotions", pending.size());
-    m.put("strata_datasets", datasets.names().size());
-    m.put("strata_jobs", jobs.size());
+    m.put("reads", counters.reads);
+    m.put("ssdReads", counters.ssdReads);
+    m.put("ssdBytes", counters.ssdBytes);
+    m.put("hddBytes", counters.hddBytes);
+    m.put("flashBytes", counters.flashBytes);
+    m.put("promotions", counters.promotions);
+    m.put("promotionFailures", counters.promotionFailures);
+    m.put("rejectedPromotions", counters.rejectedPromotions);
+    m.put("evictions", counters.evictions);
+    m.put("damagedSegments", counters.damagedSegments);
+    m.put("ssdBytesHeld", store.bytes());
+    m.put("ssdBudgetBytes", policy.budget());
+    m.put("unlinkedMappedBytes", unlinkedMappedBytes());
+    m.put("pendingPromotions", pending.size());
+    m.put("datasets", datasets.names().size());
+    m.put("jobs", jobs.size());
     long total = counters.ssdBytes + counters.hddBytes;
-    m.put("strata_byte_hit_ratio", total == 0 ? 0.0 : (double) counters.ssdBytes / total);
-    return m;
+    m.put("byteHitRatio", total == 0 ? 0.0 : (double) counters.ssdBytes / total);
+    m.put("flashBytesPerSecond", recentFlashRate(60));
+    Map<String, long[]> perDataset = new TreeMap<>();
+    for (Map.Entry<Integer, long[]> e : groupBytes.entrySet()) {
+      String group = keys.groupName(e.getKey());
+      long[] d = perDataset.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[2]);
+      d[0] += e.getValue()[0];
+      d[1] += e.getValue()[1];
+    }
+    Map<String, long[]> perJob = new TreeMap<>();
+    jobBytes.forEach((j, b) -> perJob.put(j, b.clone()));
+    return new NodeMetrics.Values(m, perDataset, perJob);
+  }
+
+  /** Flash bytes written per second over the last {@code seconds} of samples. */
+  private double recentFlashRate(int seconds) {
+    if (history.size() < 2) {
+      return 0;
+    }
+    double[] last = history.peekLast();
+    double[] from = last;
+    var it = history.descendingIterator();
+    while (it.hasNext()) {
+      double[] x = it.next();
+      if (last[0] - x[0] > seconds) {
+        break;
+      }
+      from = x;
+    }
+    double dt = last[0] - from[0];
+    return dt <= 0 ? 0 : (last[3] - from[3]) / dt;
+  }
+
+  /** {@code GET /metrics}: Prometheus's text format. */
+  String scrapeMetrics() {
+    return metrics.scrape();
   }
 
   /** Waits until no promotion is queued or running (tests and orderly shutdown). */
@@ -1336,6 +1394,7 @@ final class TierManager implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     datasets.close();
+    metrics.close();
     store.close();
     features.close();
     Files.deleteIfExists(config.home().resolve(RUNNING_MARKER));

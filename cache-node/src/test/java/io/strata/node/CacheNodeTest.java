@@ -689,12 +689,27 @@ class CacheNodeTest {
 
   @Test
   void metricsAndStatusReportTheTiers() throws Exception {
+    String during;
     try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "metrics").build()) {
       run(l);
+      l.node().flush();
+      during = client.metrics();
     }
     String m = client.metrics();
     assertTrue(m.contains("# TYPE strata_reads_total counter"), m);
+    assertTrue(m.contains("# HELP strata_reads_total Feature chunk reads the jobs reported"), m);
     assertTrue(m.contains("strata_read_bytes_total{tier=\"hdd\"}"), m);
+    // Per dataset and, while its plan lives, per job; latency histograms; the JVM and the process.
+    assertTrue(m.contains("strata_dataset_read_bytes_total{dataset=\"events\",tier=\"hdd\"}"), m);
+    assertTrue(during.contains("strata_job_read_bytes_total{job=\"metrics\",tier=\"hdd\"}"), during);
+    assertFalse(m.contains("job=\"metrics\""), "a job's series goes with its plan");
+    assertTrue(m.contains("strata_resolve_seconds_bucket{le="), m);
+    assertTrue(m.contains("strata_resolve_seconds_count"), m);
+    assertTrue(m.contains("strata_promotion_seconds_bucket{source=\"orc\",le="), m);
+    for (String s : List.of("jvm_memory_used_bytes", "jvm_gc_", "jvm_threads_live_threads", "process_cpu_usage",
+        "process_files_open_files", "process_uptime_seconds", "strata_ssd_budget_bytes", "strata_byte_hit_ratio")) {
+      assertTrue(m.contains(s), s + " in " + m);
+    }
     JsonNode s = client.tiers();
     assertTrue(s.path("traffic").path("reads").asLong() > 0);
     assertNotNull(s.path("topStreams").get(0));
