@@ -40,8 +40,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The tiers of one node, without HTTP: the segment store (SSD tier), the policy, promotions and
- * evictions, pins, quotas, job plans and statistics, over the datasets of the HDD tier ({@link
+ * The tiers of one node, without HTTP: the segment store (SSD tier), the policy (which only this
+ * class calls), promotions and evictions, pins, quotas and statistics; the jobs and their plans
+ * are kept by {@link Jobs}, the keys by {@link KeySpace}, the metrics by {@link NodeMetrics}; all
+ * three are guarded by this object's monitor. It works over the datasets of the HDD tier ({@link
  * DatasetRegistry}, which has its own locks and never takes this object's; some methods here look
  * a dataset up while holding this monitor, which on a cache miss includes reading its manifest).
  *
@@ -64,7 +66,6 @@ final class TierManager implements AutoCloseable {
   static final long MAX_PLAN_READS = 50_000_000;
 
 
-  private record JobInfo(String name, int id, String dataset, List<String> features, double started) {}
 
   private static final class Counters {
     long reads;
@@ -79,12 +80,6 @@ final class TierManager implements AutoCloseable {
     long damagedSegments;
   }
 
-  /**
-   * Per job, bytes of segments this node evicted that the job still keeps mapped (as it last
-   * reported): SSD space not free yet. Bounded: jobs beyond the cap are not counted.
-   */
-  private final Map<String, Long> jobUnlinked = new java.util.concurrent.ConcurrentHashMap<>();
-  private static final int MAX_UNLINKED_JOBS = 4096;
   /** What the last damaged segment's check found (status), or null. */
   private String lastDamagedSegment;
 
@@ -98,18 +93,12 @@ final class TierManager implements AutoCloseable {
   private final KeySpace keys = new KeySpace();
   private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
   private final Set<Integer> pending = new HashSet<>();
-  private final Map<String, Integer> jobIds = new HashMap<>();
-  private final Map<String, JobInfo> jobs = new LinkedHashMap<>();
-  /** When each job with a plan was last heard from (plan, reads or steps); plans expire after {@link #PLAN_LEASE_SECONDS}. */
-  private final Map<String, Double> lastSeen = new HashMap<>();
+  private final Jobs jobs = new Jobs(PLAN_LEASE_SECONDS);
   private final TraceRecorder trace = new TraceRecorder(TRACE_ROWS);
-  private double planLeaseSeconds = PLAN_LEASE_SECONDS;
   private final Set<String> pins = new HashSet<>();
   private final Map<String, Long> quotas = new TreeMap<>();
   private final Counters counters = new Counters();
   private final Map<Integer, long[]> groupBytes = new HashMap<>();
-  /** Bytes read from the SSD and the HDD tier per job with a plan (for the metrics; dropped with the plan). */
-  private final Map<String, long[]> jobBytes = new HashMap<>();
   private final NodeMetrics metrics;
   private final ArrayDeque<double[]> history = new ArrayDeque<>();
   private final ThreadPoolExecutor promoter;
@@ -354,23 +343,13 @@ final class TierManager implements AutoCloseable {
 
   // ---------------------------------------------------------------- jobs
 
-  private synchronized int jobId(String job) {
-    return jobIds.computeIfAbsent(job, j -> jobIds.size());
-  }
-
-  private static void checkJobName(String job) {
-    if (job == null || !job.matches("[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")) {
-      throw NodeException.badRequest("'job' must be 1 to 128 letters, digits or _.:@- characters, got '" + job + "'");
-    }
-  }
-
   /**
    * A job's plan: {@code epochs} epochs over {@code features} of {@code dataset}, visiting chunks
    * in {@code chunkOrder} (null: dataset order) and, within a chunk, every feature.
    */
   synchronized ObjectNode plan(String job, String datasetName, List<String> features, int epochs, List<Integer> chunkOrder,
       boolean substitutable) {
-    checkJobName(job);
+    Jobs.checkName(job);
     Dataset ds = dataset(datasetName);
     if (features.isEmpty()) {
       throw NodeException.badRequest("'features' must name at least one feature");
@@ -409,7 +388,7 @@ final class TierManager implements AutoCloseable {
    * {@code features} of its chunks.
    */
   ObjectNode plan(String job, String datasetName, List<String> features, PlanProgram program, boolean substitutable) {
-    checkJobName(job);
+    Jobs.checkName(job);
     Dataset ds = dataset(datasetName);
     if (features.isEmpty()) {
       throw NodeException.badRequest("'features' must name at least one feature");
@@ -464,31 +443,21 @@ final class TierManager implements AutoCloseable {
   private void installPlan(String job, Dataset ds, List<String> features, CachePolicy.JobPlan jp, int[][] stepChunks) {
     double now = now();
     expirePlans(now);
-    int id = jobId(job);
+    int id = jobs.planned(job, ds.name(), features, now);
     policy.plan(id, jp);
-    jobs.put(job, new JobInfo(job, id, ds.name(), List.copyOf(features), now));
-    lastSeen.put(job, now);
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
 
   /** Changes how long a silent job's plan is kept (tests). */
   synchronized void planLease(double seconds) {
-    planLeaseSeconds = seconds;
+    jobs.lease(seconds);
   }
 
   /** Drops the plans of jobs silent for longer than the lease. */
   private void expirePlans(double now) {
-    var it = jobs.values().iterator();
-    while (it.hasNext()) {
-      JobInfo j = it.next();
-      if (now - lastSeen.getOrDefault(j.name(), now) > planLeaseSeconds) {
-        it.remove();
-        lastSeen.remove(j.name());
-        jobUnlinked.remove(j.name());
-        jobBytes.remove(j.name());
-        policy.jobEnded(j.id());
-        trace.end(now, j.name(), j.dataset());
-      }
+    for (Jobs.Job j : jobs.expire(now)) {
+      policy.jobEnded(j.id());
+      trace.end(now, j.name(), j.dataset());
     }
   }
 
@@ -509,14 +478,11 @@ final class TierManager implements AutoCloseable {
   }
 
   synchronized void endJob(String job) {
-    checkJobName(job);
-    JobInfo j = jobs.remove(job);
+    Jobs.checkName(job);
+    Jobs.Job j = jobs.end(job);
     if (j == null) {
       throw NodeException.notFound("no job '" + job + "' has a plan");
     }
-    lastSeen.remove(job);
-    jobUnlinked.remove(job);
-    jobBytes.remove(job);
     policy.jobEnded(j.id());
     trace.end(now(), job, j.dataset());
   }
@@ -535,7 +501,7 @@ final class TierManager implements AutoCloseable {
 
   private ObjectNode resolveNow(String job, String datasetName, List<String> features, List<Integer> chunks) {
     if (job != null) {
-      checkJobName(job);
+      Jobs.checkName(job);
     }
     Dataset ds = dataset(datasetName);
     List<Integer> cs = chunks;
@@ -588,14 +554,10 @@ final class TierManager implements AutoCloseable {
 
   /** As above; {@code unlinkedMappedBytes >= 0} is what the job still maps of evicted segments. */
   synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step, long unlinkedMappedBytes) {
-    checkJobName(job);
-    if (unlinkedMappedBytes == 0) {
-      jobUnlinked.remove(job);
-    } else if (unlinkedMappedBytes > 0 && (jobUnlinked.size() < MAX_UNLINKED_JOBS || jobUnlinked.containsKey(job))) {
-      jobUnlinked.put(job, unlinkedMappedBytes);
-    }
+    Jobs.checkName(job);
+    jobs.unlinked(job, unlinkedMappedBytes);
     Dataset ds = dataset(datasetName);
-    int jid = jobId(job);
+    int jid = jobs.id(job);
     double now = now();
     int admitted = 0;
     for (Read r : reads) {
@@ -605,10 +567,8 @@ final class TierManager implements AutoCloseable {
       }
     }
     expirePlans(now);
-    if (jobs.containsKey(job)) {
-      lastSeen.put(job, now);
-    }
-    long[] planned = jobs.containsKey(job) ? jobBytes.computeIfAbsent(job, x -> new long[2]) : null;
+    jobs.heard(job, now);
+    long[] planned = jobs.bytesOf(job);
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
       trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
@@ -638,7 +598,7 @@ final class TierManager implements AutoCloseable {
       policy.progress(jid, step, now);
       trace.step(now, job, ds.name(), step);
     }
-    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.containsKey(job))
+    return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.hasPlan(job))
         .put("residency", residency);
   }
 
@@ -808,10 +768,7 @@ final class TierManager implements AutoCloseable {
    */
   private long unlinkedMappedBytes() {
     long b = store.unlinkedMappedBytes();
-    for (long v : jobUnlinked.values()) {
-      b += v;
-    }
-    return b;
+    return b + jobs.unlinkedTotal();
   }
 
   /**
@@ -1252,7 +1209,7 @@ final class TierManager implements AutoCloseable {
             .put("ssdBytes", e.getValue()[0])
             .put("hddBytes", e.getValue()[1]));
     ArrayNode js = o.putArray("jobs");
-    jobs.values().forEach(j -> js.addObject().put("job", j.name()).put("dataset", j.dataset()).put("features", j.features().size()));
+    jobs.plans().forEach(j -> js.addObject().put("job", j.name()).put("dataset", j.dataset()).put("features", j.features().size()));
     ArrayNode notes = o.putArray("startupNotes");
     startupNotes.forEach(notes::add);
     return o;
@@ -1319,7 +1276,7 @@ final class TierManager implements AutoCloseable {
     m.put("unlinkedMappedBytes", unlinkedMappedBytes());
     m.put("pendingPromotions", pending.size());
     m.put("datasets", datasets.names().size());
-    m.put("jobs", jobs.size());
+    m.put("jobs", jobs.plans().size());
     long total = counters.ssdBytes + counters.hddBytes;
     m.put("byteHitRatio", total == 0 ? 0.0 : (double) counters.ssdBytes / total);
     m.put("flashBytesPerSecond", recentFlashRate(60));
@@ -1330,9 +1287,7 @@ final class TierManager implements AutoCloseable {
       d[0] += e.getValue()[0];
       d[1] += e.getValue()[1];
     }
-    Map<String, long[]> perJob = new TreeMap<>();
-    jobBytes.forEach((j, b) -> perJob.put(j, b.clone()));
-    return new NodeMetrics.Values(m, perDataset, perJob);
+    return new NodeMetrics.Values(m, perDataset, jobs.bytesByJob());
   }
 
   /** Flash bytes written per second over the last {@code seconds} of samples. */

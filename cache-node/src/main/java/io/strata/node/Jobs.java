@@ -1,0 +1,136 @@
+package io.strata.node;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The jobs a node knows: an int id per job name (the policy's), the plans in force and when each
+ * planned job was last heard from (a plan whose job is silent longer than the lease expires), the
+ * bytes each planned job read per tier (for the metrics), and the bytes of evicted segments each
+ * job still maps (as it last reported).
+ *
+ * <p>Threads and locks: not thread-safe; {@link TierManager} calls it under its monitor only,
+ * except {@link #unlinkedTotal()} and {@link #unlinked}, whose table is concurrent.
+ */
+final class Jobs {
+  /** A plan in force. */
+  record Job(String name, int id, String dataset, List<String> features, double started) {}
+
+  /** Jobs whose unlinked-but-mapped bytes are counted at most (a bound on the table). */
+  static final int MAX_UNLINKED_JOBS = 4096;
+
+  private final Map<String, Integer> ids = new HashMap<>();
+  private final Map<String, Job> plans = new LinkedHashMap<>();
+  private final Map<String, Double> lastSeen = new HashMap<>();
+  private final Map<String, long[]> bytes = new HashMap<>();
+  private final Map<String, Long> unlinked = new java.util.concurrent.ConcurrentHashMap<>();
+  private double leaseSeconds;
+
+  Jobs(double leaseSeconds) {
+    this.leaseSeconds = leaseSeconds;
+  }
+
+  /** 400 unless {@code job} is 1 to 128 letters, digits or {@code _.:@-}. */
+  static void checkName(String job) {
+    if (job == null || !job.matches("[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}")) {
+      throw NodeException.badRequest("'job' must be 1 to 128 letters, digits or _.:@- characters, got '" + job + "'");
+    }
+  }
+
+  /** The job's id, given on first sight. */
+  int id(String job) {
+    return ids.computeIfAbsent(job, j -> ids.size());
+  }
+
+  /** Records {@code job}'s plan (replacing an earlier one); returns its id. */
+  int planned(String job, String dataset, List<String> features, double now) {
+    int id = id(job);
+    plans.put(job, new Job(job, id, dataset, List.copyOf(features), now));
+    lastSeen.put(job, now);
+    return id;
+  }
+
+  boolean hasPlan(String job) {
+    return plans.containsKey(job);
+  }
+
+  /** The job was heard from (a read report): its plan's lease starts again. */
+  void heard(String job, double now) {
+    if (plans.containsKey(job)) {
+      lastSeen.put(job, now);
+    }
+  }
+
+  /** Removes and returns the plans whose jobs have been silent longer than the lease. */
+  List<Job> expire(double now) {
+    List<Job> gone = new ArrayList<>();
+    var it = plans.values().iterator();
+    while (it.hasNext()) {
+      Job j = it.next();
+      if (now - lastSeen.getOrDefault(j.name(), now) > leaseSeconds) {
+        it.remove();
+        forget(j.name());
+        gone.add(j);
+      }
+    }
+    return gone;
+  }
+
+  /** Ends {@code job}'s plan; returns it, or null when it had none. */
+  Job end(String job) {
+    Job j = plans.remove(job);
+    if (j != null) {
+      forget(job);
+    }
+    return j;
+  }
+
+  private void forget(String job) {
+    lastSeen.remove(job);
+    bytes.remove(job);
+    unlinked.remove(job);
+  }
+
+  /** The bytes {@code job} read from the SSD and the HDD tier, when it has a plan (null otherwise). */
+  long[] bytesOf(String job) {
+    return plans.containsKey(job) ? bytes.computeIfAbsent(job, x -> new long[2]) : null;
+  }
+
+  /** What {@code job} last reported still mapping of evicted segments ({@code < 0}: not reported). */
+  void unlinked(String job, long b) {
+    if (b == 0) {
+      unlinked.remove(job);
+    } else if (b > 0 && (unlinked.size() < MAX_UNLINKED_JOBS || unlinked.containsKey(job))) {
+      unlinked.put(job, b);
+    }
+  }
+
+  long unlinkedTotal() {
+    long b = 0;
+    for (long v : unlinked.values()) {
+      b += v;
+    }
+    return b;
+  }
+
+  Collection<Job> plans() {
+    return plans.values();
+  }
+
+  /** A copy of the bytes read per planned job, by name. */
+  Map<String, long[]> bytesByJob() {
+    Map<String, long[]> out = new TreeMap<>();
+    bytes.forEach((j, b) -> out.put(j, b.clone()));
+    return out;
+  }
+
+  /** Changes how long a silent job's plan is kept (tests). */
+  void lease(double seconds) {
+    leaseSeconds = seconds;
+  }
+}
