@@ -15,6 +15,7 @@ module io.strata.sdk {
   requires transitive com.fasterxml.jackson.databind;
   requires java.net.http;
   requires java.management;
+  requires java.sql; // orc-core's timestamp statistics are java.sql.Timestamp
 
   exports io.strata.sdk;
   exports io.strata.sdk.format;

@@ -199,10 +199,12 @@ public final class OrcTable implements AutoCloseable {
       List<?> stats = stripeStatistics(c.file());
       if (c.stripe() < stats.size()) {
         ColumnStatistics[] perColumn = ((StripeStatistics) stats.get(c.stripe())).getColumnStatistics();
+        boolean utcTimestamps = reader(c.file()).getWriterVersion().includes(org.apache.orc.OrcFile.WriterVersion.ORC_135);
         for (int i = 0; i < names.size(); i++) {
           int orcColumn = manifest.features().get(columns.get(i)).orcColumn();
           if (orcColumn < perColumn.length) {
-            StripeStatisticsCheck.check(filePath(c.file()), c.stripe(), names.get(i), perColumn[orcColumn], out.get(names.get(i)));
+            StripeStatisticsCheck.check(filePath(c.file()), c.stripe(), names.get(i), perColumn[orcColumn], out.get(names.get(i)),
+                utcTimestamps);
           }
         }
       }

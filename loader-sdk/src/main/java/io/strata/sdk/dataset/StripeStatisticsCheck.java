@@ -12,14 +12,15 @@ import org.apache.orc.DecimalColumnStatistics;
 import org.apache.orc.DoubleColumnStatistics;
 import org.apache.orc.IntegerColumnStatistics;
 import org.apache.orc.StringColumnStatistics;
+import org.apache.orc.TimestampColumnStatistics;
 
 /**
  * Cross-checks a fully decoded stripe against the statistics its writer recorded for that stripe.
  *
  * <p>orc-core does not notice every kind of damage: a string dictionary whose blob stream is
  * missing decodes to empty strings without an error. The writer's stripe statistics (non-null
- * value counts, total string bytes, integer, decimal and date minimum and maximum, integer and
- * decimal sums, boolean true counts) are an
+ * value counts, total string bytes, integer, decimal, date and timestamp minimum and maximum,
+ * integer and decimal sums, boolean true counts) are an
  * independent record of what the stripe holds, so a disagreement means the decoded values are
  * wrong. A statistic that is zero is treated as absent (old writers omit some), so that no valid
  * file is rejected for missing statistics.
@@ -27,7 +28,18 @@ import org.apache.orc.StringColumnStatistics;
 final class StripeStatisticsCheck {
   private StripeStatisticsCheck() {}
 
+  /** As below, for a file whose writer recorded timestamp statistics in local time (they are not compared). */
   static void check(Path file, int stripe, String name, ColumnStatistics stats, Column c) throws CorruptFileException {
+    check(file, stripe, name, stats, c, false);
+  }
+
+  /**
+   * Checks the decoded column {@code c} against its stripe statistics; {@code utcTimestamps}: the
+   * writer recorded timestamp statistics in UTC (writer version ORC-135 and later), so that they
+   * can be compared.
+   */
+  static void check(Path file, int stripe, String name, ColumnStatistics stats, Column c, boolean utcTimestamps)
+      throws CorruptFileException {
     long nonNull = c.length() - c.nullCount();
     long recorded = stats.getNumberOfValues();
     if (recorded > 0 && recorded != nonNull) {
@@ -148,9 +160,31 @@ final class StripeStatisticsCheck {
               + s.getMinimumDayOfEpoch() + ", " + s.getMaximumDayOfEpoch() + "]");
         }
       }
+      case TimestampColumnStatistics s when t.kind() == FeatureType.Kind.TIMESTAMP && utcTimestamps
+          && s.getMinimumUTC() != null && s.getMaximumUTC() != null -> {
+        long min = Long.MAX_VALUE;
+        long max = Long.MIN_VALUE;
+        for (int i = 0; i < c.length(); i++) {
+          if (!c.isNull(i)) {
+            min = Math.min(min, c.getLong(i));
+            max = Math.max(max, c.getLong(i));
+          }
+        }
+        // Decoded values are nanoseconds; the statistics keep milliseconds (and writers have
+        // rounded the maximum up), so a millisecond either way is no disagreement.
+        long minMillis = Math.floorDiv(min, 1_000_000L);
+        long maxMillis = Math.floorDiv(max, 1_000_000L);
+        long recordedMin = s.getMinimumUTC().getTime();
+        long recordedMax = s.getMaximumUTC().getTime();
+        if (Math.abs(minMillis - recordedMin) > 1 || Math.abs(maxMillis - recordedMax) > 1) {
+          fail(file, stripe, name, "decoded timestamps in [" + java.time.Instant.ofEpochMilli(minMillis) + ", "
+              + java.time.Instant.ofEpochMilli(maxMillis) + "], the stripe statistics record ["
+              + java.time.Instant.ofEpochMilli(recordedMin) + ", " + java.time.Instant.ofEpochMilli(recordedMax) + "]");
+        }
+      }
       default -> {
-        // Counts only for other types. Timestamps are not compared: writers before ORC-135
-        // recorded their statistics in local time, so a valid file could disagree.
+        // Counts only for other types, and for timestamps of writers before ORC-135, which
+        // recorded their statistics in local time (a valid file could disagree).
       }
     }
   }
