@@ -161,7 +161,7 @@ final class NodeApi {
     r.get("/v1/features").handler(ctx -> run(ctx, tiers::derivedFeatures));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));
-    r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(body(ctx))));
+    r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(policyChange(body(ctx)))));
     r.post("/v1/promote").handler(ctx -> run(ctx, () -> {
       JsonNode b = body(ctx);
       return tiers.promoteNow(text(b, "dataset", true), strings(b, "features", false), ints(b, "chunks"));
@@ -325,6 +325,48 @@ final class NodeApi {
   }
 
   // ---------------------------------------------------------------- request parsing
+
+  /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
+  static TierManager.PolicyChange policyChange(JsonNode body) {
+    java.util.Set<String> known = java.util.Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "quotas");
+    for (var it = body.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!known.contains(f)) {
+        throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
+      }
+    }
+    Long budget = body.has("ssdBudgetBytes") ? nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes") : null;
+    Long flash = body.has("flashWriteBudgetBytesPerHour")
+        ? nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour") : null;
+    Double discount = null;
+    if (body.has("popularityDiscount")) {
+      JsonNode d = body.get("popularityDiscount");
+      if (!d.isNumber() || !(d.asDouble() >= 1 && d.asDouble() <= 1000)) {
+        throw NodeException.badRequest("'popularityDiscount' must be a number from 1 to 1000, got " + d);
+      }
+      discount = d.asDouble();
+    }
+    Map<String, Long> quotas = new java.util.LinkedHashMap<>();
+    if (body.has("quotas")) {
+      JsonNode q = body.get("quotas");
+      if (!q.isObject()) {
+        throw NodeException.badRequest("'quotas' must be an object of dataset name to bytes (null removes a quota)");
+      }
+      for (var it = q.properties().iterator(); it.hasNext(); ) {
+        var e = it.next();
+        quotas.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
+      }
+    }
+    return new TierManager.PolicyChange(budget, flash, discount, quotas);
+  }
+
+  private static long nonNegativeLong(JsonNode v, String name) {
+    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0) {
+      throw NodeException.badRequest("'" + name + "' must be an integer number of bytes from 0 to " + Long.MAX_VALUE + ", got "
+          + (v == null ? "nothing" : v.toString().length() > 40 ? v.toString().substring(0, 40) + "..." : v.toString()));
+    }
+    return v.asLong();
+  }
 
   static JsonNode body(RoutingContext ctx) {
     String s = ctx.body() == null ? null : ctx.body().asString();

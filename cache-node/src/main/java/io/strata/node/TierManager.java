@@ -1075,39 +1075,25 @@ final class TierManager implements AutoCloseable {
     return o;
   }
 
-  /** Applies the fields present in {@code body}; unknown fields are refused. */
-  synchronized ObjectNode setPolicy(JsonNode body) {
-    Set<String> known = Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "quotas");
-    for (var it = body.fieldNames(); it.hasNext(); ) {
-      String f = it.next();
-      if (!known.contains(f)) {
-        throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
-      }
-    }
-    // Everything is checked before anything changes: a refused request changes nothing.
-    Long budget = body.has("ssdBudgetBytes") ? nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes") : null;
-    Long flash = body.has("flashWriteBudgetBytesPerHour")
-        ? nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour") : null;
-    Double discount = null;
-    if (body.has("popularityDiscount")) {
-      JsonNode d = body.get("popularityDiscount");
-      if (!d.isNumber() || !(d.asDouble() >= 1 && d.asDouble() <= 1000)) {
-        throw NodeException.badRequest("'popularityDiscount' must be a number from 1 to 1000, got " + d);
-      }
-      discount = d.asDouble();
-    }
-    Map<String, Long> quotaChanges = new LinkedHashMap<>();
-    if (body.has("quotas")) {
-      JsonNode q = body.get("quotas");
-      if (!q.isObject()) {
-        throw NodeException.badRequest("'quotas' must be an object of dataset name to bytes (null removes a quota)");
-      }
-      for (var it = q.properties().iterator(); it.hasNext(); ) {
-        var e = it.next();
-        if (!datasets.contains(e.getKey())) {
-          throw NodeException.notFound("no dataset '" + e.getKey() + "' is registered");
-        }
-        quotaChanges.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
+  /**
+   * A change of policy, as parsed from a request: each field null when not changed; a quota of
+   * null in {@code quotas} removes the dataset's quota.
+   */
+  record PolicyChange(Long ssdBudgetBytes, Long flashWriteBudgetBytesPerHour, Double popularityDiscount,
+      Map<String, Long> quotas) {}
+
+  /**
+   * Applies {@code change}, checked as a whole first (a refused change changes nothing): 404 for
+   * a quota of an unregistered dataset, 409 for a budget below the pinned bytes.
+   */
+  synchronized ObjectNode setPolicy(PolicyChange change) {
+    Long budget = change.ssdBudgetBytes();
+    Long flash = change.flashWriteBudgetBytesPerHour();
+    Double discount = change.popularityDiscount();
+    Map<String, Long> quotaChanges = change.quotas();
+    for (String name : quotaChanges.keySet()) {
+      if (!datasets.contains(name)) {
+        throw NodeException.notFound("no dataset '" + name + "' is registered");
       }
     }
     long pinned = budget == null ? 0 : pinnedBytes();
@@ -1152,14 +1138,6 @@ final class TierManager implements AutoCloseable {
     settings.changed(changed.toArray(String[]::new));
     saveSettings();
     return policyJson();
-  }
-
-  private static long nonNegativeLong(JsonNode v, String name) {
-    if (v == null || !v.isIntegralNumber() || !v.canConvertToLong() || v.asLong() < 0) {
-      throw NodeException.badRequest("'" + name + "' must be an integer number of bytes from 0 to " + Long.MAX_VALUE + ", got "
-          + (v == null ? "nothing" : v.toString().length() > 40 ? v.toString().substring(0, 40) + "..." : v.toString()));
-    }
-    return v.asLong();
   }
 
   // ---------------------------------------------------------------- status
