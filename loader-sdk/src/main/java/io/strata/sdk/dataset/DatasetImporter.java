@@ -93,6 +93,8 @@ public final class DatasetImporter {
       totalBytes += Files.size(f);
     }
     long doneBytes = 0;
+    // Column id to the name of the key that encrypts it, in any file (ORC column encryption).
+    java.util.Map<Integer, String> encrypted = new java.util.TreeMap<>();
     for (int fi = 0; fi < files.size(); fi++) {
       Path f = files.get(fi);
       try (Reader reader = OrcIo.open(f)) {
@@ -107,6 +109,11 @@ public final class DatasetImporter {
           throw new IllegalArgumentException(
               "schema mismatch: " + f + " has " + s + " but " + schemaFile + " has " + schema);
         }
+        for (org.apache.orc.EncryptionVariant v : reader.getEncryptionVariants()) {
+          for (int id = v.getRoot().getId(); id <= v.getRoot().getMaximumId(); id++) {
+            encrypted.putIfAbsent(id, v.getKeyDescription().getKeyName());
+          }
+        }
         long fileRows = addStripes(reader, fi, row, chunks);
         row += fileRows;
         if (fileRows != reader.getNumberOfRows()) {
@@ -120,7 +127,7 @@ public final class DatasetImporter {
       doneBytes += Files.size(f);
       progress.update(doneBytes, totalBytes, "bytes");
     }
-    List<FeatureInfo> features = features(schema);
+    List<FeatureInfo> features = features(schema, encrypted);
     Manifest draft =
         new Manifest(o.name(), DatasetFiles.version(fileInfos), row, features, fileInfos, chunks, null);
     Manifest.SampleIndexInfo sampleInfo = null;
@@ -146,10 +153,29 @@ public final class DatasetImporter {
   }
 
   static List<FeatureInfo> features(TypeDescription schema) {
+    return features(schema, java.util.Map.of());
+  }
+
+  /**
+   * The features of {@code schema}; a column that ORC column encryption protects ({@code
+   * encrypted}: column id to key name) is not served: without the key a reader gets the writer's
+   * masked values (nulls, redactions, hashes) in its place, which a job must never take for data.
+   */
+  static List<FeatureInfo> features(TypeDescription schema, java.util.Map<Integer, String> encrypted) {
     List<FeatureInfo> features = new ArrayList<>();
     List<String> names = schema.getFieldNames();
     for (int i = 0; i < names.size(); i++) {
       TypeDescription t = schema.getChildren().get(i);
+      String key = null;
+      for (int id = t.getId(); id <= t.getMaximumId() && key == null; id++) {
+        key = encrypted.get(id);
+      }
+      if (key != null) {
+        features.add(new FeatureInfo(names.get(i), t.toString(), t.getId(), null,
+            "not served: encrypted with ORC column encryption (key '" + key + "'); without the key its values read as the"
+                + " writer's masked ones"));
+        continue;
+      }
       FeatureType ft = OrcTypes.featureType(t);
       features.add(
           new FeatureInfo(names.get(i), t.toString(), t.getId(), ft, ft == null ? OrcTypes.whyUnsupported(t) : null));
