@@ -688,6 +688,25 @@ class CacheNodeTest {
   }
 
   @Test
+  void bytesReadFromEachTierMeanTheSameToTheJobAndToTheNode() throws Exception {
+    client.promote("events", List.of("amount", "score"), List.of(0, 1));
+    assertTrue(node.awaitIdle(30_000));
+    long jobSsd;
+    long jobHdd;
+    try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "one-definition").epochs(2).build()) {
+      run(l);
+      l.node().flush();
+      jobSsd = l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD);
+      jobHdd = l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.HDD);
+      assertTrue(l.tierStats().orcDecodedBytes() > 0, "what decoding cost is counted apart");
+    }
+    JsonNode traffic = client.tiers().path("traffic");
+    assertTrue(jobSsd > 0 && jobHdd > 0, jobSsd + " / " + jobHdd);
+    assertEquals(jobSsd, traffic.path("ssdBytes").asLong(), "SSD bytes: the job's figure is the node's");
+    assertEquals(jobHdd, traffic.path("hddBytes").asLong(), "HDD bytes: the job's figure is the node's");
+  }
+
+  @Test
   void metricsAndStatusReportTheTiers() throws Exception {
     String during;
     try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "metrics").build()) {

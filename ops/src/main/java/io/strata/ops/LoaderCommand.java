@@ -280,7 +280,8 @@ final class LoaderCommand implements Runnable {
           j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6);
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
-          j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD));
+          j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))
+              .put("orcDecodedBytes", s.orcDecodedBytes());
           if (node != null) {
             loader.node().flush();
             j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected())

@@ -3,8 +3,12 @@ package io.strata.sdk.tier;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Bytes and time spent reading per tier, as seen by one reader. Bytes count the decoded column
- * data handed out (values, offsets, validity), so the tiers compare on equal terms.
+ * Bytes and time spent reading per tier, as seen by one reader. Bytes count the column data
+ * handed out to batches (values, offsets, validity) from each tier, so the tiers compare on equal
+ * terms, and the node's figures (the sum of what jobs report) are the jobs' figures summed: this is
+ * the one definition of "bytes read" from a tier everywhere. What decoding ORC cost (whole row
+ * groups, some rows of which a batch may not use, reused by later batches) is counted apart, as
+ * {@link #orcDecodedBytes()}.
  */
 public final class TierStats {
   /** Counts starting at zero. */
@@ -21,6 +25,17 @@ public final class TierStats {
   private final LongAdder[] bytes = {new LongAdder(), new LongAdder()};
   private final LongAdder[] nanos = {new LongAdder(), new LongAdder()};
   private final LongAdder[] reads = {new LongAdder(), new LongAdder()};
+  private final LongAdder orcDecoded = new LongAdder();
+
+  /** Bytes of column data decoded from ORC (row groups, kept for nearby reads). */
+  public void recordOrcDecoded(long byteCount) {
+    orcDecoded.add(byteCount);
+  }
+
+  /** Bytes of column data decoded from ORC to serve the HDD tier's reads. */
+  public long orcDecodedBytes() {
+    return orcDecoded.sum();
+  }
 
   public void record(Tier tier, long byteCount, long elapsedNanos) {
     bytes[tier.ordinal()].add(byteCount);

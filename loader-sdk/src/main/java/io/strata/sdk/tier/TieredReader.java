@@ -22,7 +22,8 @@ import java.util.SequencedMap;
  * looked up once per feature and chunk and the segment stays leased until {@link #refresh()}
  * finds it evicted, {@link #releaseLeases()} or {@link #close()}, so an eviction never pulls data
  * from under a read in progress, yet evicted segments are unmapped once the reader moves on. ORC is read a row group at a time, and decoded row groups are kept (within {@link
- * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. HDD bytes count what was decoded from ORC. Not
+ * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. Bytes count what reaches the batches from each
+ * tier (ORC decoding is counted apart, {@link TierStats#orcDecodedBytes()}). Not
  * thread-safe: use one reader per thread.
  */
 public final class TieredReader implements AutoCloseable {
@@ -280,6 +281,7 @@ public final class TieredReader implements AutoCloseable {
         names.add(features.get(i));
       }
       long before = orcBlocks.decodedBytes();
+      long delivered = 0;
       int done = 0;
       while (done < n) {
         Map<String, Column> block = orcBlocks.block(c, local + done, names, blockFirst);
@@ -288,13 +290,16 @@ public final class TieredReader implements AutoCloseable {
         for (int i : fromOrc) {
           Column col = block.get(features.get(i));
           out.get(i).appendRange(col, inBlock, take);
+          long b = rangeBytes(col, inBlock, take);
+          delivered += b;
           if (store != null) {
-            store.read(dataset, features.get(i), chunk, rangeBytes(col, inBlock, take), false);
+            store.read(dataset, features.get(i), chunk, b, false);
           }
         }
         done += take;
       }
-      stats.record(TierStats.Tier.HDD, orcBlocks.decodedBytes() - before, System.nanoTime() - t1);
+      stats.record(TierStats.Tier.HDD, delivered, System.nanoTime() - t1);
+      stats.recordOrcDecoded(orcBlocks.decodedBytes() - before);
     }
   }
 
