@@ -106,7 +106,7 @@ final class DatasetRegistry implements AutoCloseable {
     try {
       return open.get(name);
     } catch (UncheckedIOException e) {
-      throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+      throw NodeException.conflict("dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
     }
   }
 
@@ -160,7 +160,7 @@ final class DatasetRegistry implements AutoCloseable {
       try {
         ds = open.get(name);
       } catch (UncheckedIOException e) {
-        throw new NodeException(409, "dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
+        throw NodeException.conflict("dataset '" + name + "' cannot be opened: " + e.getCause().getMessage());
       }
       datasetUsers.computeIfAbsent(ds, d -> new int[1])[0]++;
       return new Lease(ds);

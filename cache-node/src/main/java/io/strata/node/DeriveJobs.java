@@ -110,7 +110,7 @@ final class DeriveJobs implements AutoCloseable {
         return running.json();
       }
       if (active >= MAX_ACTIVE) {
-        throw new NodeException(429, MAX_ACTIVE + " derivations are queued or running already; poll them and ask again");
+        throw NodeException.busy(MAX_ACTIVE + " derivations are queued or running already; poll them and ask again");
       }
       job = new Job("derive-" + next.incrementAndGet(), dataset, spec);
       byId.put(job.id, job);
@@ -128,7 +128,7 @@ final class DeriveJobs implements AutoCloseable {
       job.result = work.run(job);
       job.state = "done";
     } catch (NodeException e) {
-      fail(job, e.status(), e.getMessage());
+      fail(job, NodeApi.status(e.kind()), e.getMessage());
     } catch (IOException | java.io.UncheckedIOException e) {
       fail(job, 500, "I/O error: " + e.getMessage());
     } catch (IllegalArgumentException e) {

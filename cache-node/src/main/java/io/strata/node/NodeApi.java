@@ -304,9 +304,20 @@ final class NodeApi {
     });
   }
 
+  /** The HTTP status of a refusal of {@code kind}. */
+  static int status(NodeException.Kind kind) {
+    return switch (kind) {
+      case INVALID -> 400;
+      case FORBIDDEN -> 403;
+      case NOT_FOUND -> 404;
+      case CONFLICT -> 409;
+      case BUSY -> 429;
+    };
+  }
+
   private static void fail(RoutingContext ctx, Throwable t) {
     if (t instanceof NodeException n) {
-      error(ctx, n.status(), n.getMessage());
+      error(ctx, status(n.kind()), n.getMessage());
     } else if (t instanceof IllegalArgumentException) {
       error(ctx, 400, t.getMessage());
     } else if (t instanceof IOException || t instanceof java.io.UncheckedIOException) {
