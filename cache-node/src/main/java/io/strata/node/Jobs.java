@@ -18,8 +18,14 @@ import java.util.TreeMap;
  * except {@link #unlinkedTotal()} and {@link #unlinked}, whose table is concurrent.
  */
 final class Jobs {
-  /** A plan in force. */
-  record Job(String name, int id, String dataset, List<String> features, double started) {}
+  /** A plan in force: its steps are global steps {@code firstStep} to {@code endStep} (exclusive). */
+  record Job(String name, int id, String dataset, List<String> features, double started, long firstStep, long endStep) {}
+
+  /** A plan that ended (the job said so, or it was silent past the lease), with its last figures. */
+  record Ended(Job job, String how, double ended, long step, long ssdBytes, long hddBytes) {}
+
+  /** Ended plans kept for the dashboard. */
+  static final int RECENT = 20;
 
   /** Jobs whose unlinked-but-mapped bytes are counted at most (a bound on the table). */
   static final int MAX_UNLINKED_JOBS = 4096;
@@ -29,6 +35,8 @@ final class Jobs {
   private final Map<String, Double> lastSeen = new HashMap<>();
   private final Map<String, long[]> bytes = new HashMap<>();
   private final Map<String, Long> unlinked = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<String, Long> steps = new HashMap<>();
+  private final java.util.ArrayDeque<Ended> recent = new java.util.ArrayDeque<>();
   private double leaseSeconds;
 
   Jobs(double leaseSeconds) {
@@ -47,12 +55,25 @@ final class Jobs {
     return ids.computeIfAbsent(job, j -> ids.size());
   }
 
-  /** Records {@code job}'s plan (replacing an earlier one); returns its id. */
-  int planned(String job, String dataset, List<String> features, double now) {
+  /** Records {@code job}'s plan of global steps {@code [firstStep, endStep)} (replacing an earlier one); returns its id. */
+  int planned(String job, String dataset, List<String> features, double now, long firstStep, long endStep) {
     int id = id(job);
-    plans.put(job, new Job(job, id, dataset, List.copyOf(features), now));
+    plans.put(job, new Job(job, id, dataset, List.copyOf(features), now, firstStep, endStep));
     lastSeen.put(job, now);
+    steps.put(job, firstStep - 1);
     return id;
+  }
+
+  /** The planned job reached global step {@code step}. */
+  void stepped(String job, long step) {
+    if (plans.containsKey(job)) {
+      steps.merge(job, step, Math::max);
+    }
+  }
+
+  /** The last step a planned job reached (one before its first step until it reports one). */
+  long step(String job) {
+    return steps.getOrDefault(job, -1L);
   }
 
   boolean hasPlan(String job) {
@@ -74,6 +95,7 @@ final class Jobs {
       Job j = it.next();
       if (now - lastSeen.getOrDefault(j.name(), now) > leaseSeconds) {
         it.remove();
+        remember(j, "expired", now);
         forget(j.name());
         gone.add(j);
       }
@@ -81,19 +103,34 @@ final class Jobs {
     return gone;
   }
 
-  /** Ends {@code job}'s plan; returns it, or null when it had none. */
-  Job end(String job) {
+  /** Ends {@code job}'s plan at {@code now}; returns it, or null when it had none. */
+  Job end(String job, double now) {
     Job j = plans.remove(job);
     if (j != null) {
+      remember(j, "ended", now);
       forget(job);
     }
     return j;
+  }
+
+  private void remember(Job j, String how, double now) {
+    long[] b = bytes.getOrDefault(j.name(), new long[2]);
+    recent.addFirst(new Ended(j, how, now, step(j.name()), b[0], b[1]));
+    while (recent.size() > RECENT) {
+      recent.removeLast();
+    }
   }
 
   private void forget(String job) {
     lastSeen.remove(job);
     bytes.remove(job);
     unlinked.remove(job);
+    steps.remove(job);
+  }
+
+  /** The plans that ended most recently, newest first. */
+  List<Ended> recent() {
+    return List.copyOf(recent);
   }
 
   /** The bytes {@code job} read from the SSD and the HDD tier, when it has a plan (null otherwise). */

@@ -443,7 +443,7 @@ final class TierManager implements AutoCloseable {
   private void installPlan(String job, Dataset ds, List<String> features, CachePolicy.JobPlan jp, int[][] stepChunks) {
     double now = now();
     expirePlans(now);
-    int id = jobs.planned(job, ds.name(), features, now);
+    int id = jobs.planned(job, ds.name(), features, now, jp.firstStep(), jp.firstStep() + jp.stepEnds().length);
     policy.plan(id, jp);
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
@@ -479,7 +479,7 @@ final class TierManager implements AutoCloseable {
 
   synchronized void endJob(String job) {
     Jobs.checkName(job);
-    Jobs.Job j = jobs.end(job);
+    Jobs.Job j = jobs.end(job, now());
     if (j == null) {
       throw NodeException.notFound("no job '" + job + "' has a plan");
     }
@@ -596,6 +596,7 @@ final class TierManager implements AutoCloseable {
     if (step >= 0) {
       // After the reads: they belong to steps up to this one.
       policy.progress(jid, step, now);
+      jobs.stepped(job, step);
       trace.step(now, job, ds.name(), step);
     }
     return Json.object().put("accepted", reads.size()).put("promotionsScheduled", admitted).put("planned", jobs.hasPlan(job))
@@ -1172,6 +1173,7 @@ final class TierManager implements AutoCloseable {
     t.put("hddBytesAvoided", counters.ssdBytes);
     t.put("flashBytesWritten", counters.flashBytes);
     t.put("flashBytesPerHour", flashRate());
+    t.put("flashBytesPerSecondLastMinute", recentFlashRate(60));
     t.put("promotions", counters.promotions).put("promotionFailures", counters.promotionFailures);
     if (lastPromotionFailure != null) {
       t.put("lastPromotionFailure", lastPromotionFailure);
@@ -1186,12 +1188,74 @@ final class TierManager implements AutoCloseable {
             .put("stream", keys.groupName(e.getKey()))
             .put("ssdBytes", e.getValue()[0])
             .put("hddBytes", e.getValue()[1]));
+    double now = now();
     ArrayNode js = o.putArray("jobs");
-    jobs.plans().forEach(j -> js.addObject().put("job", j.name()).put("dataset", j.dataset()).put("features", j.features().size()));
+    for (Jobs.Job j : jobs.plans()) {
+      long[] b = jobs.bytesByJob().getOrDefault(j.name(), new long[2]);
+      jobJson(js.addObject(), j, jobs.step(j.name()), b[0], b[1], now - j.started());
+    }
+    ArrayNode recent = o.putArray("recentJobs");
+    for (Jobs.Ended e : jobs.recent()) {
+      jobJson(recent.addObject(), e.job(), e.step(), e.ssdBytes(), e.hddBytes(), e.ended() - e.job().started())
+          .put("how", e.how()).put("endedSecondsAgo", now - e.ended());
+    }
+    ArrayNode pinned = o.putArray("pins");
+    pins.stream().sorted().forEach(pinned::add);
+    ObjectNode pol = o.putObject("policy");
+    pol.put("ssdBudgetBytes", policy.budget()).put("flashWriteBudgetBytesPerHour", (long) policy.flashBudgetPerHour())
+        .put("popularityDiscount", policy.popularityDiscount());
+    ArrayNode dsl = o.putArray("datasets");
+    for (String name : datasets.names()) {
+      dsl.addObject().put("name", name).put("orcBytes", datasets.orcBytes(name)).put("ssdBytes", datasetBytes(name))
+          .put("quotaBytes", quotas.getOrDefault(name, -1L));
+    }
+    o.set("churn", churn());
     ArrayNode notes = o.putArray("startupNotes");
     startupNotes.forEach(notes::add);
     return o;
   }
+
+  /** One job's row: progress in steps, bytes per tier, hit ratio, rate. */
+  private static ObjectNode jobJson(ObjectNode o, Jobs.Job j, long step, long ssd, long hdd, double seconds) {
+    long total = j.endStep() - j.firstStep();
+    long done = Math.max(0, Math.min(total, step + 1 - j.firstStep()));
+    o.put("job", j.name()).put("dataset", j.dataset()).put("features", j.features().size());
+    o.put("stepsDone", done).put("steps", total).put("progress", total == 0 ? 0 : (double) done / total);
+    o.put("ssdBytes", ssd).put("hddBytes", hdd).put("byteHitRatio", ssd + hdd == 0 ? 0 : (double) ssd / (ssd + hdd));
+    o.put("seconds", seconds).put("bytesPerSecond", seconds <= 0 ? 0 : (ssd + hdd) / seconds);
+    return o;
+  }
+
+  /**
+   * Promotions and evictions over the last minute, and whether the tier thrashes: it evicts
+   * nearly as much as it promotes, so that what it writes leaves again before it is reused (the
+   * budget is too small for the working set, or the jobs' reuse too far apart).
+   */
+  private ObjectNode churn() {
+    double[] last = history.peekLast();
+    double[] from = last;
+    for (var it = history.descendingIterator(); it.hasNext(); ) {
+      double[] x = it.next();
+      if (last != null && last[0] - x[0] > 60) {
+        break;
+      }
+      from = x;
+    }
+    long promoted = last == null ? 0 : (long) (last[5] - from[5]);
+    long evicted = last == null ? 0 : (long) (last[6] - from[6]);
+    double seconds = last == null ? 0 : last[0] - from[0];
+    boolean thrashing = promoted >= CHURN_MIN && evicted >= 0.8 * promoted;
+    ObjectNode o = Json.object().put("seconds", seconds).put("promotions", promoted).put("evictions", evicted)
+        .put("thrashing", thrashing);
+    if (thrashing) {
+      o.put("warning", "the SSD tier is thrashing: " + evicted + " evictions for " + promoted + " promotions in the last "
+          + Math.round(seconds) + " s; what it writes leaves before it is reused (raise the budget, or pin what matters)");
+    }
+    return o;
+  }
+
+  /** Promotions in the last minute below which churn is no warning. */
+  static final int CHURN_MIN = 20;
 
   /** MemTotal and Cached of /proc/meminfo in bytes (zeros where it cannot be read): the page cache is the DRAM tier. */
   private static long[] hostMemory() {

@@ -83,16 +83,25 @@ class DashboardBrowserTest {
       client.registerDataset(ds);
       client.promote("events", List.of("amount"), List.of(0, 1));
       node.awaitIdle(30_000);
+      client.pin("events", "merchant_id");
+      client.declarePlan("short-job", "events", List.of("amount"), 1, null, false);
+      client.endPlan("short-job");
       AtomicBoolean stop = new AtomicBoolean();
+      client.declarePlan("dash-job", "events", List.of("amount", "score"), 2, null, false);
       Thread traffic = Thread.ofPlatform().name("dashboard-traffic").start(() -> {
         int round = 0;
         while (!stop.get()) {
           try {
-            int chunk = round++ % 4;
+            int chunk = round % 4;
             client.reportReads("dash-job", "events", List.of(
                 new NodeClient.Read("amount", chunk, 80_000, chunk < 2),
-                new NodeClient.Read("score", chunk, 40_000, false)));
-            Thread.sleep(100);
+                new NodeClient.Read("score", chunk, 40_000, false)), Math.min(round, 7));
+            round++;
+            // Churn: the same chunks promoted and evicted over and over (what a too small budget does).
+            client.promote("events", List.of("quantity"), List.of(2, 3));
+            node.awaitIdle(5_000);
+            client.evict("events", List.of("quantity"), List.of(2, 3));
+            Thread.sleep(50);
           } catch (IOException e) {
             return;
           } catch (InterruptedException e) {
@@ -100,7 +109,6 @@ class DashboardBrowserTest {
           }
         }
       });
-      client.declarePlan("dash-job", "events", List.of("amount", "score"), 2, null, false);
       try (Browser b = Browser.start(browser, home.resolve("chromium-profile"))) {
         b.navigate(node.url() + "/ui");
         JsonNode first = b.waitForUpdates(2, Duration.ofSeconds(30));
@@ -116,10 +124,32 @@ class DashboardBrowserTest {
         double shown = Double.parseDouble(later.path("hit").asText().replace(" %", ""));
         assertEquals(100 * tiers.path("traffic").path("byteHitRatio").asDouble(), shown, 5.0, later.toString());
         assertTrue(later.path("ssd").asText().endsWith("/ 64.0 MiB"), later.toString());
-        assertEquals(tiers.path("traffic").path("promotions").asLong() + " / " + tiers.path("traffic").path("evictions").asLong(),
-            later.path("moves").asText());
+        // Promotions and evictions go on meanwhile (the churn below): what was shown is at most
+        // what the node says a moment later, and close to it.
+        String[] moves = later.path("moves").asText().split(" / ");
+        long promotions = tiers.path("traffic").path("promotions").asLong();
+        long evictions = tiers.path("traffic").path("evictions").asLong();
+        assertTrue(Long.parseLong(moves[0]) <= promotions && Long.parseLong(moves[0]) > promotions - 200, later + " vs " + promotions);
+        assertTrue(Long.parseLong(moves[1]) <= evictions && Long.parseLong(moves[1]) > evictions - 200, later + " vs " + evictions);
         assertTrue(later.path("streams").asText().contains("events/amount"), later.toString());
         assertTrue(later.path("jobs").asText().contains("dash-job"), later.toString());
+        // A job's row: its progress through its plan's steps, its hit ratio and tier mix.
+        assertTrue(later.path("jobs").asText().matches(".*dash-job.*\\d+\\.\\d % \\(\\d+ of 8 steps\\).*"), later.toString());
+        // Jobs that ended stay visible, as do pins, the policy and the datasets.
+        assertTrue(later.path("recent").asText().contains("short-job") && later.path("recent").asText().contains("ended"),
+            later.toString());
+        assertTrue(later.path("pins").asText().contains("events/merchant_id"), later.toString());
+        assertTrue(later.path("policy").asText().startsWith("SSD budget 64.0 MiB"), later.toString());
+        assertTrue(later.path("datasets").asText().startsWith("events"), later.toString());
+        // The churn warning appears once promotions and evictions chase each other.
+        JsonNode churn = later;
+        long until = System.nanoTime() + 40_000_000_000L;
+        while (churn.path("churn").asText().isEmpty() && System.nanoTime() < until) {
+          Thread.sleep(500);
+          churn = b.snapshot();
+        }
+        assertTrue(churn.path("churn").asText().contains("thrashing") && !churn.path("churnHidden").asBoolean(),
+            churn.toString() + " / " + client.tiers().path("churn"));
         assertTrue(b.chartsDrawn(), "every chart has pixels");
 
         assertEquals(List.of(), b.problems(), "console errors, exceptions or failed requests");
@@ -294,7 +324,8 @@ class DashboardBrowserTest {
             const t = id => (document.getElementById(id) || {}).textContent || '';
             return JSON.stringify({updates: Number((document.body && document.body.dataset.updates) || 0), hit: t('hit'), ssd: t('ssd'),
               avoided: t('avoided'), hddread: t('hddread'), moves: t('moves'), status: t('status'),
-              streams: t('streams'), jobs: t('jobs')});
+              streams: t('streams'), jobs: t('jobs'), recent: t('recent'), pins: t('pins'), policy: t('policy'),
+              datasets: t('datasets'), churn: t('churn'), churnHidden: !!(document.getElementById('churn') || {}).hidden});
           })()""");
     }
 
