@@ -103,7 +103,8 @@ public final class BenchAll implements Callable<Integer> {
         case "restart" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--step-ms", quick ? "2000" : "9000",
             "--kill-after", "3"));
         case "api" -> args.addAll(List.of("--seconds", quick ? "1" : "5", "--clients", quick ? "1,8" : "1,8,32,128"));
-        case "gpu" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString()));
+        case "gpu" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString(),
+            "--seconds", quick ? "0.5" : "3"));
         case "python" -> {
           args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString()));
           if (quick) {

@@ -367,6 +367,16 @@ final class BenchCharts {
         }
         case "gpu" -> {
           m.append("### 8. GPU: host-to-device").append(time).append("\n\n");
+          if (r.has("cpu")) {
+            JsonNode c = r.path("cpu");
+            m.append(String.format(Locale.ROOT, "CPU side (any host): sample batches of %s assembled at **%.2f GB/s** on one thread"
+                    + " (**%.0f %%** of memcpy's %.2f GB/s) and **%.2f GB/s** on %d threads, a batch per thread (**%.0f %%** of"
+                    + " memcpy's %.2f GB/s on as many threads); **%.1f** copies per byte delivered.%n%n",
+                Terminal.bytes(c.path("batchBytes").asLong()), c.path("assembly1GBps").asDouble(),
+                100 * r.path("ratios").path("assemblyVsMemcpy1").asDouble(), c.path("memcpy1GBps").asDouble(),
+                c.path("assemblyNGBps").asDouble(), c.path("threads").asInt(), 100 * r.path("ratios").path("assemblyVsMemcpyN").asDouble(),
+                c.path("memcpyNGBps").asDouble(), r.path("copiesPerByte").asDouble()));
+          }
           if (r.path("available").asBoolean()) {
             m.append(String.format(Locale.ROOT, "%.2f GB/s host-to-device over %d batches; the loop waited on the loader %.1f %% of the time.%n%n",
                 r.path("h2dGBps").asDouble(), r.path("batches").asInt(), 100 * r.path("loaderWaitFraction").asDouble()));

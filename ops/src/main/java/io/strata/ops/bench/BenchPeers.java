@@ -687,6 +687,12 @@ final class BenchPeers {
     @Option(names = "--batches", defaultValue = "200", description = "Batches shipped; default ${DEFAULT-VALUE}.")
     int batches;
 
+    @Option(names = "--threads", description = "Assembly and memcpy threads of the N-thread figures; default: the cores.")
+    Integer threads;
+
+    @Option(names = "--seconds", defaultValue = "3", description = "Seconds per CPU measurement; default ${DEFAULT-VALUE}.")
+    double seconds;
+
     @Option(names = "--json", description = "Print the figures as one JSON object.")
     boolean json;
 
@@ -694,12 +700,29 @@ final class BenchPeers {
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
       ObjectNode res = Json.object().put("benchmark", "gpu");
+      if (dataset != null) {
+        ObjectNode cpu = cpuPart();
+        res.set("cpu", cpu);
+        res.putObject("ratios").put("assemblyVsMemcpy1", cpu.path("assembly1GBps").asDouble() / cpu.path("memcpy1GBps").asDouble())
+            .put("assemblyVsMemcpyN", cpu.path("assemblyNGBps").asDouble() / cpu.path("memcpyNGBps").asDouble());
+        // Every byte delivered is copied once from a mapped segment into the batch's memory; on the
+        // GPU path GpuShipper copies it a second time into its pinned staging slot.
+        res.put("copiesPerByte", io.strata.gpu.GpuShipper.available() ? 2.0 : 1.0);
+        if (!json) {
+          out.printf("CPU: assembly %.2f GB/s on 1 thread (%.0f %% of memcpy's %.2f GB/s), %.2f GB/s on %d threads (%.0f %% of"
+                  + " memcpy's %.2f GB/s); %.1f copies per byte delivered%n",
+              cpu.path("assembly1GBps").asDouble(), 100 * res.path("ratios").path("assemblyVsMemcpy1").asDouble(),
+              cpu.path("memcpy1GBps").asDouble(), cpu.path("assemblyNGBps").asDouble(), cpu.path("threads").asInt(),
+              100 * res.path("ratios").path("assemblyVsMemcpyN").asDouble(), cpu.path("memcpyNGBps").asDouble(),
+              res.path("copiesPerByte").asDouble());
+        }
+      }
       if (!io.strata.gpu.GpuShipper.available()) {
         res.put("available", false).put("reason", io.strata.gpu.GpuShipper.unavailableReason());
         if (json) {
           out.println(Json.compact(res));
         } else {
-          out.println("no GPU: " + io.strata.gpu.GpuShipper.unavailableReason() + " (nothing measured)");
+          out.println("no GPU: " + io.strata.gpu.GpuShipper.unavailableReason() + " (nothing shipped)");
         }
         return 0;
       }
@@ -746,6 +769,103 @@ final class BenchPeers {
               Terminal.bytes(bytes), bytes / 1e9 / (shipNanos / 1e9), 100 * waitNanos / 1e9 / total);
         }
         return 0;
+      }
+    }
+
+    /**
+     * The CPU side of feeding a GPU, measured on any host: sample batches (512 samples, every
+     * feature, from the SSD tier) assembled on 1 and on N threads (N batches at once: the
+     * loader's prefetch workers), next to memcpy of batch-sized off-heap buffers on 1 and N
+     * threads (each thread its own buffers, larger than the caches), in GB/s of batch data.
+     */
+    private ObjectNode cpuPart() throws Exception {
+      int n = threads != null ? threads : Runtime.getRuntime().availableProcessors();
+      if (n < 1) {
+        throw new IllegalArgumentException("--threads must be at least 1");
+      }
+      ObjectNode cpu = Json.object().put("threads", n).put("secondsPerMeasurement", seconds);
+      try (Dataset ds = Dataset.open(dataset);
+          SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER)) {
+        long[] batchBytes = new long[1];
+        cpu.put("assembly1GBps", assemble(ds, store, 1, batchBytes));
+        cpu.put("assemblyNGBps", assemble(ds, store, n, batchBytes));
+        cpu.put("batchBytes", batchBytes[0]);
+        long size = Math.max(1 << 20, batchBytes[0]);
+        cpu.put("memcpy1GBps", memcpy(size, 1));
+        cpu.put("memcpyNGBps", memcpy(size, n));
+      }
+      return cpu;
+    }
+
+    /** GB/s of batch data assembled by one loader on {@code workers} threads, after a warm-up. */
+    private double assemble(Dataset ds, SegmentStore store, int workers, long[] batchBytes) throws IOException {
+      try (Loader l = Loader.builder(ds).features(ds.featureNames()).segments(store).sampleBatches(512).epochs(1000)
+          .prefetch(2 * workers, workers).name("bench-gpu-cpu").build()) {
+        long bytes = 0;
+        int count = 0;
+        long t0 = 0;
+        long end = Long.MAX_VALUE;
+        for (int i = 0; ; i++) {
+          Batch b = l.next();
+          if (b == null) {
+            break;
+          }
+          try (b) {
+            if (i == 2 * workers) {
+              t0 = System.nanoTime();
+              end = t0 + (long) (seconds * 1e9);
+            } else if (i > 2 * workers) {
+              bytes += b.dataBytes();
+              count++;
+            }
+          }
+          if (System.nanoTime() > end) {
+            break;
+          }
+        }
+        batchBytes[0] = count == 0 ? 0 : bytes / count;
+        return bytes / 1e9 / ((System.nanoTime() - t0) / 1e9);
+      }
+    }
+
+    /** GB/s of {@code size}-byte off-heap copies on {@code n} threads, each with its own source and target. */
+    private double memcpy(long size, int n) throws Exception {
+      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n,
+          r -> Thread.ofPlatform().name("bench-memcpy").daemon(true).unstarted(r));
+      try {
+        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(n);
+        List<java.util.concurrent.Future<Long>> done = new ArrayList<>();
+        long[] window = new long[2];
+        for (int t = 0; t < n; t++) {
+          done.add(pool.submit(() -> {
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+              java.lang.foreign.MemorySegment from = arena.allocate(size, 64);
+              java.lang.foreign.MemorySegment to = arena.allocate(size, 64);
+              from.fill((byte) 7);
+              java.lang.foreign.MemorySegment.copy(from, 0, to, 0, size); // touch both
+              start.await();
+              long t0 = System.nanoTime();
+              long end = t0 + (long) (seconds * 1e9);
+              long copied = 0;
+              while (System.nanoTime() < end) {
+                java.lang.foreign.MemorySegment.copy(from, 0, to, 0, size);
+                copied += size;
+              }
+              synchronized (window) {
+                window[0] = window[0] == 0 ? t0 : Math.min(window[0], t0);
+                window[1] = Math.max(window[1], System.nanoTime());
+              }
+              return copied;
+            }
+          }));
+        }
+        long copied = 0;
+        for (var f : done) {
+          copied += f.get();
+        }
+        return copied / 1e9 / ((window[1] - window[0]) / 1e9);
+      } finally {
+        pool.shutdownNow();
       }
     }
   }
