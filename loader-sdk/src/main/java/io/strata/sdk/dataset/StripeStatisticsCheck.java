@@ -147,14 +147,9 @@ final class StripeStatisticsCheck {
         }
       }
       case DateColumnStatistics s when t.kind() == FeatureType.Kind.DATE -> {
-        long min = Long.MAX_VALUE;
-        long max = Long.MIN_VALUE;
-        for (int i = 0; i < c.length(); i++) {
-          if (!c.isNull(i)) {
-            min = Math.min(min, c.getLong(i));
-            max = Math.max(max, c.getLong(i));
-          }
-        }
+        long[] range = longRange(c);
+        long min = range[0];
+        long max = range[1];
         if (s.getMinimumDayOfEpoch() != min || s.getMaximumDayOfEpoch() != max) {
           fail(file, stripe, name, "decoded days in [" + min + ", " + max + "], the stripe statistics record ["
               + s.getMinimumDayOfEpoch() + ", " + s.getMaximumDayOfEpoch() + "]");
@@ -162,14 +157,9 @@ final class StripeStatisticsCheck {
       }
       case TimestampColumnStatistics s when t.kind() == FeatureType.Kind.TIMESTAMP && utcTimestamps
           && s.getMinimumUTC() != null && s.getMaximumUTC() != null -> {
-        long min = Long.MAX_VALUE;
-        long max = Long.MIN_VALUE;
-        for (int i = 0; i < c.length(); i++) {
-          if (!c.isNull(i)) {
-            min = Math.min(min, c.getLong(i));
-            max = Math.max(max, c.getLong(i));
-          }
-        }
+        long[] range = longRange(c);
+        long min = range[0];
+        long max = range[1];
         // Decoded values are nanoseconds; the statistics keep milliseconds (and writers have
         // rounded the maximum up), so a millisecond either way is no disagreement.
         long minMillis = Math.floorDiv(min, 1_000_000L);
@@ -187,6 +177,19 @@ final class StripeStatisticsCheck {
         // recorded their statistics in local time (a valid file could disagree).
       }
     }
+  }
+
+  /** The smallest and the largest non-null value of a column of 64-bit values. */
+  private static long[] longRange(Column c) {
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (int i = 0; i < c.length(); i++) {
+      if (!c.isNull(i)) {
+        min = Math.min(min, c.getLong(i));
+        max = Math.max(max, c.getLong(i));
+      }
+    }
+    return new long[] {min, max};
   }
 
   private static long byteSum(Column c) {

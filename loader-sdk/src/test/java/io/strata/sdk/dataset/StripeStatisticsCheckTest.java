@@ -29,12 +29,16 @@ class StripeStatisticsCheckTest {
     return b.build();
   }
 
-  private static Column dates(Arena arena, long... days) {
-    ColumnBuilder b = new ColumnBuilder(FeatureType.DATE, arena, days.length);
-    for (long d : days) {
-      b.appendLong(d);
+  private static Column longs(Arena arena, FeatureType t, long... values) {
+    ColumnBuilder b = new ColumnBuilder(t, arena, values.length);
+    for (long v : values) {
+      b.appendLong(v);
     }
     return b.build();
+  }
+
+  private static Column dates(Arena arena, long... days) {
+    return longs(arena, FeatureType.DATE, days);
   }
 
   @Test
@@ -60,11 +64,7 @@ class StripeStatisticsCheckTest {
   }
 
   private static Column timestamps(Arena arena, long... nanos) {
-    ColumnBuilder b = new ColumnBuilder(FeatureType.TIMESTAMP, arena, nanos.length);
-    for (long n : nanos) {
-      b.appendLong(n);
-    }
-    return b.build();
+    return longs(arena, FeatureType.TIMESTAMP, nanos);
   }
 
   @Test
