@@ -1190,8 +1190,9 @@ final class TierManager implements AutoCloseable {
             .put("hddBytes", e.getValue()[1]));
     double now = now();
     ArrayNode js = o.putArray("jobs");
+    Map<String, long[]> jobBytes = jobs.bytesByJob();
     for (Jobs.Job j : jobs.plans()) {
-      long[] b = jobs.bytesByJob().getOrDefault(j.name(), new long[2]);
+      long[] b = jobBytes.getOrDefault(j.name(), new long[2]);
       jobJson(js.addObject(), j, jobs.step(j.name()), b[0], b[1], now - j.started());
     }
     ArrayNode recent = o.putArray("recentJobs");
