@@ -57,12 +57,21 @@ final class TierCommand implements Runnable {
           "-", "-", "host page cache of " + Terminal.bytes(dram.path("hostBytes").asLong()) + " memory; "
               + dram.path("openDatasets").asInt() + " datasets open");
       out.printf("node %s, up %s%n%n", node.client().url(), Terminal.seconds(t.path("uptimeSeconds").asDouble()));
+      if (t.path("churn").path("thrashing").asBoolean()) {
+        out.printf("warning: %s%n%n", t.path("churn").path("warning").asText());
+      }
       tiers.print(out);
+      long unlinked = ssd.path("unlinkedMappedBytes").asLong();
+      long damaged = ssd.path("damagedSegments").asLong();
+      if (unlinked > 0 || damaged > 0) {
+        out.printf("%s of evicted segments still mapped by jobs (freed as they move on); %d damaged segments dropped%s%n",
+            Terminal.bytes(unlinked), damaged, ssd.has("lastDamagedSegment") ? " (last: " + ssd.path("lastDamagedSegment").asText() + ")" : "");
+      }
       out.println();
-      Terminal.Table traffic = new Terminal.Table("byte hit ratio", "HDD bytes avoided", "flash written", "flash rate", "promotions", "evictions", "reads");
+      Terminal.Table traffic = new Terminal.Table("byte hit ratio", "HDD bytes avoided", "flash written", "flash rate (last min)", "promotions", "evictions", "reads");
       traffic.row(String.format(Locale.ROOT, "%.1f%%", 100 * tr.path("byteHitRatio").asDouble()),
           Terminal.bytes(tr.path("hddBytesAvoided").asLong()), Terminal.bytes(tr.path("flashBytesWritten").asLong()),
-          Terminal.bytes((long) tr.path("flashBytesPerHour").asDouble()) + "/h", tr.path("promotions").asLong(),
+          Terminal.bytes((long) tr.path("flashBytesPerSecondLastMinute").asDouble()) + "/s", tr.path("promotions").asLong(),
           tr.path("evictions").asLong(), Terminal.count(tr.path("reads").asLong()));
       traffic.print(out);
       if (t.path("topStreams").size() > 0) {
@@ -78,8 +87,12 @@ final class TierCommand implements Runnable {
       }
       if (t.path("jobs").size() > 0) {
         out.println();
-        Terminal.Table jobs = new Terminal.Table("job", "dataset", "features");
-        t.path("jobs").forEach(j -> jobs.row(j.path("job").asText(), j.path("dataset").asText(), j.path("features").asInt()));
+        Terminal.Table jobs = new Terminal.Table("job", "dataset", "progress", "rate", "hit ratio", "SSD read", "HDD read");
+        t.path("jobs").forEach(j -> jobs.row(j.path("job").asText(), j.path("dataset").asText(),
+            Terminal.percent(j.path("progress").asDouble()) + " (" + j.path("stepsDone").asLong() + " of " + j.path("steps").asLong()
+                + " steps)",
+            Terminal.bytes((long) j.path("bytesPerSecond").asDouble()) + "/s", Terminal.percent(j.path("byteHitRatio").asDouble()),
+            Terminal.bytes(j.path("ssdBytes").asLong()), Terminal.bytes(j.path("hddBytes").asLong())));
         jobs.print(out);
       }
       return 0;
