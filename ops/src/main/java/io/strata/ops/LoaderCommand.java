@@ -113,6 +113,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--threads", defaultValue = "1", description = "Prefetch threads; default ${DEFAULT-VALUE}.")
     int threads;
 
+    @Option(names = "--assembly-threads", defaultValue = "1",
+        description = "Threads that assemble each batch together, a group of its features each; default ${DEFAULT-VALUE}.")
+    int assemblyThreads;
+
     @Option(names = "--checkpoint", description = "Resume from this file if it exists; rewrite it after every batch.")
     Path checkpoint;
 
@@ -176,6 +180,7 @@ final class LoaderCommand implements Runnable {
             .epochs(epochs)
             .shard(rank, world)
             .prefetch(prefetch, threads)
+            .assemblyThreads(assemblyThreads)
             .shuffle(!noShuffle);
         boolean nodeReachable = true;
         if (node != null) {

@@ -65,6 +65,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private final long cacheRunEnd;
   private final Prefetcher prefetcher;
   private final SlabPool slabs;
+  /** Threads that assemble one batch together (each a group of its features); 1: the producer's own. */
+  private final int assemblyThreads;
+  private final java.util.concurrent.atomic.AtomicInteger assemblerNames = new java.util.concurrent.atomic.AtomicInteger();
   private final TierStats tierStats = new TierStats();
   private final long createdNanos = System.nanoTime();
   private final AtomicLong assembled = new AtomicLong();
@@ -125,6 +128,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
     }
     this.slabs = new SlabPool(b.depth + b.threads + 2, b.batchMemory);
+    this.assemblyThreads = Math.min(b.assemblyThreads, features.size());
     if (b.cacheRoot != null) {
       cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
       cache.cleanTemporaries();
@@ -290,14 +294,76 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
   /** Assembles batches; one per worker thread, plus one for cache misses on the job's thread. */
   private final class Producer implements Prefetcher.Producer {
-    private final TieredReader reader;
+    /** One reader per part of the batch: all features, or feature groups assembled at once. */
+    private final TieredReader[] readers;
+    /** For each reader, the positions of its features in {@link #features}. */
+    private final int[][] positions;
+    /**
+     * The thread of each reader but the first (which runs on the producer's own thread): a reader
+     * always runs on the same thread, as its decoded ORC blocks live in thread-confined memory.
+     */
+    private final java.util.concurrent.ExecutorService[] partThreads;
     private final boolean writeCache;
     private int orderEpoch = -1;
     private Permutation order;
 
     Producer(boolean writeCache) {
-      this.reader = new TieredReader(dataset, store, features, tierStats, derived);
+      this.positions = partition(assemblyThreads);
+      this.readers = new TieredReader[positions.length];
+      for (int r = 0; r < positions.length; r++) {
+        List<String> part = new ArrayList<>();
+        for (int i : positions[r]) {
+          part.add(features.get(i));
+        }
+        readers[r] = new TieredReader(dataset, store, part, tierStats, derived);
+      }
+      this.partThreads = new java.util.concurrent.ExecutorService[readers.length];
+      for (int r = 1; r < readers.length; r++) {
+        partThreads[r] = java.util.concurrent.Executors.newSingleThreadExecutor(
+            t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
+      }
       this.writeCache = writeCache;
+    }
+
+    /**
+     * Splits the features into {@code parts} groups of about equal bytes per row (longest first
+     * onto the lightest group), so that the groups' threads finish together.
+     */
+    private int[][] partition(int parts) {
+      int n = Math.max(1, Math.min(parts, features.size()));
+      List<List<Integer>> groups = new ArrayList<>();
+      long[] load = new long[n];
+      for (int k = 0; k < n; k++) {
+        groups.add(new ArrayList<>());
+      }
+      List<Integer> order = new ArrayList<>();
+      for (int i = 0; i < features.size(); i++) {
+        order.add(i);
+      }
+      order.sort((a, c) -> Long.compare(weight(c), weight(a)));
+      for (int i : order) {
+        int lightest = 0;
+        for (int k = 1; k < n; k++) {
+          if (load[k] < load[lightest]) {
+            lightest = k;
+          }
+        }
+        groups.get(lightest).add(i);
+        load[lightest] += weight(i);
+      }
+      int[][] out = new int[n][];
+      for (int k = 0; k < n; k++) {
+        out[k] = groups.get(k).stream().sorted().mapToInt(Integer::intValue).toArray();
+      }
+      return out;
+    }
+
+    /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */
+    private long weight(int i) {
+      DerivedChunkSource d = derived.get(features.get(i));
+      io.strata.sdk.FeatureType t = d != null ? d.type() : dataset.feature(features.get(i)).type();
+      int w = t.kind().width();
+      return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
     }
 
     @Override
@@ -306,7 +372,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       long step = stepOf(g);
       if (store != null) {
         store.step(g);
-        reader.refresh();
+        for (TieredReader reader : readers) {
+          reader.refresh();
+        }
       }
       if (epoch != orderEpoch) {
         order = plan.order(epoch);
@@ -331,35 +399,56 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       SlabPool.Memory memory = slabs.take();
       boolean ok = false;
       try {
-        List<ColumnBuilder> builders = reader.builders(memory, rows);
-        int n = features.size();
-        long[] dataBytes = new long[n];
-        long[] childRows = new long[n];
-        long[] childBytes = new long[n];
-        boolean allFixed = builders.stream().allMatch(b -> b.type().isFixedWidth());
-        if (!allFixed) {
-          for (int k = 0; k < units; k++) {
-            reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
+        Column[] built = new Column[features.size()];
+        if (readers.length == 1) {
+          assemble(readers[0], memory, rows, units, starts, offsets, singleRows, positions[0], built);
+        } else {
+          // Several threads fill one batch: the slab hands out memory to one at a time.
+          java.lang.foreign.SegmentAllocator shared = (size, align) -> {
+            synchronized (memory) {
+              return memory.allocate(size, align);
+            }
+          };
+          int finalRows = rows;
+          boolean finalSingle = singleRows;
+          List<java.util.concurrent.Future<?>> parts = new ArrayList<>();
+          for (int r = 1; r < readers.length; r++) {
+            TieredReader reader = readers[r];
+            int[] pos = positions[r];
+            parts.add(partThreads[r].submit(() -> {
+              assemble(reader, shared, finalRows, units, starts, offsets, finalSingle, pos, built);
+              return null;
+            }));
           }
-          for (int i = 0; i < n; i++) {
-            ColumnBuilder b = builders.get(i);
-            if (b.type().isVariableWidth()) {
-              b.reserve(0, dataBytes[i]);
-            } else if (!b.type().isFixedWidth()) {
-              b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
+          Throwable failure = null;
+          try {
+            assemble(readers[0], shared, rows, units, starts, offsets, singleRows, positions[0], built);
+          } catch (IOException | RuntimeException | Error e) {
+            failure = e;
+          }
+          for (var f : parts) {
+            try {
+              f.get(); // every part finishes before the memory can be released
+            } catch (java.util.concurrent.ExecutionException e) {
+              failure = failure == null ? e.getCause() : failure;
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              failure = failure == null ? e : failure;
             }
           }
-        }
-        if (singleRows) {
-          reader.appendSingleRows(starts, units, builders);
-        } else {
-          for (int k = 0; k < units; k++) {
-            reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
+          if (failure instanceof IOException io) {
+            throw io;
+          } else if (failure instanceof RuntimeException re) {
+            throw re;
+          } else if (failure instanceof Error err) {
+            throw err;
+          } else if (failure != null) {
+            throw new java.io.InterruptedIOException("interrupted while assembling batch " + g);
           }
         }
         SequencedMap<String, Column> cols = new LinkedHashMap<>();
         for (int i = 0; i < features.size(); i++) {
-          cols.put(features.get(i), builders.get(i).build());
+          cols.put(features.get(i), built[i]);
         }
         int window = plan instanceof Plan.Windows w ? w.length() : 0;
         int lookahead = plan instanceof Plan.Windows w ? w.lookahead() : 0;
@@ -378,9 +467,78 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       }
     }
 
+
+    /**
+     * Assembles the features at {@code pos} of one batch with {@code reader} (whose features they
+     * are, in that order) into {@code built}: sized first, then appended unit by unit.
+     */
+    private void assemble(TieredReader reader, java.lang.foreign.SegmentAllocator allocator, int rows, int units, long[] starts,
+        int[] offsets, boolean singleRows, int[] pos, Column[] built) throws IOException {
+      List<ColumnBuilder> builders = reader.builders(allocator, rows);
+      int n = pos.length;
+      long[] dataBytes = new long[n];
+      long[] childRows = new long[n];
+      long[] childBytes = new long[n];
+      boolean allFixed = builders.stream().allMatch(b -> b.type().isFixedWidth());
+      if (!allFixed) {
+        for (int k = 0; k < units; k++) {
+          reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
+        }
+        for (int i = 0; i < n; i++) {
+          ColumnBuilder b = builders.get(i);
+          if (b.type().isVariableWidth()) {
+            b.reserve(0, dataBytes[i]);
+          } else if (!b.type().isFixedWidth()) {
+            b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
+          }
+        }
+      }
+      if (singleRows) {
+        reader.appendSingleRows(starts, units, builders);
+      } else {
+        for (int k = 0; k < units; k++) {
+          reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
+        }
+      }
+      for (int k = 0; k < pos.length; k++) {
+        built[pos[k]] = builders.get(k).build();
+      }
+    }
+
+    /** Closes every reader on its own thread (confined memory is freed only there), then the threads. */
     @Override
     public void close() throws IOException {
-      reader.close();
+      List<java.util.concurrent.Future<?>> closing = new ArrayList<>();
+      for (int r = 1; r < readers.length; r++) {
+        TieredReader reader = readers[r];
+        closing.add(partThreads[r].submit(() -> {
+          reader.close();
+          return null;
+        }));
+        partThreads[r].shutdown();
+      }
+      IOException failure = null;
+      try {
+        readers[0].close();
+      } catch (IOException e) {
+        failure = e;
+      }
+      for (var f : closing) {
+        try {
+          f.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+          if (failure == null) {
+            failure = e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+          }
+        } catch (java.util.concurrent.TimeoutException e) {
+          failure = failure == null ? new IOException("an assembly thread did not finish within 30 s", e) : failure;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      if (failure != null) {
+        throw failure;
+      }
     }
   }
 
@@ -423,6 +581,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private int epochs = 1;
     private int depth = 4;
     private int threads = 1;
+    private int assemblyThreads = 1;
     private Checkpoint resume;
     private Path cacheRoot;
     private long cacheMaxBytes = 1L << 30;
@@ -527,6 +686,20 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
         throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
       }
       this.epochs = epochs;
+      return this;
+    }
+
+    /**
+     * Assemble each batch on {@code threads} threads at once, each filling a group of the
+     * features of about equal bytes per row (1, the default: one thread per batch). The batches
+     * are the same either way; splitting shortens each batch's assembly, for a job that waits on
+     * one batch at a time or a GPU that wants batches sooner.
+     */
+    public Builder assemblyThreads(int threads) {
+      if (threads < 1 || threads > 256) {
+        throw new IllegalArgumentException("assembly threads must be 1 to 256, got " + threads);
+      }
+      this.assemblyThreads = threads;
       return this;
     }
 

@@ -156,6 +156,40 @@ class LoaderTest {
     return out;
   }
 
+  /** Checksums of every column of every batch, in order. */
+  private static List<List<Long>> checksums(Loader.Builder builder) throws IOException {
+    List<List<Long>> out = new ArrayList<>();
+    try (Loader l = builder.build()) {
+      for (Batch b : l) {
+        try (b) {
+          List<Long> sums = new ArrayList<>();
+          for (Column c : b.columns().values()) {
+            sums.add(io.strata.sdk.Columns.checksum(c));
+          }
+          out.add(sums);
+        }
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void batchesAssembledOnSeveralThreadsAtOnceAreTheSame() throws IOException {
+    // Samples (ranges and, for fixed widths, gathers), shuffled rows, both tiers mixed.
+    for (java.util.function.Supplier<Loader.Builder> mode : List.<java.util.function.Supplier<Loader.Builder>>of(
+        () -> base().sampleBatches(64).seed(5).epochs(2),
+        () -> base().rowBatches(700, true).seed(9),
+        () -> base().features("amount", "score", "channel", "is_online").rowBatches(512, true).seed(3))) {
+      List<List<Long>> one = checksums(mode.get());
+      List<List<Long>> three = checksums(mode.get().assemblyThreads(3));
+      List<List<Long>> many = checksums(mode.get().assemblyThreads(64));
+      assertTrue(one.size() > 10, "batches: " + one.size());
+      assertEquals(one, three, "3 assembly threads");
+      assertEquals(one, many, "more assembly threads than features");
+    }
+    assertThrows(IllegalArgumentException.class, () -> Loader.builder(dataset).assemblyThreads(0));
+  }
+
   @Test
   void shufflesAreDeterministicPerSeedAndDifferPerEpochAndSeed() throws IOException {
     List<List<Long>> a = unitSequence(base().sampleBatches(40).seed(11).epochs(2));

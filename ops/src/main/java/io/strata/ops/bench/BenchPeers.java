@@ -710,11 +710,11 @@ final class BenchPeers {
         res.put("copiesPerByte", io.strata.gpu.GpuShipper.available() ? 2.0 : 1.0);
         if (!json) {
           out.printf("CPU: assembly %.2f GB/s on 1 thread (%.0f %% of memcpy's %.2f GB/s), %.2f GB/s on %d threads (%.0f %% of"
-                  + " memcpy's %.2f GB/s); %.1f copies per byte delivered%n",
+                  + " memcpy's %.2f GB/s; %.2f GB/s with each batch split across them); %.1f copies per byte delivered%n",
               cpu.path("assembly1GBps").asDouble(), 100 * res.path("ratios").path("assemblyVsMemcpy1").asDouble(),
               cpu.path("memcpy1GBps").asDouble(), cpu.path("assemblyNGBps").asDouble(), cpu.path("threads").asInt(),
               100 * res.path("ratios").path("assemblyVsMemcpyN").asDouble(), cpu.path("memcpyNGBps").asDouble(),
-              res.path("copiesPerByte").asDouble());
+              cpu.path("assemblySplitNGBps").asDouble(), res.path("copiesPerByte").asDouble());
         }
       }
       if (!io.strata.gpu.GpuShipper.available()) {
@@ -775,7 +775,7 @@ final class BenchPeers {
     /**
      * The CPU side of feeding a GPU, measured on any host: sample batches (512 samples, every
      * feature, from the SSD tier) assembled on 1 and on N threads (N batches at once: the
-     * loader's prefetch workers), next to memcpy of batch-sized off-heap buffers on 1 and N
+     * loader's prefetch workers; and one batch at a time split across N threads), next to memcpy of batch-sized off-heap buffers on 1 and N
      * threads (each thread its own buffers, larger than the caches), in GB/s of batch data.
      */
     private ObjectNode cpuPart() throws Exception {
@@ -787,8 +787,9 @@ final class BenchPeers {
       try (Dataset ds = Dataset.open(dataset);
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER)) {
         long[] batchBytes = new long[1];
-        cpu.put("assembly1GBps", assemble(ds, store, 1, batchBytes));
-        cpu.put("assemblyNGBps", assemble(ds, store, n, batchBytes));
+        cpu.put("assembly1GBps", assemble(ds, store, 1, 1, batchBytes));
+        cpu.put("assemblyNGBps", assemble(ds, store, n, 1, batchBytes));
+        cpu.put("assemblySplitNGBps", assemble(ds, store, 1, n, batchBytes));
         cpu.put("batchBytes", batchBytes[0]);
         long size = Math.max(1 << 20, batchBytes[0]);
         cpu.put("memcpy1GBps", memcpy(size, 1));
@@ -797,10 +798,13 @@ final class BenchPeers {
       return cpu;
     }
 
-    /** GB/s of batch data assembled by one loader on {@code workers} threads, after a warm-up. */
-    private double assemble(Dataset ds, SegmentStore store, int workers, long[] batchBytes) throws IOException {
+    /**
+     * GB/s of batch data assembled by one loader on {@code workers} threads (a batch each), each
+     * batch split across {@code split} threads, after a warm-up.
+     */
+    private double assemble(Dataset ds, SegmentStore store, int workers, int split, long[] batchBytes) throws IOException {
       try (Loader l = Loader.builder(ds).features(ds.featureNames()).segments(store).sampleBatches(512).epochs(1000)
-          .prefetch(2 * workers, workers).name("bench-gpu-cpu").build()) {
+          .prefetch(2 * workers, workers).assemblyThreads(split).name("bench-gpu-cpu").build()) {
         long bytes = 0;
         int count = 0;
         long t0 = 0;
