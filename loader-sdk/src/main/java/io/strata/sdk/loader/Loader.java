@@ -426,15 +426,25 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
           } catch (IOException | RuntimeException | Error e) {
             failure = e;
           }
+          // Every part finishes before the batch's memory can go back to the pool, even when this
+          // thread is interrupted meanwhile: a part still writing would write into another batch.
+          boolean interrupted = false;
           for (var f : parts) {
-            try {
-              f.get(); // every part finishes before the memory can be released
-            } catch (java.util.concurrent.ExecutionException e) {
-              failure = failure == null ? e.getCause() : failure;
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-              failure = failure == null ? e : failure;
+            while (true) {
+              try {
+                f.get();
+                break;
+              } catch (java.util.concurrent.ExecutionException e) {
+                failure = failure == null ? e.getCause() : failure;
+                break;
+              } catch (InterruptedException e) {
+                interrupted = true;
+              }
             }
+          }
+          if (interrupted) {
+            Thread.currentThread().interrupt();
+            failure = failure == null ? new InterruptedException() : failure;
           }
           if (failure instanceof IOException io) {
             throw io;
