@@ -42,6 +42,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * sharding}, each rank sees a disjoint part and the ranks together see everything. Batches are
  * assembled ahead on named background threads, at most {@code depth} ahead of the job.
  *
+ * <p>Threads: the job's thread calls {@link #next()} (and assembles a batch itself only when the
+ * batch cache misses on a restart); each prefetch worker owns a {@code Producer} with its own
+ * readers; with {@linkplain Builder#assemblyThreads assembly threads}, a producer's feature groups
+ * are filled on threads of its own, each reader always on the same one. Counters are atomic and
+ * the tier statistics are adders; nothing else is shared between workers but the slab pool and
+ * the segment source, both thread-safe.
+ *
  * <p>{@link Batch#checkpoint()} is the whole state of the loader; a loader built with {@link
  * Builder#resumeFrom} returns exactly the batch after it. With a {@linkplain Builder#batchCache
  * persistent batch cache}, the batches around the checkpoint are kept in memory-mapped files
