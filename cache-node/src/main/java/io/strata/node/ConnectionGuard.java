@@ -38,8 +38,6 @@ final class ConnectionGuard {
 
   private final Limits limits;
   private final Map<HttpConnection, State> open = new ConcurrentHashMap<>();
-  private final java.util.concurrent.atomic.AtomicLong closedSlow = new java.util.concurrent.atomic.AtomicLong();
-  private final java.util.concurrent.atomic.AtomicLong refused = new java.util.concurrent.atomic.AtomicLong();
 
   ConnectionGuard(Limits limits) {
     this.limits = limits;
@@ -48,7 +46,6 @@ final class ConnectionGuard {
   /** Registers a new connection, or closes it when the node holds {@code maxConnections} already. */
   void connected(HttpConnection conn) {
     if (open.size() >= limits.maxConnections()) {
-      refused.incrementAndGet();
       conn.close();
       return;
     }
@@ -85,7 +82,6 @@ final class ConnectionGuard {
       }
       if (slow) {
         open.remove(e.getKey());
-        closedSlow.incrementAndGet();
         e.getKey().close();
       }
     }
@@ -94,17 +90,5 @@ final class ConnectionGuard {
   /** Starts the sweeper on {@code vertx}; returns its timer id. */
   long start(Vertx vertx) {
     return vertx.setPeriodic(250, id -> sweep());
-  }
-
-  int openConnections() {
-    return open.size();
-  }
-
-  long closedSlow() {
-    return closedSlow.get();
-  }
-
-  long refused() {
-    return refused.get();
   }
 }

@@ -116,13 +116,16 @@ final class NodeMetrics implements AutoCloseable {
   synchronized String scrape() {
     Values v = source.get();
     now = v;
-    follow(v.datasetBytes(), datasetMeters, "strata.dataset.read", "dataset", "Bytes read from the dataset, by tier");
-    follow(v.jobBytes(), jobMeters, "strata.job.read", "job", "Bytes a job with a plan read, by tier (removed when its plan ends)");
+    follow(v.datasetBytes(), Values::datasetBytes, datasetMeters, "strata.dataset.read", "dataset",
+        "Bytes read from the dataset, by tier");
+    follow(v.jobBytes(), Values::jobBytes, jobMeters, "strata.job.read", "job",
+        "Bytes a job with a plan read, by tier (removed when its plan ends)");
     return registry.scrape();
   }
 
   /** Adds meters for new names and removes those of names gone (jobs whose plans ended). */
-  private void follow(Map<String, long[]> bytes, Map<String, List<Meter>> meters, String metric, String label, String help) {
+  private void follow(Map<String, long[]> bytes, java.util.function.Function<Values, Map<String, long[]>> of,
+      Map<String, List<Meter>> meters, String metric, String label, String help) {
     for (String name : bytes.keySet()) {
       meters.computeIfAbsent(name, n -> {
         List<Meter> list = new ArrayList<>();
@@ -130,7 +133,7 @@ final class NodeMetrics implements AutoCloseable {
         for (int t = 0; t < 2; t++) {
           int at = t;
           list.add(FunctionCounter.builder(metric, this, m -> {
-            long[] b = (label.equals("job") ? m.now.jobBytes() : m.now.datasetBytes()).get(n);
+            long[] b = of.apply(m.now).get(n);
             return b == null ? 0 : b[at];
           }).baseUnit("bytes").tags(Tags.of(label, n, "tier", tiers[t])).description(help).register(registry));
         }

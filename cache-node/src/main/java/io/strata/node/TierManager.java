@@ -547,12 +547,11 @@ final class TierManager implements AutoCloseable {
   /** One reported read: {@code bytes} of {@code feature} in {@code chunk}, served by {@code tier}. */
   record Read(String feature, int chunk, long bytes, boolean ssd) {}
 
-  /** Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions). */
-  synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step) {
-    return reportReads(job, datasetName, reads, step, -1);
-  }
-
-  /** As above; {@code unlinkedMappedBytes >= 0} is what the job still maps of evicted segments. */
+  /**
+   * Records a job's reads: statistics, reuse, and the policy's decisions (promotions, evictions);
+   * {@code step >= 0} is the step the job reached, {@code unlinkedMappedBytes >= 0} what it still
+   * maps of evicted segments.
+   */
   synchronized ObjectNode reportReads(String job, String datasetName, List<Read> reads, long step, long unlinkedMappedBytes) {
     Jobs.checkName(job);
     jobs.unlinked(job, unlinkedMappedBytes);
@@ -692,9 +691,8 @@ final class TierManager implements AutoCloseable {
       }
       String what = info.dataset() + "/" + info.feature() + " chunk " + info.chunk();
       boolean quiet;
+      unplace(key);
       synchronized (this) {
-        pending.remove(key);
-        policy.removed(key);
         counters.promotionFailures++;
         lastPromotionFailure = what + ": " + e.getMessage();
         quiet = closed;
@@ -788,14 +786,7 @@ final class TierManager implements AutoCloseable {
     if (ref == null) {
       return Json.object().put("resident", false).put("damaged", false);
     }
-    String damage = null;
-    try (io.strata.sdk.format.SegmentFile f = io.strata.sdk.format.SegmentFile.open(ref.path(), io.strata.sdk.format.SegmentFile.Verify.ALWAYS)) {
-      if (f.info().chunk() != chunk || !f.hasColumn(feature)) {
-        damage = ref.path() + " does not hold " + feature + " of chunk " + chunk;
-      }
-    } catch (IOException e) {
-      damage = e.getMessage();
-    }
+    String damage = SegmentStore.recheck(ref.path(), feature, chunk);
     if (damage == null) {
       return Json.object().put("resident", true).put("damaged", false);
     }
@@ -824,15 +815,6 @@ final class TierManager implements AutoCloseable {
   // ---------------------------------------------------------------- derived features
 
   /**
-   * Gets or computes a derived feature of a dataset in the node's feature store (requests for
-   * the same feature wait for one computation), then puts every chunk on the SSD tier as a
-   * segment named by the canonical spec. Runs on a worker thread; may take long.
-   */
-  ObjectNode derive(String datasetName, String specText) throws IOException {
-    return derive(datasetName, specText, io.strata.sdk.Progress.NONE);
-  }
-
-  /**
    * The canonical form of {@code specText} on {@code datasetName}, checked (the dataset exists,
    * the spec parses and its types check): 404 or 400 otherwise. Cheap: no column is read.
    */
@@ -845,7 +827,12 @@ final class TierManager implements AutoCloseable {
     }
   }
 
-  /** As above, telling {@code progress} of the chunks computed. */
+  /**
+   * Gets or computes a derived feature of a dataset in the node's feature store (requests for
+   * the same feature wait for one computation), then puts every chunk on the SSD tier as a
+   * segment named by the canonical spec, telling {@code progress} of the chunks computed. Runs on
+   * a derivation job's thread; may take long.
+   */
   ObjectNode derive(String datasetName, String specText, io.strata.sdk.Progress progress) throws IOException {
     try (DatasetRegistry.Lease lease = leaseDataset(datasetName)) {
       return derive(lease.dataset(), specText, progress);
@@ -1233,18 +1220,10 @@ final class TierManager implements AutoCloseable {
    * budget is too small for the working set, or the jobs' reuse too far apart).
    */
   private ObjectNode churn() {
-    double[] last = history.peekLast();
-    double[] from = last;
-    for (var it = history.descendingIterator(); it.hasNext(); ) {
-      double[] x = it.next();
-      if (last != null && last[0] - x[0] > 60) {
-        break;
-      }
-      from = x;
-    }
-    long promoted = last == null ? 0 : (long) (last[5] - from[5]);
-    long evicted = last == null ? 0 : (long) (last[6] - from[6]);
-    double seconds = last == null ? 0 : last[0] - from[0];
+    double[][] w = window(60);
+    long promoted = w == null ? 0 : (long) (w[1][5] - w[0][5]);
+    long evicted = w == null ? 0 : (long) (w[1][6] - w[0][6]);
+    double seconds = w == null ? 0 : w[1][0] - w[0][0];
     boolean thrashing = promoted >= CHURN_MIN && evicted >= 0.8 * promoted;
     ObjectNode o = Json.object().put("seconds", seconds).put("promotions", promoted).put("evictions", evicted)
         .put("thrashing", thrashing);
@@ -1335,21 +1314,29 @@ final class TierManager implements AutoCloseable {
 
   /** Flash bytes written per second over the last {@code seconds} of samples. */
   private double recentFlashRate(int seconds) {
-    if (history.size() < 2) {
-      return 0;
-    }
+    double[][] w = window(seconds);
+    double dt = w == null ? 0 : w[1][0] - w[0][0];
+    return dt <= 0 ? 0 : (w[1][3] - w[0][3]) / dt;
+  }
+
+  /**
+   * The oldest sample no more than {@code seconds} before the last one, and the last one (counters
+   * differ by what happened in between); null before the first sample.
+   */
+  private double[][] window(int seconds) {
     double[] last = history.peekLast();
+    if (last == null) {
+      return null;
+    }
     double[] from = last;
-    var it = history.descendingIterator();
-    while (it.hasNext()) {
+    for (var it = history.descendingIterator(); it.hasNext(); ) {
       double[] x = it.next();
       if (last[0] - x[0] > seconds) {
         break;
       }
       from = x;
     }
-    double dt = last[0] - from[0];
-    return dt <= 0 ? 0 : (last[3] - from[3]) / dt;
+    return new double[][] {from, last};
   }
 
   /** {@code GET /metrics}: Prometheus's text format. */

@@ -345,22 +345,25 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     if (ref == null) {
       return;
     }
-    try (SegmentFile f = SegmentFile.open(file, SegmentFile.Verify.ALWAYS)) {
-      if (f.info().chunk() != chunk) {
-        drop(ref, file + ": holds chunk " + f.info().chunk() + ", not " + chunk);
-      }
-    } catch (CorruptFileException e) {
+    String damage = recheck(file, feature, chunk);
+    if (damage != null) {
       try {
-        drop(ref, e.getMessage() + " (found by a reader: " + problem + ")");
+        drop(ref, damage + " (found by a reader: " + problem + ")");
       } catch (IOException ignored) {
         // Forgotten by the catalog already; the file goes at the next scan.
       }
+    }
+  }
+
+  /**
+   * Checks {@code file} again on a fresh mapping, every checksum: null when it holds {@code
+   * feature} of {@code chunk} intact, else what is wrong with it.
+   */
+  public static String recheck(Path file, String feature, int chunk) {
+    try (SegmentFile f = SegmentFile.open(file, SegmentFile.Verify.ALWAYS)) {
+      return f.info().chunk() == chunk && f.hasColumn(feature) ? null : file + " does not hold " + feature + " of chunk " + chunk;
     } catch (IOException e) {
-      try {
-        drop(ref, file + ": cannot be read again (" + e.getMessage() + "); found by a reader: " + problem);
-      } catch (IOException ignored) {
-        // As above.
-      }
+      return e.getMessage();
     }
   }
 
