@@ -71,6 +71,16 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** The writer's statistics of every stripe of a file (empty if it recorded none). */
+  /**
+   * A record reader of {@code reader}, made under this table's monitor: orc-core hands the
+   * reader's open file to the first record reader it makes ({@code ReaderImpl.takeFile}, not
+   * synchronized), so two threads making their first one at once could share one stream, and the
+   * first to close it would pull it from under the other ("this.in is null").
+   */
+  private synchronized RecordReader rows(Reader reader, Reader.Options options) throws IOException {
+    return reader.rows(options);
+  }
+
   private synchronized List<?> stripeStatistics(int file) throws IOException {
     if (stripeStats[file] == null) {
       stripeStats[file] = reader(file).getStripeStatistics();
@@ -236,7 +246,7 @@ public final class OrcTable implements AutoCloseable {
           Reader.Options options =
               reader.options().include(include(reader.getSchema(), columns)).range(c.offset(), c.length());
           OrcIo.enableSeeking(options, reader.getSchema());
-          rr = reader.rows(options);
+          rr = rows(reader, options);
           open.put(c.index(), rr);
           position.put(c.index(), c.firstRow());
           if (batch == null) {
