@@ -70,7 +70,6 @@ public final class OrcTable implements AutoCloseable {
     return readers[file];
   }
 
-  /** The writer's statistics of every stripe of a file (empty if it recorded none). */
   /**
    * A record reader of {@code reader}, made under this table's monitor: orc-core hands the
    * reader's open file to the first record reader it makes ({@code ReaderImpl.takeFile}, not
@@ -81,6 +80,7 @@ public final class OrcTable implements AutoCloseable {
     return reader.rows(options);
   }
 
+  /** The writer's statistics of every stripe of a file (empty if it recorded none). */
   private synchronized List<?> stripeStatistics(int file) throws IOException {
     if (stripeStats[file] == null) {
       stripeStats[file] = reader(file).getStripeStatistics();
