@@ -17,5 +17,7 @@ module io.strata.node {
   requires com.fasterxml.jackson.databind;
 
   exports io.strata.node;
+  // The API writes the facade's answers (package-private records) as JSON through Jackson.
+  opens io.strata.node to com.fasterxml.jackson.databind;
   exports io.strata.node.policy;
 }

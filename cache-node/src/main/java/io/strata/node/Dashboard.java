@@ -32,7 +32,7 @@ final class Dashboard {
 
   /** Status plus the last ten minutes of samples. */
   Object data() {
-    ObjectNode o = tiers.status();
+    ObjectNode o = Json.MAPPER.valueToTree(tiers.status());
     ArrayNode h = o.putArray("history");
     List<double[]> samples = tiers.history(600);
     for (double[] s : samples) {

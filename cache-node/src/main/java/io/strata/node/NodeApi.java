@@ -73,13 +73,13 @@ final class NodeApi {
       if (reads.size() > 1_000_000) {
         throw NodeException.badRequest("at most 1,000,000 reads per report");
       }
-      List<TierManager.Read> list = new ArrayList<>();
+      List<TierState.Read> list = new ArrayList<>();
       for (JsonNode x : reads) {
         String tier = text(x, "tier", true);
         if (!tier.equals("ssd") && !tier.equals("hdd")) {
           throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\", got '" + tier + "'");
         }
-        list.add(new TierManager.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
+        list.add(new TierState.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
       }
       long step = -1;
       if (b.has("step")) {
@@ -130,7 +130,7 @@ final class NodeApi {
             fail(ctx, ar.cause());
           }
         }));
-    r.delete("/v1/trace").handler(ctx -> run(ctx, tiers::clearTrace));
+    r.delete("/v1/trace").handler(ctx -> run(ctx, () -> Json.object().put("cleared", tiers.clearTrace())));
     r.post("/v1/segments/check").handler(ctx -> run(ctx, () -> {
       JsonNode b = body(ctx);
       String problem = text(b, "problem", false);
@@ -148,7 +148,7 @@ final class NodeApi {
       JsonNode b = body(ctx);
       String dataset = text(b, "dataset", true);
       String spec = tiers.checkDerivation(dataset, text(b, "spec", true));
-      return derives.submit(dataset, spec, progress -> tiers.derive(dataset, spec, progress));
+      return derives.submit(dataset, spec, progress -> derived(tiers.derive(dataset, spec, progress)));
     }, false).onComplete(ar -> {
       if (ar.succeeded()) {
         ctx.response().setStatusCode(202).putHeader("content-type", "application/json")
@@ -158,9 +158,15 @@ final class NodeApi {
       }
     }));
     r.get("/v1/features/jobs/:id").handler(ctx -> run(ctx, () -> derives.get(ctx.pathParam("id"))));
-    r.get("/v1/features").handler(ctx -> run(ctx, tiers::derivedFeatures));
+    r.get("/v1/features").handler(ctx -> run(ctx, () -> {
+      com.fasterxml.jackson.databind.node.ArrayNode a = Json.array();
+      for (io.strata.store.FeatureMeta m : tiers.derivedFeatures()) {
+        a.add(m.toJson().without("statistics"));
+      }
+      return a;
+    }));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
-    r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policyJson));
+    r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policy));
     r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(policyChange(body(ctx)))));
     r.post("/v1/promote").handler(ctx -> run(ctx, () -> {
       JsonNode b = body(ctx);
@@ -250,6 +256,11 @@ final class NodeApi {
         .end(Json.compact(o));
   }
 
+  /** A derivation's outcome as its job's result: the stored feature's description and what this run did. */
+  private static ObjectNode derived(TierManager.Derived d) {
+    return d.meta().toJson().put("cached", d.cached()).put("seconds", d.seconds()).put("segmentsWritten", d.segmentsWritten());
+  }
+
   private static String clip(String s) {
     return s.length() > 80 ? s.substring(0, 80) + "..." : s;
   }
@@ -296,7 +307,7 @@ final class NodeApi {
     f.onComplete(ar -> {
       if (ar.succeeded()) {
         Object v = ar.result();
-        String body = v instanceof JsonNode n ? Json.compact(n) : String.valueOf(v);
+        String body = Json.compact(v instanceof JsonNode n ? n : Json.MAPPER.valueToTree(v));
         ctx.response().setStatusCode(status).putHeader("content-type", "application/json").end(body);
       } else {
         fail(ctx, ar.cause());

@@ -1,0 +1,220 @@
+package io.strata.node;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.tier.Promoter;
+import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.store.FeatureStore;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.SequencedMap;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.DoubleSupplier;
+
+/**
+ * The file work of the SSD tier: writing segments (promotions of ORC features and of derived
+ * features from the feature store, through the SDK's one promotion path {@link
+ * Promoter#promoteChunk}) and unlinking evicted ones. Placements are decided by {@link TierState};
+ * this class does them and reports back.
+ *
+ * <p>Threads and locks: promotions run on {@code strata-promote-N} (a fixed pool with a bounded
+ * queue: {@link #submit} refuses rather than blocks, so the tier state may call it under its
+ * monitor), rate-limited in bytes per second by a token bucket under this object's monitor, so
+ * that promotion never starves the jobs' own reads; unlinking runs on {@code strata-evict}. A
+ * promotion holds its dataset by a lease while it reads, and takes the tier state's monitor only
+ * to report (never while holding this object's).
+ */
+final class PromotionQueue implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger("io.strata.node");
+
+  private final NodeConfig config;
+  private final SegmentStore store;
+  private final FeatureStore features;
+  private final DatasetRegistry datasets;
+  private final TierState state;
+  private final TierCounters counters;
+  private final NodeMetrics metrics;
+  private final DoubleSupplier clock;
+  private final ThreadPoolExecutor promoter;
+  private final ThreadPoolExecutor evictor;
+  private double tokens;
+  private double lastRefill = Double.NaN;
+  private volatile boolean closed;
+
+  PromotionQueue(NodeConfig config, SegmentStore store, FeatureStore features, DatasetRegistry datasets, TierState state,
+      TierCounters counters, NodeMetrics metrics, DoubleSupplier clock) {
+    this.config = config;
+    this.store = store;
+    this.features = features;
+    this.datasets = datasets;
+    this.state = state;
+    this.counters = counters;
+    this.metrics = metrics;
+    this.clock = clock;
+    AtomicInteger n = new AtomicInteger();
+    this.promoter = new ThreadPoolExecutor(config.promotionThreads(), config.promotionThreads(), 30, TimeUnit.SECONDS,
+        new ArrayBlockingQueue<>(1024), r -> daemon(r, "strata-promote-" + n.incrementAndGet()));
+    this.evictor = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(4096),
+        r -> daemon(r, "strata-evict"), new ThreadPoolExecutor.CallerRunsPolicy());
+    this.tokens = config.promotionBytesPerSecond();
+  }
+
+  private static Thread daemon(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  /** Queues the promotion of one feature chunk; false if the queue is full or closed. Never blocks. */
+  boolean submit(int key, KeySpace.KeyInfo info) {
+    if (closed) {
+      return false;
+    }
+    try {
+      promoter.execute(() -> promote(key, info));
+      return true;
+    } catch (RejectedExecutionException e) {
+      return false;
+    }
+  }
+
+  /** Unlinks an evicted segment on the evicting thread (mapped copies stay readable until unmapped). */
+  void unlink(SegmentRef ref) {
+    evictor.execute(() -> removeQuietly(ref));
+  }
+
+  /** Runs on a promotion thread: decode one feature chunk (from ORC, or the feature store) and write its segment. */
+  private void promote(int key, KeySpace.KeyInfo info) {
+    try (DatasetRegistry.Lease lease = datasets.lease(info.dataset())) {
+      Dataset ds = lease.dataset();
+      if (!ds.version().equals(info.version())) {
+        throw new IOException("dataset " + info.dataset() + " changed version");
+      }
+      boolean derived = io.strata.sdk.derive.Spec.isDerived(info.feature());
+      long t0 = System.nanoTime();
+      Promoter.ChunkSource source;
+      if (derived) {
+        String fp = features.lookup(ds.name(), ds.version(), info.feature())
+            .orElseThrow(() -> new IOException("derived feature " + info.feature() + " is no longer in the feature store"));
+        source = storedFeature(fp, info.feature());
+      } else {
+        source = Promoter.ChunkSource.orc(ds);
+      }
+      SegmentRef ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
+      metrics.promotions(derived).record(System.nanoTime() - t0, TimeUnit.NANOSECONDS);
+      if (!state.landed(key, ref)) {
+        unlink(ref); // evicted while being written
+      }
+    } catch (Exception e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt(); // the pool is shutting down
+      }
+      String what = info.dataset() + "/" + info.feature() + " chunk " + info.chunk();
+      state.unplace(key);
+      counters.promotionFailures.increment();
+      counters.lastPromotionFailure = what + ": " + e.getMessage();
+      if (!closed) {
+        LOG.log(System.Logger.Level.WARNING, "promotion of " + what + " failed; it is served from ORC: " + e);
+      }
+    }
+  }
+
+  /**
+   * Puts every chunk of a derived feature of {@code ds} on the SSD tier while the budget has room,
+   * on the calling thread (a derivation job's); returns the segments written.
+   */
+  int placeDerived(Dataset ds, String canonical, String fingerprint) throws IOException {
+    int placed = 0;
+    for (int c = 0; c < ds.chunks().size(); c++) {
+      int k = state.key(ds, canonical, c);
+      if (!state.reserve(k)) {
+        continue;
+      }
+      try {
+        SegmentRef ref = Promoter.promoteChunk(ds, store, c, List.of(canonical), storedFeature(fingerprint, canonical),
+            this::throttle);
+        if (state.landed(k, ref)) {
+          placed++;
+        } else {
+          unlink(ref);
+        }
+      } catch (IOException | RuntimeException e) {
+        state.unplace(k);
+        throw e;
+      } catch (InterruptedException e) {
+        state.unplace(k);
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("placing " + canonical + " on the SSD tier was interrupted at chunk " + c);
+      }
+    }
+    return placed;
+  }
+
+  /** Chunks of a derived feature from the feature store, named {@code name} in their segments. */
+  private Promoter.ChunkSource storedFeature(String fingerprint, String name) {
+    return (chunk, names, arena) -> {
+      SequencedMap<String, Column> cols = new LinkedHashMap<>();
+      cols.put(name, features.chunk(fingerprint, chunk, arena));
+      return cols;
+    };
+  }
+
+  /** Waits until the promotion rate limit allows {@code bytes} more. */
+  private void throttle(long bytes) throws InterruptedException {
+    long rate = config.promotionBytesPerSecond();
+    if (rate <= 0) {
+      return;
+    }
+    while (true) {
+      long wait;
+      synchronized (this) {
+        double t = clock.getAsDouble();
+        if (!Double.isNaN(lastRefill)) {
+          tokens = Math.min(rate, tokens + (t - lastRefill) * rate);
+        }
+        lastRefill = t;
+        if (tokens >= Math.min(bytes, rate)) {
+          tokens -= bytes;
+          return;
+        }
+        wait = (long) Math.ceil((Math.min(bytes, rate) - tokens) * 1000.0 / rate);
+      }
+      Thread.sleep(Math.max(1, wait));
+    }
+  }
+
+  private void removeQuietly(SegmentRef ref) {
+    try {
+      store.remove(ref);
+    } catch (IOException ignored) {
+      // The file is gone from the catalog; a failed unlink is retried at the next start-up scan.
+    }
+  }
+
+  /** Whether no promotion is running or queued and no unlink is waiting. */
+  boolean idle() {
+    return promoter.getActiveCount() == 0 && promoter.getQueue().isEmpty() && evictor.getActiveCount() == 0
+        && evictor.getQueue().isEmpty();
+  }
+
+  /** Stops taking work and waits (up to 30 s per pool) for what runs to finish. */
+  @Override
+  public void close() {
+    closed = true;
+    promoter.shutdown();
+    evictor.shutdown();
+    try {
+      promoter.awaitTermination(30, TimeUnit.SECONDS);
+      evictor.awaitTermination(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

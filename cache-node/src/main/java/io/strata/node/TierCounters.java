@@ -1,0 +1,44 @@
+package io.strata.node;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The node's running totals: reads per tier, flash bytes written, promotions, evictions and
+ * failures, with the last failure and the last damaged segment in words.
+ *
+ * <p>Threads and locks: none. Every counter is a {@link LongAdder} and every note a volatile
+ * string, so the reads path, the promotion threads and the status and metrics readers never
+ * wait for each other here; a {@link #snapshot()} is not one instant across counters (each value
+ * is exact, their sum may straddle a read being counted).
+ */
+final class TierCounters {
+  final LongAdder reads = new LongAdder();
+  final LongAdder ssdReads = new LongAdder();
+  final LongAdder ssdBytes = new LongAdder();
+  final LongAdder hddBytes = new LongAdder();
+  final LongAdder flashBytes = new LongAdder();
+  final LongAdder promotions = new LongAdder();
+  final LongAdder promotionFailures = new LongAdder();
+  final LongAdder evictions = new LongAdder();
+  final LongAdder rejectedPromotions = new LongAdder();
+  final LongAdder damagedSegments = new LongAdder();
+  /** What the last failed promotion was and why, or null. */
+  volatile String lastPromotionFailure;
+  /** What the last damaged segment's check found, or null. */
+  volatile String lastDamagedSegment;
+
+  /** The counters' values, read one after another. */
+  record Snapshot(long reads, long ssdReads, long ssdBytes, long hddBytes, long flashBytes, long promotions,
+      long promotionFailures, long evictions, long rejectedPromotions, long damagedSegments) {
+    /** SSD bytes over all bytes read (0 before any read). */
+    double byteHitRatio() {
+      long total = ssdBytes + hddBytes;
+      return total == 0 ? 0 : (double) ssdBytes / total;
+    }
+  }
+
+  Snapshot snapshot() {
+    return new Snapshot(reads.sum(), ssdReads.sum(), ssdBytes.sum(), hddBytes.sum(), flashBytes.sum(), promotions.sum(),
+        promotionFailures.sum(), evictions.sum(), rejectedPromotions.sum(), damagedSegments.sum());
+  }
+}

@@ -1,0 +1,609 @@
+package io.strata.node;
+
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.StrataPolicy;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.tier.SegmentRef;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.DoubleSupplier;
+
+/**
+ * What is where on the SSD tier, and the policy that decides it: the one class that calls the
+ * policy. It holds the key space (an int per dataset version, feature and chunk), the resident
+ * segments and the placements in flight, the jobs and their plans, the recorded trace, pins and
+ * quotas, and the bytes read per feature stream. File work is not done here: placements are
+ * handed to the {@link PromotionQueue} and come back through {@link #landed} or {@link #unplace},
+ * evicted segments go to its unlinking thread.
+ *
+ * <p>Threads and locks: every method runs under this object's monitor, and quickly (in-memory
+ * work only; handing work to the queue never blocks: its queues refuse rather than wait). The
+ * callers (API workers, promotion threads, the node's timer) validate requests against their
+ * dataset before they come here, so nothing in here reads a file. It calls out, under its
+ * monitor, to the policy, the key space, {@link Jobs}, {@link TraceRecorder} and the queue's
+ * non-blocking {@code submit}/{@code unlink}, none of which calls back in, and to the lock-free
+ * {@link TierCounters}.
+ */
+final class TierState {
+  /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, served by the SSD tier or not. */
+  record Read(String feature, int chunk, long bytes, boolean ssd) {}
+
+  private final StrataPolicy policy;
+  private final TierCounters counters;
+  private final DoubleSupplier clock;
+  private final KeySpace keys = new KeySpace();
+  private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
+  private final Set<Integer> pending = new HashSet<>();
+  private final Jobs jobs;
+  private final TraceRecorder trace;
+  private final Set<String> pins = new HashSet<>();
+  private final Map<String, Long> quotas = new TreeMap<>();
+  private final Map<Integer, long[]> groupBytes = new HashMap<>();
+  private PromotionQueue queue;
+  /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
+  private long residency;
+  private boolean closed;
+
+  TierState(StrataPolicy policy, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds, int traceRows) {
+    this.policy = policy;
+    this.counters = counters;
+    this.clock = clock;
+    this.jobs = new Jobs(planLeaseSeconds);
+    this.trace = new TraceRecorder(traceRows);
+  }
+
+  /** The queue placements go to (set once, before any request). */
+  synchronized void attach(PromotionQueue q) {
+    this.queue = q;
+  }
+
+  // ---------------------------------------------------------------- keys
+
+  /** The key of {@code chunk} of {@code feature}; a feature's keys are allocated (and told to the policy) on first use. */
+  synchronized int key(Dataset ds, String feature, int chunk) {
+    int k = keys.find(ds.name(), ds.version(), feature, chunk);
+    if (k >= 0) {
+      return k;
+    }
+    int chunks = ds.chunks().size();
+    int base = keys.allocate(ds.name(), ds.version(), feature, chunks, c -> estimateBytes(ds, feature, c));
+    boolean pinned = pinned(ds.name(), feature);
+    for (int c = 0; c < chunks; c++) {
+      policy.group(base + c, keys.get(base + c).group());
+      if (pinned) {
+        policy.pin(base + c, keys.bytes(base + c), true);
+      }
+    }
+    return base + chunk;
+  }
+
+  synchronized KeySpace.KeyInfo info(int key) {
+    return keys.get(key);
+  }
+
+  synchronized long bytes(int key) {
+    return keys.bytes(key);
+  }
+
+  /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
+  private void setKeyBytes(int key, long bytes) {
+    keys.setBytes(key, bytes);
+    trace.size(key, bytes);
+  }
+
+  /** The SSD bytes the policy reckons a feature chunk takes until its segment is written. */
+  static long estimateBytes(Dataset ds, String feature, int chunk) {
+    long rows = ds.chunks().get(chunk).rows();
+    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+      return rows * 16 + 4096;
+    }
+    FeatureType t = ds.feature(feature).type();
+    int width = t.kind().width();
+    if (width > 0) {
+      return rows * width + 4096;
+    }
+    if (width == 0) {
+      return rows / 8 + 4096;
+    }
+    return rows * (t.isVariableWidth() ? 24 : 40) + 4096;
+  }
+
+  /** A segment found on disk at start-up, of the current version of {@code ds}: resident again. */
+  synchronized void restore(Dataset ds, SegmentRef ref) {
+    long share = ref.bytes() / Math.max(1, ref.info().columns().size());
+    for (String feature : ref.info().columns()) {
+      int key = key(ds, feature, ref.info().chunk());
+      residentRefs.put(key, ref);
+      setKeyBytes(key, share);
+      policy.restore(key, share);
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** Where each of {@code features} of {@code chunks} lives now: the segments to map (the rest is read from ORC). */
+  synchronized TierViews.Resolved resolve(Dataset ds, List<String> features, List<Integer> chunks) {
+    Map<Path, List<String>> byPath = new LinkedHashMap<>();
+    Map<Path, SegmentRef> refs = new HashMap<>();
+    for (String f : features) {
+      for (int c : chunks) {
+        SegmentRef ref = residentRefs.get(key(ds, f, c));
+        if (ref != null) {
+          byPath.computeIfAbsent(ref.path(), p -> new ArrayList<>()).add(f);
+          refs.put(ref.path(), ref);
+        }
+      }
+    }
+    List<TierViews.SegmentView> segments = new ArrayList<>();
+    byPath.forEach((p, fs) -> {
+      SegmentRef ref = refs.get(p);
+      segments.add(new TierViews.SegmentView(p.toString(), ref.info().chunk(), ref.bytes(), fs));
+    });
+    return new TierViews.Resolved(ds.name(), ds.version(), segments, ds.directory().toString(), residency);
+  }
+
+  /**
+   * Records a job's reads (checked by the caller): statistics, reuse, and the policy's decisions
+   * (promotions, evictions); {@code step >= 0} is the step the job reached, {@code
+   * unlinkedMappedBytes >= 0} what it still maps of evicted segments.
+   */
+  synchronized TierViews.ReadsAnswer reads(String job, Dataset ds, List<Read> reads, long step, long unlinkedMappedBytes) {
+    jobs.unlinked(job, unlinkedMappedBytes);
+    int jid = jobs.id(job);
+    double now = clock.getAsDouble();
+    int admitted = 0;
+    expirePlans(now);
+    jobs.heard(job, now);
+    long[] planned = jobs.bytesOf(job);
+    for (Read r : reads) {
+      int k = key(ds, r.feature(), r.chunk());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
+      counters.reads.increment();
+      long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
+      if (r.ssd()) {
+        counters.ssdReads.increment();
+        counters.ssdBytes.add(r.bytes());
+        g[0] += r.bytes();
+      } else {
+        counters.hddBytes.add(r.bytes());
+        g[1] += r.bytes();
+      }
+      if (planned != null) {
+        planned[r.ssd() ? 0 : 1] += r.bytes();
+      }
+      CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
+      if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
+        if (schedule(k)) {
+          admitted++;
+        }
+      }
+    }
+    if (step >= 0) {
+      // After the reads: they belong to steps up to this one.
+      policy.progress(jid, step, now);
+      jobs.stepped(job, step);
+      trace.step(now, job, ds.name(), step);
+    }
+    return new TierViews.ReadsAnswer(reads.size(), admitted, jobs.hasPlan(job), residency);
+  }
+
+  // ---------------------------------------------------------------- plans and the trace
+
+  /**
+   * Installs a job's plan given as the chunks of each step (every feature of each chunk is read in
+   * the step), from global step {@code firstStep}; returns the reads it holds.
+   */
+  synchronized int installPlan(String job, Dataset ds, List<String> features, int[][] stepChunks, long firstStep,
+      long perEpoch, boolean substitutable) {
+    int total = 0;
+    for (int[] c : stepChunks) {
+      total += c.length * features.size();
+    }
+    int[] seq = new int[total];
+    int[] ends = new int[stepChunks.length];
+    int i = 0;
+    for (int s = 0; s < stepChunks.length; s++) {
+      for (int c : stepChunks[s]) {
+        for (String f : features) {
+          seq[i++] = key(ds, f, c);
+        }
+      }
+      ends[s] = i;
+    }
+    CachePolicy.JobPlan jp = new CachePolicy.JobPlan(seq, ends, firstStep, perEpoch, substitutable);
+    double now = clock.getAsDouble();
+    expirePlans(now);
+    int id = jobs.planned(job, ds.name(), features, now, jp.firstStep(), jp.firstStep() + jp.stepEnds().length);
+    policy.plan(id, jp);
+    trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
+    return total;
+  }
+
+  /** Changes how long a silent job's plan is kept (tests). */
+  synchronized void planLease(double seconds) {
+    jobs.lease(seconds);
+  }
+
+  /** Drops the plans of jobs silent for longer than the lease. */
+  private void expirePlans(double now) {
+    for (Jobs.Job j : jobs.expire(now)) {
+      policy.jobEnded(j.id());
+      trace.end(now, j.name(), j.dataset());
+    }
+  }
+
+  /** Ends a job's plan (404 if it has none). */
+  synchronized void endJob(String job) {
+    double now = clock.getAsDouble();
+    Jobs.Job j = jobs.end(job, now);
+    if (j == null) {
+      throw NodeException.notFound("no job '" + job + "' has a plan");
+    }
+    policy.jobEnded(j.id());
+    trace.end(now, job, j.dataset());
+  }
+
+  /** The recorded trace as CSV. */
+  synchronized String traceCsv() {
+    return trace.csv();
+  }
+
+  /** How many of the trace's oldest rows were dropped. */
+  synchronized long traceDropped() {
+    return trace.dropped();
+  }
+
+  /** Forgets the recorded trace; returns the rows dropped. */
+  synchronized int clearTrace() {
+    int n = trace.rows();
+    trace.clear();
+    return n;
+  }
+
+  // ---------------------------------------------------------------- placements
+
+  /** Hands the placement of one feature chunk to the queue; false (and the policy told) if refused. */
+  private boolean schedule(int key) {
+    if (residentRefs.containsKey(key) || pending.contains(key) || closed) {
+      return false;
+    }
+    if (!withinQuota(key)) {
+      policy.removed(key);
+      return false;
+    }
+    pending.add(key);
+    if (queue.submit(key, keys.get(key))) {
+      return true;
+    }
+    pending.remove(key);
+    policy.removed(key);
+    counters.rejectedPromotions.increment();
+    return false;
+  }
+
+  /**
+   * Reserves a derived feature's chunk for placement by the caller, if the budget has room and it
+   * is neither resident nor in flight: the caller writes it and reports {@link #landed} or {@link #unplace}.
+   */
+  synchronized boolean reserve(int key) {
+    if (closed || residentRefs.containsKey(key) || pending.contains(key) || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
+      return false;
+    }
+    policy.restore(key, keys.bytes(key));
+    pending.add(key);
+    return true;
+  }
+
+  /** A placement's segment was written; false if the policy evicted it meanwhile (the caller unlinks it). */
+  synchronized boolean landed(int key, SegmentRef ref) {
+    pending.remove(key);
+    counters.flashBytes.add(ref.bytes());
+    setKeyBytes(key, ref.bytes());
+    if (!policy.resident(key) || closed) {
+      return false;
+    }
+    residentRefs.put(key, ref);
+    residency++;
+    counters.promotions.increment();
+    policy.resize(key, ref.bytes(), clock.getAsDouble(), this::evicted);
+    String ds = keys.get(key).dataset();
+    Long quota = quotas.get(ds);
+    if (quota != null && residentRefs.containsKey(key) && datasetBytes(ds) > quota) {
+      policy.removed(key);
+      evicted(key);
+    }
+    return true;
+  }
+
+  /** A placement that failed: no longer pending, not resident. */
+  synchronized void unplace(int key) {
+    pending.remove(key);
+    policy.removed(key);
+  }
+
+  /** Called by the policy for every key it evicts (under this object's lock). */
+  private void evicted(int key) {
+    SegmentRef ref = residentRefs.remove(key);
+    residency++;
+    if (ref == null) {
+      return;
+    }
+    counters.evictions.increment();
+    // Other features sharing the segment leave the tier with it.
+    KeySpace.KeyInfo k = keys.get(key);
+    for (String f : ref.info().columns()) {
+      int other = keys.find(k.dataset(), k.version(), f, k.chunk());
+      if (other >= 0 && other != key && residentRefs.remove(other) != null) {
+        policy.removed(other);
+      }
+    }
+    queue.unlink(ref);
+  }
+
+  /** The segment holding {@code feature} of {@code chunk}, or null when it is read from ORC. */
+  synchronized SegmentRef segment(Dataset ds, String feature, int chunk) {
+    return residentRefs.get(key(ds, feature, chunk));
+  }
+
+  /** Drops {@code ref} from the tier if it still holds {@code feature} of {@code chunk} (found damaged); true if it did. */
+  synchronized boolean drop(Dataset ds, String feature, int chunk, SegmentRef ref) {
+    int k = key(ds, feature, chunk);
+    if (residentRefs.get(k) != ref) {
+      return false;
+    }
+    policy.removed(k);
+    evicted(k);
+    return true;
+  }
+
+  /** SSD bytes a dataset holds or has in flight. */
+  private long datasetBytes(String ds) {
+    long used = 0;
+    for (int k : residentRefs.keySet()) {
+      if (keys.get(k).dataset().equals(ds)) {
+        used += keys.bytes(k);
+      }
+    }
+    for (int p : pending) {
+      if (keys.get(p).dataset().equals(ds)) {
+        used += keys.bytes(p);
+      }
+    }
+    return used;
+  }
+
+  private boolean withinQuota(int key) {
+    Long quota = quotas.get(keys.get(key).dataset());
+    return quota == null || datasetBytes(keys.get(key).dataset()) + keys.bytes(key) <= quota;
+  }
+
+  // ---------------------------------------------------------------- operator actions
+
+  /** Promotes {@code features} of {@code chunks} now (checked by the caller), within the SSD budget (409) and quotas. */
+  synchronized TierViews.Promoted promote(Dataset ds, List<String> features, List<Integer> chunks) {
+    long need = 0;
+    List<Integer> todo = new ArrayList<>();
+    for (String f : features) {
+      for (int c : chunks) {
+        int k = key(ds, f, c);
+        if (!residentRefs.containsKey(k) && !pending.contains(k)) {
+          todo.add(k);
+          need += keys.bytes(k);
+        }
+      }
+    }
+    if (policy.residentBytes() + need > policy.budget()) {
+      throw NodeException.conflict("promoting " + todo.size() + " chunks needs about " + need + " bytes but only "
+          + Math.max(0, policy.budget() - policy.residentBytes()) + " of the SSD budget are free: evict, unpin or raise the budget");
+    }
+    int scheduled = 0;
+    for (int k : todo) {
+      policy.restore(k, keys.bytes(k));
+      if (schedule(k)) {
+        scheduled++;
+      }
+    }
+    return new TierViews.Promoted(scheduled, need);
+  }
+
+  /** Evicts {@code features} of {@code chunks} (checked by the caller); a pinned feature is refused (409) before any is evicted. */
+  synchronized TierViews.Evicted evict(Dataset ds, List<String> features, List<Integer> chunks) {
+    for (String f : features) {
+      if (pinned(ds.name(), f)) {
+        throw NodeException.conflict("feature " + f + " of " + ds.name() + " is pinned: unpin it first");
+      }
+    }
+    int n = 0;
+    for (String f : features) {
+      for (int c : chunks) {
+        int k = key(ds, f, c);
+        if (residentRefs.containsKey(k)) {
+          policy.removed(k);
+          evicted(k);
+          n++;
+        }
+      }
+    }
+    return new TierViews.Evicted(n);
+  }
+
+  private boolean pinned(String dataset, String feature) {
+    return pins.contains(dataset) || pins.contains(dataset + "/" + feature);
+  }
+
+  /** The SSD bytes the pinned features take (estimated until their segments are written): reserved in the budget. */
+  synchronized long pinnedBytes() {
+    long b = 0;
+    for (int k = 0; k < keys.size(); k++) {
+      KeySpace.KeyInfo ki = keys.get(k);
+      if (pinned(ki.dataset(), ki.feature())) {
+        b += keys.bytes(k);
+      }
+    }
+    return b;
+  }
+
+  /**
+   * Pins (or unpins) a dataset ({@code feature} null) or one feature: pinned chunks are promoted
+   * and never evicted. Pinned bytes are reserved in the SSD budget: a pin the budget cannot hold
+   * is refused (409); unpinning what is not pinned is 404.
+   */
+  synchronized TierViews.Pinned pin(Dataset ds, String feature, boolean pin) {
+    String p = feature == null ? ds.name() : ds.name() + "/" + feature;
+    List<String> fs = feature == null ? ds.featureNames() : List.of(feature);
+    if (pin) {
+      if (!pins.contains(p)) {
+        long more = 0;
+        for (String f : fs) {
+          if (!pinned(ds.name(), f)) {
+            for (int c = 0; c < ds.chunks().size(); c++) {
+              more += keys.bytes(key(ds, f, c));
+            }
+          }
+        }
+        long already = pinnedBytes();
+        if (already + more > policy.budget()) {
+          throw NodeException.conflict("pinning " + p + " needs " + more + " bytes of SSD budget; " + already + " of the "
+              + policy.budget() + "-byte budget are pinned already: raise the budget or unpin first");
+        }
+      }
+      pins.add(p);
+    } else if (!pins.remove(p)) {
+      throw NodeException.notFound(p + " is not pinned");
+    }
+    int scheduled = 0;
+    for (String f : fs) {
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        int k = key(ds, f, c);
+        policy.pin(k, keys.bytes(k), pinned(ds.name(), f));
+        if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
+          policy.restore(k, keys.bytes(k));
+          if (schedule(k)) {
+            scheduled++;
+          }
+        }
+      }
+    }
+    return new TierViews.Pinned(pin, p, scheduled);
+  }
+
+  /** The pins, sorted. */
+  synchronized List<String> pins() {
+    return List.copyOf(new TreeSet<>(pins));
+  }
+
+  /** The quotas by dataset. */
+  synchronized Map<String, Long> quotas() {
+    return new TreeMap<>(quotas);
+  }
+
+  /**
+   * Applies a change of policy (quota datasets checked by the caller), as a whole or not at all:
+   * 409 for a budget below the pinned bytes; a null quota removes the dataset's quota.
+   */
+  synchronized void setPolicy(Long budget, Long flash, Double discount, Map<String, Long> quotaChanges) {
+    long pinned = budget == null ? 0 : pinnedBytes();
+    if (budget != null && budget < pinned) {
+      throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinned
+          + " bytes pinned features take: unpin first (pins: " + pins() + ")");
+    }
+    if (budget != null) {
+      policy.setBudget(budget, clock.getAsDouble(), this::evicted);
+    }
+    if (flash != null) {
+      policy.setFlashBudget(flash);
+    }
+    if (discount != null) {
+      policy.setPopularityDiscount(discount);
+    }
+    quotaChanges.forEach((name, bytes) -> {
+      if (bytes == null) {
+        quotas.remove(name);
+      } else {
+        quotas.put(name, bytes);
+      }
+    });
+  }
+
+  /** The policy's settings and decision counts as a view, with the node's part given by the caller. */
+  synchronized TierViews.PolicyView policyView(long promotionBytesPerSecond, Map<String, String> sources, List<String> hddRoots) {
+    return new TierViews.PolicyView(policy.budget(), (long) policy.flashBudgetPerHour(), policy.popularityDiscount(),
+        promotionBytesPerSecond, quotas(), pins(), pinnedBytes(), sources, hddRoots, policy.decisionCounts());
+  }
+
+  // ---------------------------------------------------------------- what the status shows
+
+  /** The tier's part of the status, taken at once. */
+  record Snapshot(long residentBytes, long budgetBytes, double flashBudgetPerHour, double popularityDiscount,
+      int pending, long residency, List<TierViews.Stream> topStreams, List<TierViews.JobRow> jobs,
+      List<TierViews.JobRow> recentJobs, List<String> pins, Map<String, Long> quotas, Map<String, Long> datasetBytes,
+      Map<String, long[]> bytesByDataset, Map<String, long[]> bytesByJob, long jobsUnlinkedBytes) {}
+
+  synchronized Snapshot snapshot() {
+    double now = clock.getAsDouble();
+    List<TierViews.Stream> top = groupBytes.entrySet().stream()
+        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
+        .limit(10)
+        .map(e -> new TierViews.Stream(keys.groupName(e.getKey()), e.getValue()[0], e.getValue()[1]))
+        .toList();
+    Map<String, long[]> jobBytes = jobs.bytesByJob();
+    List<TierViews.JobRow> rows = new ArrayList<>();
+    for (Jobs.Job j : jobs.plans()) {
+      long[] b = jobBytes.getOrDefault(j.name(), new long[2]);
+      rows.add(TierViews.JobRow.of(j, jobs.step(j.name()), b[0], b[1], now - j.started(), null, null));
+    }
+    List<TierViews.JobRow> recent = new ArrayList<>();
+    for (Jobs.Ended e : jobs.recent()) {
+      recent.add(TierViews.JobRow.of(e.job(), e.step(), e.ssdBytes(), e.hddBytes(), e.ended() - e.job().started(), e.how(),
+          now - e.ended()));
+    }
+    Map<String, Long> perDataset = new TreeMap<>();
+    for (int k : residentRefs.keySet()) {
+      perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
+    }
+    for (int k : pending) {
+      perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
+    }
+    Map<String, long[]> readByDataset = new TreeMap<>();
+    for (Map.Entry<Integer, long[]> e : groupBytes.entrySet()) {
+      String group = keys.groupName(e.getKey());
+      long[] d = readByDataset.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[2]);
+      d[0] += e.getValue()[0];
+      d[1] += e.getValue()[1];
+    }
+    return new Snapshot(policy.residentBytes(), policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(),
+        pending.size(), residency, top, rows, recent, pins(), quotas(), perDataset, readByDataset, jobBytes,
+        jobs.unlinkedTotal());
+  }
+
+  /** The SSD bytes resident of one dataset (not counting those in flight). */
+  synchronized long residentBytes(String dataset) {
+    long resident = 0;
+    for (int k : residentRefs.keySet()) {
+      if (keys.get(k).dataset().equals(dataset)) {
+        resident += keys.bytes(k);
+      }
+    }
+    return resident;
+  }
+
+  /** Whether no placement is in flight. */
+  synchronized boolean idle() {
+    return pending.isEmpty();
+  }
+
+  /** Takes no more placements. */
+  synchronized void close() {
+    closed = true;
+  }
+}

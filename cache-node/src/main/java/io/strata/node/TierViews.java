@@ -1,0 +1,96 @@
+package io.strata.node;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What {@link TierManager} answers: plain records, no JSON and no HTTP. {@code NodeApi} writes
+ * them as the JSON bodies of docs/API.md (a record's components are its fields, in order; a null
+ * component is left out).
+ */
+final class TierViews {
+  private TierViews() {}
+
+  /** {@code GET /v1/datasets/{name}}. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record DatasetView(String name, String version, String path, long rows, int chunks, long orcBytes,
+      List<FeatureView> features, long ssdBytes, Long quotaBytes) {}
+
+  /** A feature of a dataset: its type and the SSD bytes the policy reckons it takes, or why it is not served. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record FeatureView(String name, String type, Long policyBytes, String unsupported) {}
+
+  /** {@code POST /v1/resolve}: the segments to map, the ORC source for the rest, and the residency generation. */
+  record Resolved(String dataset, String version, List<SegmentView> segments, String orcSource, long residency) {}
+
+  /** One segment to map, and the requested features it holds. */
+  record SegmentView(String path, int chunk, long bytes, List<String> features) {}
+
+  /** {@code POST /v1/reads}. */
+  record ReadsAnswer(int accepted, int promotionsScheduled, boolean planned, long residency) {}
+
+  /** {@code POST /v1/plans}: the steps are given for a program, not for a chunk order. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record PlanAnswer(String job, String dataset, String version, Integer steps, Long stepsPerEpoch, Long startStep,
+      long reads) {}
+
+  /** {@code POST /v1/segments/check}. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record SegmentCheck(boolean resident, boolean damaged, String problem) {}
+
+  /** {@code POST /v1/promote}. */
+  record Promoted(int scheduled, long bytes) {}
+
+  /** {@code POST /v1/evict}. */
+  record Evicted(int evicted) {}
+
+  /** {@code POST /v1/pin} and {@code /v1/unpin}. */
+  record Pinned(boolean pinned, String target, int promotionsScheduled) {}
+
+  /** {@code GET /v1/policy}. */
+  record PolicyView(long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount,
+      long promotionBytesPerSecond, Map<String, Long> quotas, List<String> pins, long pinnedBytes,
+      Map<String, String> sources, List<String> hddRoots, Map<String, Long> decisions) {}
+
+  /** {@code GET /v1/tiers}. */
+  record Status(double uptimeSeconds, Ssd ssd, Hdd hdd, Dram dram, Traffic traffic, List<Stream> topStreams,
+      List<JobRow> jobs, List<JobRow> recentJobs, List<String> pins, PolicyBrief policy, List<DatasetBrief> datasets,
+      TierHistory.Churn churn, List<String> startupNotes) {}
+
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record Ssd(String directory, long bytes, long residentBytes, long budgetBytes, int segments, int pendingPromotions,
+      long unlinkedMappedBytes, long damagedSegments, String lastDamagedSegment) {}
+
+  record Hdd(int datasets, long bytes, List<String> roots) {}
+
+  record Dram(long budgetBytes, long openDatasets, long hostBytes, long pageCacheBytes) {}
+
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record Traffic(long reads, long ssdReads, long ssdBytes, long hddBytes, double byteHitRatio, long hddBytesAvoided,
+      long flashBytesWritten, double flashBytesPerHour, double flashBytesPerSecondLastMinute, long promotions,
+      long promotionFailures, String lastPromotionFailure, long rejectedPromotions, long evictions,
+      long derivedComputations) {}
+
+  /** A feature stream (dataset/feature) and the bytes read of it per tier. */
+  record Stream(String stream, long ssdBytes, long hddBytes) {}
+
+  /** A job's row: progress in steps, bytes per tier, hit ratio, rate; how and when it ended for a recent job. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record JobRow(String job, String dataset, int features, long stepsDone, long steps, double progress, long ssdBytes,
+      long hddBytes, double byteHitRatio, double seconds, double bytesPerSecond, String how, Double endedSecondsAgo) {
+
+    static JobRow of(Jobs.Job j, long step, long ssd, long hdd, double seconds, String how, Double endedSecondsAgo) {
+      long total = j.endStep() - j.firstStep();
+      long done = Math.max(0, Math.min(total, step + 1 - j.firstStep()));
+      return new JobRow(j.name(), j.dataset(), j.features().size(), done, total, total == 0 ? 0 : (double) done / total,
+          ssd, hdd, ssd + hdd == 0 ? 0 : (double) ssd / (ssd + hdd), seconds, seconds <= 0 ? 0 : (ssd + hdd) / seconds,
+          how, endedSecondsAgo);
+    }
+  }
+
+  record PolicyBrief(long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount) {}
+
+  /** A dataset's bytes on HDD and SSD, and its quota (-1: none). */
+  record DatasetBrief(String name, long orcBytes, long ssdBytes, long quotaBytes) {}
+}
