@@ -19,13 +19,26 @@ import java.util.stream.Stream;
 public final class Processes {
   private Processes() {}
 
+  /**
+   * This process's code as a class path for a child JVM: its module path (when it runs on one,
+   * as the unit tests do) and its class path. Children run on the class path, as the launcher does.
+   */
+  public static String classPath() {
+    String modules = System.getProperty("jdk.module.path");
+    String classes = System.getProperty("java.class.path", "");
+    if (modules == null || modules.isEmpty()) {
+      return classes;
+    }
+    return classes.isEmpty() ? modules : modules + java.io.File.pathSeparator + classes;
+  }
+
   /** Starts {@code strata args...} as a new JVM with this process's class path. */
   public static Process spawn(List<String> jvmArgs, List<String> args, Path stdout) throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
     cmd.addAll(jvmArgs);
-    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
+    cmd.addAll(List.of("-cp", classPath(), Main.class.getName()));
     cmd.addAll(args);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
     pb.redirectOutput(stdout == null ? ProcessBuilder.Redirect.DISCARD : ProcessBuilder.Redirect.to(stdout.toFile()));
@@ -98,7 +111,7 @@ public final class Processes {
       pb.environment().put("PYTHONPATH", root.resolve("python") + (pp == null ? "" : ":" + pp));
     }
     pb.environment().put("STRATA_JAVA", Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    pb.environment().put("STRATA_CLASSPATH", System.getProperty("java.class.path"));
+    pb.environment().put("STRATA_CLASSPATH", classPath());
     pb.environment().put("STRATA_LOADER_SOCKET", socket.toString());
     pb.environment().put("STRATA_LOADER_IDLE_EXIT", Integer.toString(idleSeconds));
   }

@@ -39,7 +39,7 @@ final class Cli {
     cmd.add("--enable-native-access=ALL-UNNAMED");
     cmd.add("--sun-misc-unsafe-memory-access=allow");
     cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(Processes.classPath());
     cmd.add(Main.class.getName());
     cmd.addAll(List.of(args));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();

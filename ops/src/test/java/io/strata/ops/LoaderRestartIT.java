@@ -64,7 +64,7 @@ class LoaderRestartIT {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     cmd.addAll(List.of("-Xmx256m", "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
-        "-cp", System.getProperty("java.class.path"), Main.class.getName()));
+        "-cp", Processes.classPath(), Main.class.getName()));
     cmd.addAll(args);
     return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
   }
