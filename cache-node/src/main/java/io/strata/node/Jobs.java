@@ -1,7 +1,6 @@
 package io.strata.node;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,7 +13,7 @@ import java.util.TreeMap;
  * bytes each planned job read per tier (for the metrics), and the bytes of evicted segments each
  * job still maps (as it last reported).
  *
- * <p>Threads and locks: not thread-safe; {@link TierManager} calls it under its monitor only,
+ * <p>Threads and locks: not thread-safe; {@link TierState} calls it under its monitor only,
  * except {@link #unlinkedTotal()} and {@link #unlinked}, whose table is concurrent.
  */
 final class Jobs {
@@ -155,10 +154,6 @@ final class Jobs {
     return b;
   }
 
-  Collection<Job> plans() {
-    return plans.values();
-  }
-
   /** A copy of the bytes read per planned job, by name. */
   Map<String, long[]> bytesByJob() {
     Map<String, long[]> out = new TreeMap<>();
@@ -169,5 +164,25 @@ final class Jobs {
   /** Changes how long a silent job's plan is kept (tests). */
   void lease(double seconds) {
     leaseSeconds = seconds;
+  }
+
+  /** The rows of the jobs with a plan: progress, bytes per tier, rate. */
+  List<TierViews.JobRow> rows(double now) {
+    List<TierViews.JobRow> out = new ArrayList<>();
+    for (Job j : plans.values()) {
+      long[] b = bytes.getOrDefault(j.name(), new long[2]);
+      out.add(TierViews.JobRow.of(j, step(j.name()), b[0], b[1], now - j.started(), null, null));
+    }
+    return out;
+  }
+
+  /** The rows of the plans that ended lately, newest first as {@link #recent()} gives them. */
+  List<TierViews.JobRow> recentRows(double now) {
+    List<TierViews.JobRow> out = new ArrayList<>();
+    for (Ended e : recent()) {
+      out.add(TierViews.JobRow.of(e.job(), e.step(), e.ssdBytes(), e.hddBytes(), e.ended() - e.job().started(), e.how(),
+          now - e.ended()));
+    }
+    return out;
   }
 }

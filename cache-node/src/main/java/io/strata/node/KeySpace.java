@@ -2,9 +2,11 @@ package io.strata.node;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -14,7 +16,7 @@ import java.util.function.IntToLongFunction;
  * sequential detection and the status's top streams), numbered in allocation order. Each key has
  * a size in the SSD budget: an estimate until its segment is written, then the segment's bytes.
  *
- * <p>Not thread-safe: {@link TierManager} uses it under its monitor only.
+ * <p>Not thread-safe: {@link TierState} uses it under its monitor only.
  */
 final class KeySpace {
   /** One feature chunk of one dataset version, and the group (feature) it belongs to. */
@@ -23,6 +25,8 @@ final class KeySpace {
   private record Block(int base, int chunks) {}
 
   private final Map<String, Block> blocks = new HashMap<>();
+  /** Bytes read of each group, from the SSD tier and the HDD tier. */
+  private final Map<Integer, long[]> groupBytes = new HashMap<>();
   private final List<String> groupNames = new ArrayList<>();
   private KeyInfo[] infos = new KeyInfo[1024];
   private long[] bytes = new long[1024];
@@ -86,4 +90,48 @@ final class KeySpace {
   String groupName(int group) {
     return groupNames.get(group);
   }
+
+  /** Counts {@code bytes} read of {@code key}'s group from the SSD tier or the HDD tier. */
+  void read(int key, boolean ssd, long bytes) {
+    groupBytes.computeIfAbsent(infos[key].group(), x -> new long[2])[ssd ? 0 : 1] += bytes;
+  }
+
+  /** The {@code n} groups (feature streams) read most, with their bytes per tier. */
+  List<TierViews.Stream> topStreams(int n) {
+    return groupBytes.entrySet().stream()
+        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
+        .limit(n)
+        .map(e -> new TierViews.Stream(groupName(e.getKey()), e.getValue()[0], e.getValue()[1]))
+        .toList();
+  }
+
+  /** Bytes read per dataset from the SSD tier and the HDD tier (index 0 and 1). */
+  Map<String, long[]> readBytesByDataset() {
+    Map<String, long[]> out = new TreeMap<>();
+    for (Map.Entry<Integer, long[]> e : groupBytes.entrySet()) {
+      String group = groupName(e.getKey());
+      long[] d = out.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[2]);
+      d[0] += e.getValue()[0];
+      d[1] += e.getValue()[1];
+    }
+    return out;
+  }
+
+  /** The SSD bytes the policy reckons a feature chunk takes until its segment is written. */
+  static long estimateBytes(io.strata.sdk.Dataset ds, String feature, int chunk) {
+    long rows = ds.chunks().get(chunk).rows();
+    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+      return rows * 16 + 4096;
+    }
+    io.strata.sdk.FeatureType t = ds.feature(feature).type();
+    int width = t.kind().width();
+    if (width > 0) {
+      return rows * width + 4096;
+    }
+    if (width == 0) {
+      return rows / 8 + 4096;
+    }
+    return rows * (t.isVariableWidth() ? 24 : 40) + 4096;
+  }
+
 }

@@ -12,12 +12,10 @@ import io.strata.sdk.tier.SegmentStore;
 import io.strata.store.FeatureMeta;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -61,11 +59,15 @@ final class TierManager implements AutoCloseable {
   private final DatasetRegistry datasets;
   private final TierCounters counters = new TierCounters();
   private final TierHistory history = new TierHistory();
+  private final TraceRecorder trace = new TraceRecorder(TRACE_ROWS);
   private final TierState state;
   private final NodeMetrics metrics;
   private final PromotionQueue queue;
   private final double startNanos = System.nanoTime();
   private final List<String> startupNotes = new CopyOnWriteArrayList<>();
+  private final RequestChecks checks;
+  private final TierReport report;
+  private final PlanIntake plans;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
   TierManager(NodeConfig config) throws IOException {
@@ -96,10 +98,13 @@ final class TierManager implements AutoCloseable {
     StrataPolicy policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour,
         settings.popularityDiscount);
     this.datasets = new DatasetRegistry(config);
-    this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, TRACE_ROWS);
-    this.metrics = new NodeMetrics(this::metricValues);
+    this.checks = new RequestChecks(features);
+    this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, trace);
+    this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes);
+    this.metrics = new NodeMetrics(report::metricValues);
     this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now);
     state.attach(queue);
+    this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
     datasets.load(startupNotes);
     restoreResident();
     state.setPolicy(null, null, null, settings.quotas);
@@ -179,7 +184,7 @@ final class TierManager implements AutoCloseable {
       if (f.supported()) {
         long estimate = 0;
         for (int c = 0; c < ds.chunks().size(); c++) {
-          estimate += TierState.estimateBytes(ds, f.name(), c);
+          estimate += KeySpace.estimateBytes(ds, f.name(), c);
         }
         fs.add(new TierViews.FeatureView(f.name(), f.type().toString(), estimate, null));
       } else {
@@ -190,58 +195,6 @@ final class TierManager implements AutoCloseable {
         datasets.orcBytes(ds.name()), fs, state.residentBytes(ds.name()), state.quotas().get(ds.name()));
   }
 
-  /**
-   * Checks that {@code feature} names a feature of {@code ds} (a derived one by its canonical spec,
-   * and materialized) and {@code chunk} one of its chunks.
-   */
-  private void check(Dataset ds, String feature, int chunk) {
-    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
-      String canonical;
-      try {
-        canonical = io.strata.sdk.derive.Spec.parse(feature).canonical();
-      } catch (IllegalArgumentException e) {
-        throw NodeException.badRequest(e.getMessage());
-      }
-      if (!canonical.equals(feature)) {
-        throw NodeException.badRequest("derived features are named by their canonical spec: '" + canonical + "', not '" + feature + "'");
-      }
-      try {
-        if (features.lookup(ds.name(), ds.version(), canonical).isEmpty()) {
-          throw NodeException.notFound("derived feature " + canonical + " of " + ds.name() + " is not materialized (POST /v1/features first)");
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    } else {
-      try {
-        ds.feature(feature);
-      } catch (IllegalArgumentException e) {
-        throw NodeException.badRequest(e.getMessage());
-      }
-    }
-    if (chunk < 0 || chunk >= ds.chunks().size()) {
-      throw NodeException.badRequest("chunk " + chunk + " is outside dataset " + ds.name() + " (0.." + (ds.chunks().size() - 1) + ")");
-    }
-  }
-
-  /** Checks every feature against chunk 0 and every chunk against the first feature. */
-  private void check(Dataset ds, List<String> fs, List<Integer> chunks) {
-    for (String f : fs) {
-      check(ds, f, 0);
-    }
-    for (int c : chunks) {
-      check(ds, fs.getFirst(), c);
-    }
-  }
-
-  private static List<Integer> allChunks(Dataset ds) {
-    List<Integer> cs = new ArrayList<>();
-    for (int c = 0; c < ds.chunks().size(); c++) {
-      cs.add(c);
-    }
-    return cs;
-  }
-
   // ---------------------------------------------------------------- jobs
 
   /**
@@ -250,53 +203,12 @@ final class TierManager implements AutoCloseable {
    */
   TierViews.PlanAnswer plan(String job, String datasetName, List<String> features, int epochs, List<Integer> chunkOrder,
       boolean substitutable) {
-    Jobs.checkName(job);
-    Dataset ds = dataset(datasetName);
-    if (features.isEmpty()) {
-      throw NodeException.badRequest("'features' must name at least one feature");
-    }
-    if (epochs < 1 || epochs > 10_000) {
-      throw NodeException.badRequest("'epochs' must be in 1..10000, got " + epochs);
-    }
-    List<Integer> order = chunkOrder == null ? allChunks(ds) : chunkOrder;
-    check(ds, features, order);
-    long length = (long) epochs * order.size() * features.size();
-    if (length > MAX_PLAN_READS) {
-      throw NodeException.badRequest("the plan has " + length + " reads; at most 50,000,000 are accepted");
-    }
-    int[][] stepChunks = new int[epochs * order.size()][];
-    for (int k = 0; k < stepChunks.length; k++) {
-      stepChunks[k] = new int[] {order.get(k % order.size())};
-    }
-    state.installPlan(job, ds, features, stepChunks, 0, Math.max(1, order.size()), substitutable);
-    return new TierViews.PlanAnswer(job, ds.name(), ds.version(), null, null, null, length);
+    return plans.plan(job, datasetName, features, epochs, chunkOrder, substitutable);
   }
 
-  /**
-   * A job's plan as its loader's program: the node expands it with the loader's own code into
-   * the chunks of every step from the program's start step on; each step reads every one of
-   * {@code features} of its chunks.
-   */
+  /** A job's plan as its loader's program, expanded by the node with the loader's own code. */
   TierViews.PlanAnswer plan(String job, String datasetName, List<String> features, PlanProgram program, boolean substitutable) {
-    Jobs.checkName(job);
-    try (DatasetRegistry.Lease lease = datasets.lease(datasetName)) {
-      Dataset ds = lease.dataset();
-      if (features.isEmpty()) {
-        throw NodeException.badRequest("'features' must name at least one feature");
-      }
-      check(ds, features, List.of());
-      // Expanding may take a while on large datasets: outside every lock, so that reads go on.
-      int[][] stepChunks;
-      long perEpoch;
-      try {
-        perEpoch = program.stepsPerEpoch(ds);
-        stepChunks = program.expand(ds, MAX_PLAN_READS / features.size());
-      } catch (IllegalArgumentException e) {
-        throw NodeException.badRequest("plan of job '" + job + "': " + e.getMessage());
-      }
-      int total = state.installPlan(job, ds, features, stepChunks, program.startStep(), Math.max(1, perEpoch), substitutable);
-      return new TierViews.PlanAnswer(job, ds.name(), ds.version(), stepChunks.length, perEpoch, program.startStep(), total);
-    }
+    return plans.plan(job, datasetName, features, program, substitutable);
   }
 
   /** Changes how long a silent job's plan is kept (tests). */
@@ -311,17 +223,17 @@ final class TierManager implements AutoCloseable {
 
   /** The recorded trace as CSV. */
   String traceCsv() {
-    return state.traceCsv();
+    return trace.csv();
   }
 
   /** How many of the trace's oldest rows were dropped. */
   long traceDropped() {
-    return state.traceDropped();
+    return trace.dropped();
   }
 
   /** Forgets the recorded trace; returns the rows dropped. */
   int clearTrace() {
-    return state.clearTrace();
+    return trace.clear();
   }
 
   // ---------------------------------------------------------------- reads
@@ -334,9 +246,9 @@ final class TierManager implements AutoCloseable {
         Jobs.checkName(job);
       }
       Dataset ds = dataset(datasetName);
-      List<Integer> cs = chunks == null ? allChunks(ds) : chunks;
+      List<Integer> cs = chunks == null ? RequestChecks.allChunks(ds) : chunks;
       if (!features.isEmpty()) {
-        check(ds, features, cs);
+        checks.check(ds, features, cs);
       }
       return state.resolve(ds, features, cs);
     } finally {
@@ -354,7 +266,7 @@ final class TierManager implements AutoCloseable {
     Jobs.checkName(job);
     Dataset ds = dataset(datasetName);
     for (TierState.Read r : reads) {
-      check(ds, r.feature(), r.chunk());
+      checks.check(ds, r.feature(), r.chunk());
       if (r.bytes() < 0) {
         throw NodeException.badRequest("'bytes' must not be negative");
       }
@@ -369,7 +281,7 @@ final class TierManager implements AutoCloseable {
    */
   TierViews.SegmentCheck checkSegment(String datasetName, String feature, int chunk, String problem) {
     Dataset ds = dataset(datasetName);
-    check(ds, feature, chunk);
+    checks.check(ds, feature, chunk);
     SegmentRef ref = state.segment(ds, feature, chunk);
     if (ref == null) {
       return new TierViews.SegmentCheck(false, false, null);
@@ -439,8 +351,8 @@ final class TierManager implements AutoCloseable {
   TierViews.Promoted promoteNow(String datasetName, List<String> fs, List<Integer> chunks) {
     Dataset ds = dataset(datasetName);
     List<String> f = fs == null || fs.isEmpty() ? ds.featureNames() : fs;
-    List<Integer> cs = chunks == null ? allChunks(ds) : chunks;
-    check(ds, f, cs);
+    List<Integer> cs = chunks == null ? RequestChecks.allChunks(ds) : chunks;
+    checks.check(ds, f, cs);
     return state.promote(ds, f, cs);
   }
 
@@ -448,8 +360,8 @@ final class TierManager implements AutoCloseable {
   TierViews.Evicted evictNow(String datasetName, List<String> fs, List<Integer> chunks) {
     Dataset ds = dataset(datasetName);
     List<String> f = fs == null || fs.isEmpty() ? ds.featureNames() : fs;
-    List<Integer> cs = chunks == null ? allChunks(ds) : chunks;
-    check(ds, f, cs);
+    List<Integer> cs = chunks == null ? RequestChecks.allChunks(ds) : chunks;
+    checks.check(ds, f, cs);
     return state.evict(ds, f, cs);
   }
 
@@ -460,7 +372,7 @@ final class TierManager implements AutoCloseable {
   TierViews.Pinned pin(String datasetName, String feature, boolean pin) {
     Dataset ds = dataset(datasetName);
     if (feature != null) {
-      check(ds, feature, 0);
+      checks.check(ds, feature, 0);
     }
     synchronized (settings) {
       TierViews.Pinned out = state.pin(ds, feature, pin);
@@ -545,27 +457,7 @@ final class TierManager implements AutoCloseable {
   // ---------------------------------------------------------------- status
 
   TierViews.Status status() {
-    TierState.Snapshot s = state.snapshot();
-    TierCounters.Snapshot c = counters.snapshot();
-    double now = now();
-    TierViews.Ssd ssd = new TierViews.Ssd(config.ssdDir().toString(), store.bytes(), s.residentBytes(), s.budgetBytes(),
-        store.segments().size(), s.pending(), store.unlinkedMappedBytes() + s.jobsUnlinkedBytes(), c.damagedSegments(),
-        counters.lastDamagedSegment);
-    TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots());
-    long[] mem = TierHistory.hostMemory();
-    TierViews.Dram dram = new TierViews.Dram(config.dramBudgetBytes(), datasets.openCount(), mem[0], mem[1]);
-    TierViews.Traffic traffic = new TierViews.Traffic(c.reads(), c.ssdReads(), c.ssdBytes(), c.hddBytes(), c.byteHitRatio(),
-        c.ssdBytes(), c.flashBytes(), history.flashBytesPerHour(now, c.flashBytes()), history.flashBytesPerSecond(60),
-        c.promotions(), c.promotionFailures(), counters.lastPromotionFailure, c.rejectedPromotions(), c.evictions(),
-        features.computations());
-    List<TierViews.DatasetBrief> dsl = new ArrayList<>();
-    for (String name : datasets.names()) {
-      dsl.add(new TierViews.DatasetBrief(name, datasets.orcBytes(name), s.datasetBytes().getOrDefault(name, 0L),
-          s.quotas().getOrDefault(name, -1L)));
-    }
-    return new TierViews.Status(now, ssd, hdd, dram, traffic, s.topStreams(), s.jobs(), s.recentJobs(), s.pins(),
-        new TierViews.PolicyBrief(s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
-        history.churn(), startupNotes());
+    return report.status();
   }
 
   /** Samples the counters (called every second by the node): the history behind rates and the dashboard. */
@@ -576,32 +468,6 @@ final class TierManager implements AutoCloseable {
   /** The last {@code n} samples: time, SSD bytes read, HDD bytes read, flash written, SSD bytes held, promotions, evictions. */
   List<double[]> history(int n) {
     return history.last(n);
-  }
-
-  /** The values behind {@code /metrics}, taken at once. */
-  private NodeMetrics.Values metricValues() {
-    TierState.Snapshot s = state.snapshot();
-    TierCounters.Snapshot c = counters.snapshot();
-    Map<String, Number> m = new LinkedHashMap<>();
-    m.put("reads", c.reads());
-    m.put("ssdReads", c.ssdReads());
-    m.put("ssdBytes", c.ssdBytes());
-    m.put("hddBytes", c.hddBytes());
-    m.put("flashBytes", c.flashBytes());
-    m.put("promotions", c.promotions());
-    m.put("promotionFailures", c.promotionFailures());
-    m.put("rejectedPromotions", c.rejectedPromotions());
-    m.put("evictions", c.evictions());
-    m.put("damagedSegments", c.damagedSegments());
-    m.put("ssdBytesHeld", store.bytes());
-    m.put("ssdBudgetBytes", s.budgetBytes());
-    m.put("unlinkedMappedBytes", store.unlinkedMappedBytes() + s.jobsUnlinkedBytes());
-    m.put("pendingPromotions", s.pending());
-    m.put("datasets", datasets.names().size());
-    m.put("jobs", s.jobs().size());
-    m.put("byteHitRatio", c.byteHitRatio());
-    m.put("flashBytesPerSecond", history.flashBytesPerSecond(60));
-    return new NodeMetrics.Values(m, s.bytesByDataset(), s.bytesByJob());
   }
 
   /** {@code GET /metrics}: Prometheus's text format. */

@@ -3,11 +3,9 @@ package io.strata.node;
 import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Dataset;
-import io.strata.sdk.FeatureType;
 import io.strata.sdk.tier.SegmentRef;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -15,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.function.DoubleSupplier;
 
 /**
@@ -46,20 +43,18 @@ final class TierState {
   private final Set<Integer> pending = new HashSet<>();
   private final Jobs jobs;
   private final TraceRecorder trace;
-  private final Set<String> pins = new HashSet<>();
-  private final Map<String, Long> quotas = new TreeMap<>();
-  private final Map<Integer, long[]> groupBytes = new HashMap<>();
+  private final Reservations reserved = new Reservations();
   private PromotionQueue queue;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
   private boolean closed;
 
-  TierState(StrataPolicy policy, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds, int traceRows) {
+  TierState(StrataPolicy policy, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds, TraceRecorder trace) {
     this.policy = policy;
     this.counters = counters;
     this.clock = clock;
     this.jobs = new Jobs(planLeaseSeconds);
-    this.trace = new TraceRecorder(traceRows);
+    this.trace = trace;
   }
 
   /** The queue placements go to (set once, before any request). */
@@ -76,8 +71,8 @@ final class TierState {
       return k;
     }
     int chunks = ds.chunks().size();
-    int base = keys.allocate(ds.name(), ds.version(), feature, chunks, c -> estimateBytes(ds, feature, c));
-    boolean pinned = pinned(ds.name(), feature);
+    int base = keys.allocate(ds.name(), ds.version(), feature, chunks, c -> KeySpace.estimateBytes(ds, feature, c));
+    boolean pinned = reserved.pinned(ds.name(), feature);
     for (int c = 0; c < chunks; c++) {
       policy.group(base + c, keys.get(base + c).group());
       if (pinned) {
@@ -87,35 +82,10 @@ final class TierState {
     return base + chunk;
   }
 
-  synchronized KeySpace.KeyInfo info(int key) {
-    return keys.get(key);
-  }
-
-  synchronized long bytes(int key) {
-    return keys.bytes(key);
-  }
-
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
   private void setKeyBytes(int key, long bytes) {
     keys.setBytes(key, bytes);
     trace.size(key, bytes);
-  }
-
-  /** The SSD bytes the policy reckons a feature chunk takes until its segment is written. */
-  static long estimateBytes(Dataset ds, String feature, int chunk) {
-    long rows = ds.chunks().get(chunk).rows();
-    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
-      return rows * 16 + 4096;
-    }
-    FeatureType t = ds.feature(feature).type();
-    int width = t.kind().width();
-    if (width > 0) {
-      return rows * width + 4096;
-    }
-    if (width == 0) {
-      return rows / 8 + 4096;
-    }
-    return rows * (t.isVariableWidth() ? 24 : 40) + 4096;
   }
 
   /** A segment found on disk at start-up, of the current version of {@code ds}: resident again. */
@@ -169,14 +139,12 @@ final class TierState {
       int k = key(ds, r.feature(), r.chunk());
       trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
       counters.reads.increment();
-      long[] g = groupBytes.computeIfAbsent(keys.get(k).group(), x -> new long[2]);
+      keys.read(k, r.ssd(), r.bytes());
       if (r.ssd()) {
         counters.ssdReads.increment();
         counters.ssdBytes.add(r.bytes());
-        g[0] += r.bytes();
       } else {
         counters.hddBytes.add(r.bytes());
-        g[1] += r.bytes();
       }
       if (planned != null) {
         planned[r.ssd() ? 0 : 1] += r.bytes();
@@ -200,33 +168,15 @@ final class TierState {
   // ---------------------------------------------------------------- plans and the trace
 
   /**
-   * Installs a job's plan given as the chunks of each step (every feature of each chunk is read in
-   * the step), from global step {@code firstStep}; returns the reads it holds.
+   * Installs a job's plan: {@code jp} holds the keys it reads step by step (built by {@link
+   * PlanIntake}), {@code stepChunks} the chunks of each step (for the trace).
    */
-  synchronized int installPlan(String job, Dataset ds, List<String> features, int[][] stepChunks, long firstStep,
-      long perEpoch, boolean substitutable) {
-    int total = 0;
-    for (int[] c : stepChunks) {
-      total += c.length * features.size();
-    }
-    int[] seq = new int[total];
-    int[] ends = new int[stepChunks.length];
-    int i = 0;
-    for (int s = 0; s < stepChunks.length; s++) {
-      for (int c : stepChunks[s]) {
-        for (String f : features) {
-          seq[i++] = key(ds, f, c);
-        }
-      }
-      ends[s] = i;
-    }
-    CachePolicy.JobPlan jp = new CachePolicy.JobPlan(seq, ends, firstStep, perEpoch, substitutable);
+  synchronized void installPlan(String job, Dataset ds, List<String> features, CachePolicy.JobPlan jp, int[][] stepChunks) {
     double now = clock.getAsDouble();
     expirePlans(now);
     int id = jobs.planned(job, ds.name(), features, now, jp.firstStep(), jp.firstStep() + jp.stepEnds().length);
     policy.plan(id, jp);
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
-    return total;
   }
 
   /** Changes how long a silent job's plan is kept (tests). */
@@ -251,23 +201,6 @@ final class TierState {
     }
     policy.jobEnded(j.id());
     trace.end(now, job, j.dataset());
-  }
-
-  /** The recorded trace as CSV. */
-  synchronized String traceCsv() {
-    return trace.csv();
-  }
-
-  /** How many of the trace's oldest rows were dropped. */
-  synchronized long traceDropped() {
-    return trace.dropped();
-  }
-
-  /** Forgets the recorded trace; returns the rows dropped. */
-  synchronized int clearTrace() {
-    int n = trace.rows();
-    trace.clear();
-    return n;
   }
 
   // ---------------------------------------------------------------- placements
@@ -317,7 +250,7 @@ final class TierState {
     counters.promotions.increment();
     policy.resize(key, ref.bytes(), clock.getAsDouble(), this::evicted);
     String ds = keys.get(key).dataset();
-    Long quota = quotas.get(ds);
+    Long quota = reserved.quota(ds);
     if (quota != null && residentRefs.containsKey(key) && datasetBytes(ds) > quota) {
       policy.removed(key);
       evicted(key);
@@ -383,7 +316,7 @@ final class TierState {
   }
 
   private boolean withinQuota(int key) {
-    Long quota = quotas.get(keys.get(key).dataset());
+    Long quota = reserved.quota(keys.get(key).dataset());
     return quota == null || datasetBytes(keys.get(key).dataset()) + keys.bytes(key) <= quota;
   }
 
@@ -419,7 +352,7 @@ final class TierState {
   /** Evicts {@code features} of {@code chunks} (checked by the caller); a pinned feature is refused (409) before any is evicted. */
   synchronized TierViews.Evicted evict(Dataset ds, List<String> features, List<Integer> chunks) {
     for (String f : features) {
-      if (pinned(ds.name(), f)) {
+      if (reserved.pinned(ds.name(), f)) {
         throw NodeException.conflict("feature " + f + " of " + ds.name() + " is pinned: unpin it first");
       }
     }
@@ -437,16 +370,12 @@ final class TierState {
     return new TierViews.Evicted(n);
   }
 
-  private boolean pinned(String dataset, String feature) {
-    return pins.contains(dataset) || pins.contains(dataset + "/" + feature);
-  }
-
   /** The SSD bytes the pinned features take (estimated until their segments are written): reserved in the budget. */
   synchronized long pinnedBytes() {
     long b = 0;
     for (int k = 0; k < keys.size(); k++) {
       KeySpace.KeyInfo ki = keys.get(k);
-      if (pinned(ki.dataset(), ki.feature())) {
+      if (reserved.pinned(ki.dataset(), ki.feature())) {
         b += keys.bytes(k);
       }
     }
@@ -462,10 +391,10 @@ final class TierState {
     String p = feature == null ? ds.name() : ds.name() + "/" + feature;
     List<String> fs = feature == null ? ds.featureNames() : List.of(feature);
     if (pin) {
-      if (!pins.contains(p)) {
+      if (!reserved.pins().contains(p)) {
         long more = 0;
         for (String f : fs) {
-          if (!pinned(ds.name(), f)) {
+          if (!reserved.pinned(ds.name(), f)) {
             for (int c = 0; c < ds.chunks().size(); c++) {
               more += keys.bytes(key(ds, f, c));
             }
@@ -477,15 +406,15 @@ final class TierState {
               + policy.budget() + "-byte budget are pinned already: raise the budget or unpin first");
         }
       }
-      pins.add(p);
-    } else if (!pins.remove(p)) {
+      reserved.pin(p);
+    } else if (!reserved.unpin(p)) {
       throw NodeException.notFound(p + " is not pinned");
     }
     int scheduled = 0;
     for (String f : fs) {
       for (int c = 0; c < ds.chunks().size(); c++) {
         int k = key(ds, f, c);
-        policy.pin(k, keys.bytes(k), pinned(ds.name(), f));
+        policy.pin(k, keys.bytes(k), reserved.pinned(ds.name(), f));
         if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
           policy.restore(k, keys.bytes(k));
           if (schedule(k)) {
@@ -499,12 +428,12 @@ final class TierState {
 
   /** The pins, sorted. */
   synchronized List<String> pins() {
-    return List.copyOf(new TreeSet<>(pins));
+    return reserved.pins();
   }
 
   /** The quotas by dataset. */
   synchronized Map<String, Long> quotas() {
-    return new TreeMap<>(quotas);
+    return reserved.quotas();
   }
 
   /**
@@ -526,13 +455,7 @@ final class TierState {
     if (discount != null) {
       policy.setPopularityDiscount(discount);
     }
-    quotaChanges.forEach((name, bytes) -> {
-      if (bytes == null) {
-        quotas.remove(name);
-      } else {
-        quotas.put(name, bytes);
-      }
-    });
+    reserved.quotas(quotaChanges);
   }
 
   /** The policy's settings and decision counts as a view, with the node's part given by the caller. */
@@ -551,22 +474,6 @@ final class TierState {
 
   synchronized Snapshot snapshot() {
     double now = clock.getAsDouble();
-    List<TierViews.Stream> top = groupBytes.entrySet().stream()
-        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
-        .limit(10)
-        .map(e -> new TierViews.Stream(keys.groupName(e.getKey()), e.getValue()[0], e.getValue()[1]))
-        .toList();
-    Map<String, long[]> jobBytes = jobs.bytesByJob();
-    List<TierViews.JobRow> rows = new ArrayList<>();
-    for (Jobs.Job j : jobs.plans()) {
-      long[] b = jobBytes.getOrDefault(j.name(), new long[2]);
-      rows.add(TierViews.JobRow.of(j, jobs.step(j.name()), b[0], b[1], now - j.started(), null, null));
-    }
-    List<TierViews.JobRow> recent = new ArrayList<>();
-    for (Jobs.Ended e : jobs.recent()) {
-      recent.add(TierViews.JobRow.of(e.job(), e.step(), e.ssdBytes(), e.hddBytes(), e.ended() - e.job().started(), e.how(),
-          now - e.ended()));
-    }
     Map<String, Long> perDataset = new TreeMap<>();
     for (int k : residentRefs.keySet()) {
       perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
@@ -574,16 +481,9 @@ final class TierState {
     for (int k : pending) {
       perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
     }
-    Map<String, long[]> readByDataset = new TreeMap<>();
-    for (Map.Entry<Integer, long[]> e : groupBytes.entrySet()) {
-      String group = keys.groupName(e.getKey());
-      long[] d = readByDataset.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[2]);
-      d[0] += e.getValue()[0];
-      d[1] += e.getValue()[1];
-    }
     return new Snapshot(policy.residentBytes(), policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(),
-        pending.size(), residency, top, rows, recent, pins(), quotas(), perDataset, readByDataset, jobBytes,
-        jobs.unlinkedTotal());
+        pending.size(), residency, keys.topStreams(10), jobs.rows(now), jobs.recentRows(now), pins(), quotas(), perDataset,
+        keys.readBytesByDataset(), jobs.bytesByJob(), jobs.unlinkedTotal());
   }
 
   /** The SSD bytes resident of one dataset (not counting those in flight). */

@@ -14,8 +14,9 @@ import java.util.Locale;
  * before, so a replay budgets in the same bytes as the node.
  *
  * <p>Bounded: at most {@code capacity} rows (a plan counts one row per 64 chunk entries); when
- * full, the oldest rows go and are counted as dropped. Not thread-safe: the tier manager calls it
- * under its monitor.
+ * full, the oldest rows go and are counted as dropped. Thread-safe through its own monitor:
+ * {@link TierState} records under its monitor (the order is always the tier state's, then this
+ * one's), the API reads and clears it directly.
  */
 final class TraceRecorder {
   private sealed interface Row permits ReadRow, PlanRow, StepRow, EndRow {
@@ -59,7 +60,7 @@ final class TraceRecorder {
   }
 
   /** Records a read of key {@code key}, a chunk of {@code bytes} bytes (unless its size is already known). */
-  void read(double t, String job, String dataset, String feature, int chunk, int key, long bytes, boolean ssd) {
+  synchronized void read(double t, String job, String dataset, String feature, int chunk, int key, long bytes, boolean ssd) {
     if (sizeOf(key) == 0) {
       sizes[key] = Math.max(1, bytes);
     }
@@ -67,7 +68,7 @@ final class TraceRecorder {
   }
 
   /** Key {@code key}'s size is now known to be {@code bytes}. */
-  void size(int key, long bytes) {
+  synchronized void size(int key, long bytes) {
     sizeOf(key);
     sizes[key] = Math.max(1, bytes);
   }
@@ -79,7 +80,7 @@ final class TraceRecorder {
     return sizes[key];
   }
 
-  void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,
+  synchronized void plan(double t, String job, String dataset, List<String> features, long firstStep, long stepsPerEpoch, boolean substitutable,
       int[][] stepChunks) {
     for (String f : features) {
       if (f.contains("|") || f.contains(";") || f.contains(",") || f.startsWith("@")) {
@@ -94,30 +95,33 @@ final class TraceRecorder {
     add(new PlanRow(time(t), job, dataset, Trace.planPayload(stepsPerEpoch, substitutable, features, stepChunks), firstStep, w), w);
   }
 
-  void step(double t, String job, String dataset, long step) {
+  synchronized void step(double t, String job, String dataset, long step) {
     add(new StepRow(time(t), job, dataset, step), 1);
   }
 
-  void end(double t, String job, String dataset) {
+  synchronized void end(double t, String job, String dataset) {
     add(new EndRow(time(t), job, dataset), 1);
   }
 
-  long dropped() {
+  synchronized long dropped() {
     return dropped;
   }
 
-  int rows() {
+  synchronized int rows() {
     return rows.size();
   }
 
-  void clear() {
+  /** Forgets every row; returns how many there were. */
+  synchronized int clear() {
+    int n = rows.size();
     rows.clear();
     weight = 0;
     dropped = 0;
+    return n;
   }
 
   /** The trace as CSV, header first. */
-  String csv() {
+  synchronized String csv() {
     StringBuilder sb = new StringBuilder(rows.size() * 48 + 64);
     // A trace gives a chunk one size: a dataset registered again under a new version keeps the first.
     java.util.Map<String, Long> byName = new java.util.HashMap<>();

@@ -1,0 +1,98 @@
+package io.strata.node;
+
+import io.strata.sdk.tier.SegmentStore;
+import io.strata.store.FeatureStore;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
+
+/**
+ * What the node reports of itself: the status ({@code GET /v1/tiers}) and the values behind
+ * {@code /metrics}, put together from the tier state's snapshot, the counters, their history,
+ * the segment store and the registry.
+ *
+ * <p>Threads and locks: none of its own; each part is read under its owner's lock (the tier
+ * state's snapshot is taken at once), so a report is consistent part by part, not across parts.
+ */
+final class TierReport {
+  private final NodeConfig config;
+  private final SegmentStore store;
+  private final FeatureStore features;
+  private final DatasetRegistry datasets;
+  private final TierState state;
+  private final TierCounters counters;
+  private final TierHistory history;
+  private final DoubleSupplier clock;
+  private final Supplier<List<String>> startupNotes;
+
+  TierReport(NodeConfig config, SegmentStore store, FeatureStore features, DatasetRegistry datasets, TierState state,
+      TierCounters counters, TierHistory history, DoubleSupplier clock, Supplier<List<String>> startupNotes) {
+    this.config = config;
+    this.store = store;
+    this.features = features;
+    this.datasets = datasets;
+    this.state = state;
+    this.counters = counters;
+    this.history = history;
+    this.clock = clock;
+    this.startupNotes = startupNotes;
+  }
+
+  TierViews.Status status() {
+    TierState.Snapshot s = state.snapshot();
+    TierCounters.Snapshot c = counters.snapshot();
+    double now = clock.getAsDouble();
+    TierViews.Ssd ssd = new TierViews.Ssd(config.ssdDir().toString(), store.bytes(), s.residentBytes(), s.budgetBytes(),
+        store.segments().size(), s.pending(), store.unlinkedMappedBytes() + s.jobsUnlinkedBytes(), c.damagedSegments(),
+        counters.lastDamagedSegment);
+    TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots());
+    long[] mem = TierHistory.hostMemory();
+    TierViews.Dram dram = new TierViews.Dram(config.dramBudgetBytes(), datasets.openCount(), mem[0], mem[1]);
+    TierViews.Traffic traffic = new TierViews.Traffic(c.reads(), c.ssdReads(), c.ssdBytes(), c.hddBytes(), c.byteHitRatio(),
+        c.ssdBytes(), c.flashBytes(), history.flashBytesPerHour(now, c.flashBytes()), history.flashBytesPerSecond(60),
+        c.promotions(), c.promotionFailures(), counters.lastPromotionFailure, c.rejectedPromotions(), c.evictions(),
+        features.computations());
+    List<TierViews.DatasetBrief> dsl = new ArrayList<>();
+    for (String name : datasets.names()) {
+      dsl.add(new TierViews.DatasetBrief(name, datasets.orcBytes(name), s.datasetBytes().getOrDefault(name, 0L),
+          s.quotas().getOrDefault(name, -1L)));
+    }
+    return new TierViews.Status(now, ssd, hdd, dram, traffic, s.topStreams(), s.jobs(), s.recentJobs(), s.pins(),
+        new TierViews.PolicyBrief(s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
+        history.churn(), startupNotes.get());
+  }
+
+  /** The values behind {@code /metrics}, taken at once. */
+  NodeMetrics.Values metricValues() {
+    TierState.Snapshot s = state.snapshot();
+    TierCounters.Snapshot c = counters.snapshot();
+    Map<String, Number> m = new LinkedHashMap<>();
+    m.put("reads", c.reads());
+    m.put("ssdReads", c.ssdReads());
+    m.put("ssdBytes", c.ssdBytes());
+    m.put("hddBytes", c.hddBytes());
+    m.put("flashBytes", c.flashBytes());
+    m.put("promotions", c.promotions());
+    m.put("promotionFailures", c.promotionFailures());
+    m.put("rejectedPromotions", c.rejectedPromotions());
+    m.put("evictions", c.evictions());
+    m.put("damagedSegments", c.damagedSegments());
+    m.put("ssdBytesHeld", store.bytes());
+    m.put("ssdBudgetBytes", s.budgetBytes());
+    m.put("unlinkedMappedBytes", store.unlinkedMappedBytes() + s.jobsUnlinkedBytes());
+    m.put("pendingPromotions", s.pending());
+    m.put("datasets", datasets.names().size());
+    m.put("jobs", s.jobs().size());
+    m.put("byteHitRatio", c.byteHitRatio());
+    m.put("flashBytesPerSecond", history.flashBytesPerSecond(60));
+    return new NodeMetrics.Values(m, s.bytesByDataset(), s.bytesByJob());
+  }
+
+  private List<String> roots() {
+    return config.hddRoots().stream().map(Path::toString).toList();
+  }
+}
