@@ -3,9 +3,18 @@
  * segments), readers, batch assembly and the cache-node client. No CUDA: shipping batches to a
  * GPU is the {@code io.strata.gpu} module's.
  *
+ * <p>Exported to everyone: what a training job imports, and the types those signatures need
+ * ({@code io.strata.sdk}: {@code Dataset}, {@code Column}, {@code FeatureType}, {@code ChunkInfo},
+ * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.loader}:
+ * {@code Loader}, {@code Batch}, {@code Checkpoint}, {@code TierStats}, {@code BatchMemory},
+ * {@code SegmentSource}, {@code PlanProgram}; {@code io.strata.sdk.node}: {@code NodeClient},
+ * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
+ * store interface a job passes a feature store as). Formats, dataset files, tiers and internals
+ * are exported to Strata's own modules alone.
+ *
  * <p>The ORC and Hadoop libraries are automatic modules (their jars declare no module), and the
- * internal package is exported to Strata's own modules, which are compiled after this one: the
- * two warnings those give are expected, and suppressed here alone.
+ * qualified exports name Strata's modules, which are compiled after this one: the two warnings
+ * those give are expected, and suppressed here alone.
  */
 @SuppressWarnings({"requires-automatic", "module"})
 module io.strata.sdk {
@@ -18,15 +27,11 @@ module io.strata.sdk {
   requires java.sql; // orc-core's timestamp statistics are java.sql.Timestamp
 
   exports io.strata.sdk;
-  exports io.strata.sdk.format;
-  exports io.strata.sdk.dataset;
-  exports io.strata.sdk.tier;
   exports io.strata.sdk.loader;
   exports io.strata.sdk.node;
   exports io.strata.sdk.derive;
-  exports io.strata.sdk.internal to
-      io.strata.store,
-      io.strata.node,
-      io.strata.ops,
-      io.strata.bench;
+  exports io.strata.sdk.format to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.dataset to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.tier to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.internal to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -2,7 +2,7 @@ package io.strata.node;
 
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Dataset;
-import io.strata.sdk.dataset.FeatureInfo;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.internal.AtomicFiles;

@@ -107,8 +107,8 @@ class CacheNodeTest {
       assertTrue(status.path("ssd").path("segments").asLong() > 0, status.toString());
       try (Loader second = job(ds, "job-b").build()) {
         run(second);
-        long ssd = second.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD);
-        long hdd = second.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.HDD);
+        long ssd = second.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD);
+        long hdd = second.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD);
         assertTrue(ssd > 0, "the second job reads from the SSD tier");
         assertTrue(ssd > hdd, "mostly: ssd " + ssd + " hdd " + hdd);
       }
@@ -372,7 +372,7 @@ class CacheNodeTest {
             fromNode.add(Columns.checksum(b.column(spec)));
           }
         }
-        assertTrue(l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD) > 0);
+        assertTrue(l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD) > 0);
       }
     }
     assertEquals(computed, fromNode);
@@ -411,7 +411,7 @@ class CacheNodeTest {
         }
         i++;
       }
-      assertTrue(l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD) > 0);
+      assertTrue(l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD) > 0);
     }
     assertEquals(expected, got, "every value stays right across the eviction");
   }
@@ -696,8 +696,8 @@ class CacheNodeTest {
     try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "one-definition").epochs(2).build()) {
       run(l);
       l.node().flush();
-      jobSsd = l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD);
-      jobHdd = l.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.HDD);
+      jobSsd = l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD);
+      jobHdd = l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD);
       assertTrue(l.tierStats().orcDecodedBytes() > 0, "what decoding cost is counted apart");
     }
     JsonNode traffic = client.tiers().path("traffic");

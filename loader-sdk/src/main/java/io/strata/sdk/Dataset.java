@@ -1,7 +1,5 @@
 package io.strata.sdk;
 
-import io.strata.sdk.dataset.ChunkInfo;
-import io.strata.sdk.dataset.FeatureInfo;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.dataset.OrcTable;
 import io.strata.sdk.dataset.SampleIndex;
@@ -54,6 +52,8 @@ public final class Dataset implements AutoCloseable {
     return manifest.rows();
   }
 
+  /** The manifest this dataset was opened from; Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
+  @SuppressWarnings("exports")
   public Manifest manifest() {
     return manifest;
   }
@@ -92,11 +92,14 @@ public final class Dataset implements AutoCloseable {
     return orc.chunkOf(row);
   }
 
+  /** The sample index, when the dataset has one; Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
+  @SuppressWarnings("exports")
   public Optional<SampleIndex> sampleIndex() {
     return Optional.ofNullable(samples);
   }
 
-  /** The ORC reader of this dataset (HDD tier). */
+  /** The ORC reader of this dataset (HDD tier); Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
+  @SuppressWarnings("exports")
   public OrcTable orc() {
     return orc;
   }

@@ -8,7 +8,7 @@ import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.dataset.DatasetImporter;
-import io.strata.sdk.dataset.FeatureInfo;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;

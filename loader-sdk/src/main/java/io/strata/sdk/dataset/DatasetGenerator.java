@@ -1,5 +1,7 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.Progress;
 import java.io.IOException;

@@ -1,5 +1,7 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;

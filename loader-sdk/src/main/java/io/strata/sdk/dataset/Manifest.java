@@ -1,5 +1,7 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.FeatureInfo;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;

@@ -2,7 +2,7 @@ package io.strata.sdk.internal;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.loader.SegmentSource;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

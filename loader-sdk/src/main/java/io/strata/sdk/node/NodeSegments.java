@@ -5,7 +5,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.loader.SegmentSource;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;

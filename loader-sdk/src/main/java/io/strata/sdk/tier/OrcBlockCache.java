@@ -3,7 +3,7 @@ package io.strata.sdk.tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
-import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.dataset.OrcTable;
 import java.io.IOException;
 import java.lang.foreign.Arena;

@@ -1,5 +1,6 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.loader.SegmentSource;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.dataset.Manifest;

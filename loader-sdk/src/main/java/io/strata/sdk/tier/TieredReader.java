@@ -1,11 +1,13 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.loader.TierStats;
 import io.strata.sdk.Column;
 import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.ChunkInfo;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;

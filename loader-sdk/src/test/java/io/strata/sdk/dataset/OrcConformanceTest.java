@@ -1,5 +1,7 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.FeatureInfo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

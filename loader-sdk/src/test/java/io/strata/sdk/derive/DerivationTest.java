@@ -8,7 +8,7 @@ import io.strata.sdk.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Reference;
-import io.strata.sdk.dataset.ChunkInfo;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.dataset.DatasetGenerator;
 import java.io.IOException;
 import java.lang.foreign.Arena;

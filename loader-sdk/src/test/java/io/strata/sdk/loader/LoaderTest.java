@@ -17,7 +17,6 @@ import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.sdk.tier.TierStats;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -289,8 +288,8 @@ class LoaderTest {
         }
         assertEquals(dataset.rows(), rows);
         assertTrue(nulls > 0, "the test data has nulls in score");
-        assertEquals(0, loader.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.HDD));
-        assertEquals(rows * widths, loader.tierStats().bytes(io.strata.sdk.tier.TierStats.Tier.SSD));
+        assertEquals(0, loader.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD));
+        assertEquals(rows * widths, loader.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD));
       }
     }
   }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.tier.SegmentSource;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.loader.TierStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,4 +1,4 @@
-package io.strata.sdk.dataset;
+package io.strata.sdk;
 
 import io.strata.sdk.FeatureType;
 import java.util.Objects;

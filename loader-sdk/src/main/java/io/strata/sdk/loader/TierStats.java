@@ -1,4 +1,4 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.loader;
 
 import java.util.concurrent.atomic.LongAdder;
 

@@ -1,4 +1,4 @@
-package io.strata.sdk.dataset;
+package io.strata.sdk;
 
 /**
  * A chunk of a dataset: one ORC stripe, the unit of promotion to the SSD tier.

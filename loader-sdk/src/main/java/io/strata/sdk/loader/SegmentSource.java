@@ -1,5 +1,6 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.loader;
 
+import io.strata.sdk.tier.SegmentStore;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import java.io.IOException;
