@@ -1,9 +1,6 @@
 package io.strata.node.policy;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -122,7 +119,6 @@ public final class StrataPolicy implements CachePolicy {
   private double[] gap = new double[256];
   private int[] slot = new int[256];
   private int[] groupOf = new int[256];
-  private int[] stamp = new int[256];
   private int[] residentKeys = new int[256];
   private int residentCount;
   private long used;
@@ -132,319 +128,11 @@ public final class StrataPolicy implements CachePolicy {
   private long bypassVictimSooner;
   private long admittedPlanned;
   private long admittedPopular;
-  private final EtaHeap heap = new EtaHeap();
-
-  /**
-   * Per feature stream: when jobs started reading it and how often a new job comes; the passes of
-   * undeclared jobs over it and the number of its keys seen.
-   */
-  private static final class GroupStats {
-    final List<Pass> passes = new ArrayList<>();
-    int size;
-    final java.util.Set<Integer> jobs = new java.util.HashSet<>();
-    double firstArrival = Double.NaN;
-    double lastArrival = Double.NaN;
-    double gap = Double.NaN;
-  }
-
-  private GroupStats[] groups = new GroupStats[64];
-
-  /**
-   * An undeclared job's pass over one feature stream. Jobs read whole streams, every chunk once
-   * per epoch, so a job that declared nothing still tells its future by reading: the chunks of
-   * the stream it has not read in this pass come before the pass ends, the others in its next
-   * pass (if it makes one).
-   */
-  private static final class Pass {
-    final int job;
-    final java.util.BitSet read = new java.util.BitSet();
-    int readInPass;
-    int passes;
-    long reads;
-    double firstTime;
-    double lastTime;
-
-    Pass(int job, double time) {
-      this.job = job;
-      this.firstTime = time;
-      this.lastTime = time;
-    }
-
-    /** Distinct chunks of the stream read per second, or NaN before it is known. */
-    double rate() {
-      double dt = lastTime - firstTime;
-      return dt < RATE_WINDOW_SECONDS || reads < 2 ? Double.NaN : (reads - 1) / dt;
-    }
-  }
-
-  /** Each key's index within its stream, plus one (0: not seen yet). */
-  private int[] localIndex = new int[256];
-
-  private void ensureGroup(int g) {
-    if (g >= groups.length) {
-      groups = Arrays.copyOf(groups, Math.max(groups.length * 2, g + 1));
-    }
-  }
-
-  /** Records an undeclared job's read of {@code key} in its pass over the key's stream. */
-  private void notePass(int job, int key, int g, double time) {
-    GroupStats gs = groups[g]; // noteGroup made it
-    List<Pass> list = gs.passes;
-    Pass p = null;
-    for (Pass x : list) {
-      if (x.job == job) {
-        p = x;
-        break;
-      }
-    }
-    if (p == null) {
-      p = new Pass(job, time);
-      list.add(p);
-    }
-    int li = localIndex[key] - 1;
-    if (li < 0) {
-      li = gs.size++;
-      localIndex[key] = li + 1;
-    }
-    if (p.read.get(li)) {
-      p.read.clear();
-      p.readInPass = 0;
-      p.passes++;
-    }
-    p.read.set(li);
-    p.readInPass++;
-    p.reads++;
-    p.lastTime = time;
-  }
-
-  /**
-   * The rate (reads per second) at which undeclared jobs are expected to read {@code key}: from
-   * each live pass over its stream, the chunks left in the pass spread evenly over its remaining
-   * time; a chunk already read in this pass counts for the next one, at half weight (the job may
-   * be in its last epoch). Passes silent for long are dropped.
-   */
-  private double passRate(int key, double now) {
-    int g = groupOf[key];
-    GroupStats gs = g < 0 || g >= groups.length ? null : groups[g];
-    if (gs == null || gs.passes.isEmpty()) {
-      return 0;
-    }
-    List<Pass> list = gs.passes;
-    int li = localIndex[key] - 1;
-    int size = gs.size;
-    double total = 0;
-    for (int i = list.size() - 1; i >= 0; i--) {
-      Pass p = list.get(i);
-      double r = p.rate();
-      if (Double.isNaN(r)) {
-        continue;
-      }
-      if (now - p.lastTime > Math.max(30, 20 / r)) {
-        list.remove(i);
-        continue;
-      }
-      int left = Math.max(1, size - p.readInPass);
-      if (li >= 0 && !p.read.get(li)) {
-        total += 1 / Math.max(1e-3, left / r / 2);
-      } else {
-        total += 0.5 / Math.max(1e-3, (left + size / 2.0) / r);
-      }
-    }
-    return total;
-  }
-
-  /** Per key: the plans that will read it. */
-  private Occurrences[] occurrences = new Occurrences[256];
-
-  /** The plans that will read one key. */
-  private static final class Occurrences extends ArrayList<Occurrence> {
-    private static final long serialVersionUID = 1;
-  }
-  /** Declared plans by job, and the same plans as a list (for the typical rate). */
-  private Plan[] planOf = new Plan[64];
-  private final List<Plan> plans = new ArrayList<>();
-
-  private Plan plan(int job) {
-    return job >= 0 && job < planOf.length ? planOf[job] : null;
-  }
-
-  /** A declared plan and the job's position in it. */
-  private static final class Plan {
-    final JobPlan plan;
-    final int epochKeys;
-    /** The job's step (local to the plan) and the matching index in the plan's keys. */
-    int step;
-    int position;
-    /** When and where the job's position first and last moved (for its rate). */
-    double firstTime = Double.NaN;
-    int firstPosition;
-    double lastTime = Double.NaN;
-    int lastPosition;
-    boolean ended;
-
-    Plan(JobPlan plan) {
-      this.plan = plan;
-      int epochSteps = (int) Math.min(plan.steps(), plan.stepsPerEpoch());
-      this.epochKeys = epochSteps == 0 ? 0 : plan.stepEnds()[epochSteps - 1];
-    }
-
-    /** Moves the position forward to local step {@code s} at {@code time}. */
-    void moveTo(int s, double time) {
-      if (s <= step && !Double.isNaN(firstTime)) {
-        return;
-      }
-      step = Math.max(step, Math.min(s, plan.steps() - 1));
-      position = plan.stepStart(step);
-      if (Double.isNaN(firstTime)) {
-        firstTime = time;
-        firstPosition = position;
-      }
-      lastTime = time;
-      lastPosition = position;
-    }
-
-    /**
-     * Keys per second since the job's position first moved; NaN until it has moved for {@link
-     * #RATE_WINDOW_SECONDS} (jobs read in bursts: a rate from the first burst alone would be far
-     * too high).
-     */
-    double rate() {
-      double dt = lastTime - firstTime;
-      return dt < RATE_WINDOW_SECONDS || lastPosition <= firstPosition ? Double.NaN : (lastPosition - firstPosition) / dt;
-    }
-  }
-
-  /** The steps (local, ascending) at which one plan reads one key; {@code next} only moves forward. */
-  private static final class Occurrence {
-    final Plan plan;
-    int[] steps = new int[2];
-    int count;
-    int next;
-
-    Occurrence(Plan plan) {
-      this.plan = plan;
-    }
-
-    void add(int s) {
-      if (count > 0 && steps[count - 1] == s) {
-        return;
-      }
-      if (count == steps.length) {
-        steps = Arrays.copyOf(steps, count * 2);
-      }
-      steps[count++] = s;
-    }
-
-    /** The first unconsumed step at or after the plan's position, or -1. */
-    int nextStep() {
-      while (next < count && steps[next] < plan.step) {
-        next++;
-      }
-      return next < count ? steps[next] : -1;
-    }
-  }
-
-  /** Max-heap of (next use, key), ties to the less frequently read; entries carry the key's stamp. */
-  private final class EtaHeap {
-    double[] eta = new double[256];
-    int[] key = new int[256];
-    int[] keyStamp = new int[256];
-    int[] keyFreq = new int[256];
-    int n;
-
-    void clear() {
-      n = 0;
-    }
-
-    /** Pushes the current next use of resident, unpinned {@code k} (earlier entries of it go stale). */
-    void push(int k, double e) {
-      if (n == eta.length) {
-        eta = Arrays.copyOf(eta, n * 2);
-        key = Arrays.copyOf(key, n * 2);
-        keyStamp = Arrays.copyOf(keyStamp, n * 2);
-        keyFreq = Arrays.copyOf(keyFreq, n * 2);
-      }
-      int s = ++stamp[k];
-      int i = n++;
-      eta[i] = e;
-      key[i] = k;
-      keyStamp[i] = s;
-      keyFreq[i] = freq[k];
-      up(i);
-    }
-
-    private boolean above(int a, int b) {
-      return eta[a] > eta[b] || (eta[a] == eta[b] && keyFreq[a] < keyFreq[b]);
-    }
-
-    private void up(int i) {
-      while (i > 0) {
-        int p = (i - 1) >>> 1;
-        if (!above(i, p)) {
-          break;
-        }
-        swap(i, p);
-        i = p;
-      }
-    }
-
-    private void down(int i) {
-      while (true) {
-        int l = 2 * i + 1;
-        if (l >= n) {
-          return;
-        }
-        int c = l + 1 < n && above(l + 1, l) ? l + 1 : l;
-        if (!above(c, i)) {
-          return;
-        }
-        swap(i, c);
-        i = c;
-      }
-    }
-
-    private void swap(int a, int b) {
-      double e = eta[a];
-      eta[a] = eta[b];
-      eta[b] = e;
-      int t = key[a];
-      key[a] = key[b];
-      key[b] = t;
-      t = keyStamp[a];
-      keyStamp[a] = keyStamp[b];
-      keyStamp[b] = t;
-      t = keyFreq[a];
-      keyFreq[a] = keyFreq[b];
-      keyFreq[b] = t;
-    }
-
-    /** Drops stale entries from the top; the top key, or -1 when empty. */
-    int top() {
-      while (n > 0) {
-        int k = key[0];
-        if (keyStamp[0] == stamp[k] && resident[k] && !pinned[k]) {
-          return k;
-        }
-        pop();
-      }
-      return -1;
-    }
-
-    double topEta() {
-      return eta[0];
-    }
-
-    void pop() {
-      n--;
-      if (n > 0) {
-        eta[0] = eta[n];
-        key[0] = key[n];
-        keyStamp[0] = keyStamp[n];
-        keyFreq[0] = keyFreq[n];
-        down(0);
-      }
-    }
-  }
+  private final NextUseHeap heap = new NextUseHeap();
+  private final DeclaredPlans plans = new DeclaredPlans();
+  private final StreamStats streams = new StreamStats();
+  /** Resident chunks the heap may hand out as victims. */
+  private final java.util.function.IntPredicate evictable = k -> resident[k] && !pinned[k];
 
   /**
    * @param budgetBytes SSD bytes the policy may fill
@@ -489,9 +177,8 @@ public final class StrataPolicy implements CachePolicy {
       lastRead = Arrays.copyOf(lastRead, n);
       gap = Arrays.copyOf(gap, n);
       slot = Arrays.copyOf(slot, n);
-      stamp = Arrays.copyOf(stamp, n);
-      localIndex = Arrays.copyOf(localIndex, n);
-      occurrences = Arrays.copyOf(occurrences, n);
+      streams.ensureKeys(n);
+      plans.ensureKeys(n);
       int old = groupOf.length;
       groupOf = Arrays.copyOf(groupOf, n);
       Arrays.fill(groupOf, old, n, -1);
@@ -502,42 +189,19 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public void plan(int job, JobPlan jobPlan) {
     jobEnded(job);
-    Plan p = new Plan(jobPlan);
-    if (job >= planOf.length) {
-      planOf = Arrays.copyOf(planOf, Math.max(planOf.length * 2, job + 1));
+    int max = -1;
+    for (int k : jobPlan.keys()) {
+      max = Math.max(max, k);
     }
-    planOf[job] = p;
-    plans.add(p);
-    typicalAt = -1;
-    int[] keys = jobPlan.keys();
-    Map<Integer, Occurrence> byKey = new HashMap<>();
-    for (int s = 0; s < jobPlan.steps(); s++) {
-      for (int i = jobPlan.stepStart(s); i < jobPlan.stepEnds()[s]; i++) {
-        int k = keys[i];
-        ensure(k);
-        Occurrence o = byKey.get(k);
-        if (o == null) {
-          o = new Occurrence(p);
-          byKey.put(k, o);
-          if (occurrences[k] == null) {
-            occurrences[k] = new Occurrences();
-          }
-          occurrences[k].add(o);
-        }
-        o.add(s);
-      }
+    if (max >= 0) {
+      ensure(max);
     }
+    plans.add(job, jobPlan);
   }
 
   @Override
   public void progress(int job, long step, double time) {
-    Plan p = plan(job);
-    if (p != null) {
-      long local = step - p.plan.firstStep();
-      if (local >= 0) {
-        p.moveTo((int) Math.min(local, Integer.MAX_VALUE), time);
-      }
-    }
+    plans.progress(job, step, time);
   }
 
   @Override
@@ -546,71 +210,33 @@ public final class StrataPolicy implements CachePolicy {
     groupOf[key] = group;
   }
 
-  /** Records that {@code job} reads feature stream {@code g}: a new reader updates the arrival gap. */
-  private void noteGroup(int g, int job, double time) {
-    ensureGroup(g);
-    GroupStats s = groups[g];
-    if (s == null) {
-      s = groups[g] = new GroupStats();
-    }
-    if (s.jobs.add(job)) {
-      if (Double.isNaN(s.firstArrival)) {
-        s.firstArrival = time;
-      }
-      s.lastArrival = time;
-      if (s.jobs.size() >= 2 && time > s.firstArrival) {
-        s.gap = (time - s.firstArrival) / (s.jobs.size() - 1);
-      }
-    }
-  }
-
   /**
    * When a job not yet declared is expected to read {@code key}: the next job of its feature
-   * stream (the last arrival plus the smoothed gap between arrivals) plus half an epoch (a new
-   * job reaches a given chunk half way through its epoch on average). Infinite until two jobs
-   * have read the stream.
+   * stream plus half an epoch (a new job reaches a given chunk half way through its epoch on
+   * average), its distance discounted. Infinite until two jobs have read the stream.
    */
   private double popularNextUse(int key, double now) {
-    int g = groupOf[key];
-    if (g < 0) {
+    double arrival = streams.nextArrival(groupOf[key], now);
+    if (arrival == NEVER) {
       return NEVER;
     }
-    GroupStats s = g < groups.length ? groups[g] : null;
-    if (s == null || s.jobs.size() < 2 || Double.isNaN(s.gap)) {
-      return NEVER;
-    }
-    double arrival = s.lastArrival + s.gap;
-    if (arrival < now) {
-      // Overdue: the longer no new job came, the later the next one is expected.
-      arrival = now + Math.max(s.gap, now - s.lastArrival);
-    }
-    double eta = arrival + typicalEpochSeconds() / 2;
+    double eta = arrival + plans.typicalEpochSeconds(accesses) / 2;
     return now + (eta - now) * popularityDiscount;
-  }
-
-  /** The median duration of an epoch among declared jobs (keys per epoch / read rate). */
-  private double typicalEpochSeconds() {
-    typical();
-    return typicalEpoch;
   }
 
   @Override
   public void jobEnded(int job) {
-    Plan p = plan(job);
-    if (p == null) {
+    int[] keys = plans.end(job);
+    if (keys == null) {
       return;
     }
-    planOf[job] = null;
-    plans.remove(p);
-    p.ended = true;
-    typicalAt = -1;
     // Its resident chunks may now be needed later than the heap says: push them anew.
     double now = Double.isNaN(lastRefill) ? 0 : lastRefill;
     java.util.BitSet done = new java.util.BitSet();
-    for (int k : p.plan.keys()) {
+    for (int k : keys) {
       if (resident[k] && !pinned[k] && !done.get(k)) {
         done.set(k);
-        heap.push(k, nextUse(k, now));
+        push(k, nextUse(k, now));
       }
     }
   }
@@ -622,31 +248,7 @@ public final class StrataPolicy implements CachePolicy {
     boolean was = pinned[key];
     pinned[key] = pin;
     if (was && !pin && resident[key]) {
-      heap.push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
-    }
-  }
-
-  /** Consumes {@code job}'s next occurrence of {@code key} and, unless substitutable, moves the job there. */
-  private void consume(int job, int key, double time) {
-    Plan p = plan(job);
-    if (p == null) {
-      return;
-    }
-    List<Occurrence> occ = occurrences[key];
-    if (occ == null) {
-      return;
-    }
-    for (Occurrence o : occ) {
-      if (o.plan == p) {
-        int s = o.nextStep();
-        if (s >= 0) {
-          o.next++;
-          if (!p.plan.substitutable()) {
-            p.moveTo(s, time);
-          }
-        }
-        return;
-      }
+      push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
     }
   }
 
@@ -656,33 +258,8 @@ public final class StrataPolicy implements CachePolicy {
    * what one read in five seconds is (with one job this is Belady's next use).
    */
   double nextUse(int key, double now) {
-    double rate = 0;
-    List<Occurrence> occ = occurrences[key];
-    if (occ != null) {
-      boolean anyAlive = false;
-      for (Occurrence o : occ) {
-        if (o.plan.ended) {
-          continue;
-        }
-        int s = o.nextStep();
-        if (s < 0) {
-          continue;
-        }
-        anyAlive = true;
-        double r = o.plan.rate();
-        if (Double.isNaN(r)) {
-          r = typicalRate();
-        }
-        rate += r / (o.plan.plan.stepStart(s) - o.plan.position + 1);
-      }
-      if (!anyAlive) {
-        occ.removeIf(o -> o.plan.ended || o.nextStep() < 0);
-        if (occ.isEmpty()) {
-          occurrences[key] = null;
-        }
-      }
-    }
-    rate += passRate(key, now);
+    double rate = plans.rate(key, accesses);
+    rate += streams.passRate(key, groupOf[key], now);
     double popular = popularNextUse(key, now);
     double best;
     if (rate > 0) {
@@ -691,55 +268,11 @@ public final class StrataPolicy implements CachePolicy {
     } else {
       best = popular;
     }
-    if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !planned(key)) {
+    if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !plans.planned(key)) {
       double expected = lastRead[key] + gap[key];
       best = expected >= now ? expected : now + Math.max(gap[key], now - lastRead[key]);
     }
     return best;
-  }
-
-  private long typicalAt = -1;
-  private double typicalRate;
-  private double typicalEpoch;
-
-  /** Recomputes the typical rate and epoch duration every 256 reads or when plans change. */
-  private void typical() {
-    if (typicalAt >= 0 && accesses - typicalAt < 256) {
-      return;
-    }
-    typicalAt = accesses;
-    double[] rates = plans.stream().mapToDouble(Plan::rate).filter(r -> !Double.isNaN(r)).sorted().toArray();
-    typicalRate = rates.length == 0 ? 1.0 : rates[rates.length / 2];
-    double[] d = plans.stream()
-        .filter(p -> !Double.isNaN(p.rate()))
-        .mapToDouble(p -> p.epochKeys / p.rate())
-        .sorted()
-        .toArray();
-    typicalEpoch = d.length == 0 ? 0 : d[d.length / 2];
-  }
-
-  /** The median read rate (keys per second) of the jobs whose rate is known, or one per second. */
-  private double typicalRate() {
-    typical();
-    return typicalRate;
-  }
-
-  private boolean planned(int key) {
-    return occurrences[key] != null;
-  }
-
-  /** Reads of {@code key} still to come in declared plans. */
-  int futureReads(int key) {
-    int n = 0;
-    List<Occurrence> occ = occurrences[key];
-    if (occ != null) {
-      for (Occurrence o : occ) {
-        if (!o.plan.ended && o.nextStep() >= 0) {
-          n += o.count - o.next;
-        }
-      }
-    }
-    return n;
   }
 
   private void refill(double time) {
@@ -769,19 +302,19 @@ public final class StrataPolicy implements CachePolicy {
     freq[key] = Math.min(freq[key] + 1, 1 << 20);
     lastRead[key] = time;
     if (groupOf[key] >= 0) {
-      noteGroup(groupOf[key], job, time);
-      if (plan(job) == null) {
-        notePass(job, key, groupOf[key], time);
+      streams.noteGroup(groupOf[key], job, time);
+      if (plans.get(job) == null) {
+        streams.notePass(job, key, groupOf[key], time);
       }
     }
-    consume(job, key, time);
+    plans.consume(job, key, time);
     refill(time);
     if (accesses - rebuiltAt >= Math.max(REBUILD_MIN, residentCount / REBUILD_SHARE)) {
       rebuild(time);
     }
     if (resident[key]) {
       if (!pinned[key]) {
-        heap.push(key, nextUse(key, time));
+        push(key, nextUse(key, time));
       }
       return Outcome.HIT;
     }
@@ -795,7 +328,7 @@ public final class StrataPolicy implements CachePolicy {
     for (int s = 0; s < residentCount; s++) {
       int k = residentKeys[s];
       if (!pinned[k]) {
-        heap.push(k, nextUse(k, now));
+        push(k, nextUse(k, now));
       }
     }
   }
@@ -812,7 +345,7 @@ public final class StrataPolicy implements CachePolicy {
     int nv = 0;
     boolean ok = true;
     while (free < need) {
-      int k = heap.top();
+      int k = heap.top(evictable);
       if (k < 0) {
         ok = false;
         break;
@@ -822,11 +355,11 @@ public final class StrataPolicy implements CachePolicy {
       double real = nextUse(k, now);
       if (real < stored) {
         // Its future came closer since it was pushed (a new plan): put it back where it belongs.
-        heap.push(k, real);
+        push(k, real);
         continue;
       }
       if (real <= limit) {
-        heap.push(k, real);
+        push(k, real);
         ok = false;
         break;
       }
@@ -840,7 +373,7 @@ public final class StrataPolicy implements CachePolicy {
     }
     if (!ok) {
       for (int v = 0; v < nv; v++) {
-        heap.push(victims[v], etas[v]);
+        push(victims[v], etas[v]);
       }
       return null;
     }
@@ -857,7 +390,7 @@ public final class StrataPolicy implements CachePolicy {
       bypassNoNextUse++;
       return false;
     }
-    if (tokens < bytes || (!pin && tokens < 0.25 * burst && futureReads(key) < 2)) {
+    if (tokens < bytes || (!pin && tokens < 0.25 * burst && plans.futureReads(key) < 2)) {
       bypassNoTokens++;
       return false;
     }
@@ -873,16 +406,21 @@ public final class StrataPolicy implements CachePolicy {
       }
     }
     tokens -= bytes;
-    if (futureReads(key) > 0) {
+    if (plans.futureReads(key) > 0) {
       admittedPlanned++;
     } else {
       admittedPopular++;
     }
     add(key, bytes);
     if (!pin) {
-      heap.push(key, eta);
+      push(key, eta);
     }
     return true;
+  }
+
+  /** Pushes {@code key}'s next use onto the heap (its earlier entries go stale). */
+  private void push(int key, double nextUse) {
+    heap.push(key, nextUse, freq[key]);
   }
 
   private void add(int key, long bytes) {
@@ -894,7 +432,7 @@ public final class StrataPolicy implements CachePolicy {
 
   private void remove(int key) {
     resident[key] = false;
-    stamp[key]++;
+    heap.invalidate(key);
     int s = slot[key];
     int last = residentKeys[--residentCount];
     residentKeys[s] = last;
@@ -922,7 +460,7 @@ public final class StrataPolicy implements CachePolicy {
     if (!resident[key]) {
       add(key, bytes);
       if (!pinned[key]) {
-        heap.push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
+        push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
       }
     }
   }
@@ -981,7 +519,7 @@ public final class StrataPolicy implements CachePolicy {
     }
     rebuild(now);
     while (used > budget && residentCount > 0) {
-      int k = heap.top();
+      int k = heap.top(evictable);
       if (k >= 0) {
         heap.pop();
       } else {

@@ -1,0 +1,182 @@
+package io.strata.node.policy;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What the policy learns of jobs that declared nothing, per feature stream: when jobs started
+ * reading it (the gap between new readers predicts the next one), and each undeclared job's pass
+ * over it (the chunks it has not read in this pass come before the pass ends).
+ *
+ * <p>Not thread-safe: {@link StrataPolicy}'s, under its caller's serialization.
+ */
+final class StreamStats {
+  private static final double NEVER = Double.POSITIVE_INFINITY;
+
+  /**
+   * Per feature stream: when jobs started reading it and how often a new job comes; the passes of
+   * undeclared jobs over it and the number of its keys seen.
+   */
+  private static final class GroupStats {
+    final List<Pass> passes = new ArrayList<>();
+    int size;
+    final Set<Integer> jobs = new HashSet<>();
+    double firstArrival = Double.NaN;
+    double lastArrival = Double.NaN;
+    double gap = Double.NaN;
+  }
+
+  /**
+   * An undeclared job's pass over one feature stream. Jobs read whole streams, every chunk once
+   * per epoch, so a job that declared nothing still tells its future by reading: the chunks of
+   * the stream it has not read in this pass come before the pass ends, the others in its next
+   * pass (if it makes one).
+   */
+  private static final class Pass {
+    final int job;
+    final BitSet read = new BitSet();
+    int readInPass;
+    int passes;
+    long reads;
+    double firstTime;
+    double lastTime;
+
+    Pass(int job, double time) {
+      this.job = job;
+      this.firstTime = time;
+      this.lastTime = time;
+    }
+
+    /** Distinct chunks of the stream read per second, or NaN before it is known. */
+    double rate() {
+      double dt = lastTime - firstTime;
+      return dt < StrataPolicy.RATE_WINDOW_SECONDS || reads < 2 ? Double.NaN : (reads - 1) / dt;
+    }
+  }
+
+  private GroupStats[] groups = new GroupStats[64];
+  /** Each key's index within its stream, plus one (0: not seen yet). */
+  private int[] localIndex = new int[256];
+
+  /** Makes room for keys below {@code n}. */
+  void ensureKeys(int n) {
+    if (n > localIndex.length) {
+      localIndex = Arrays.copyOf(localIndex, n);
+    }
+  }
+
+  private void ensureGroup(int g) {
+    if (g >= groups.length) {
+      groups = Arrays.copyOf(groups, Math.max(groups.length * 2, g + 1));
+    }
+  }
+
+  /** Records that {@code job} reads feature stream {@code g}: a new reader updates the arrival gap. */
+  void noteGroup(int g, int job, double time) {
+    ensureGroup(g);
+    GroupStats s = groups[g];
+    if (s == null) {
+      s = groups[g] = new GroupStats();
+    }
+    if (s.jobs.add(job)) {
+      if (Double.isNaN(s.firstArrival)) {
+        s.firstArrival = time;
+      }
+      s.lastArrival = time;
+      if (s.jobs.size() >= 2 && time > s.firstArrival) {
+        s.gap = (time - s.firstArrival) / (s.jobs.size() - 1);
+      }
+    }
+  }
+
+  /** Records an undeclared job's read of {@code key} in its pass over the key's stream {@code g} (noted first). */
+  void notePass(int job, int key, int g, double time) {
+    GroupStats gs = groups[g];
+    List<Pass> list = gs.passes;
+    Pass p = null;
+    for (Pass x : list) {
+      if (x.job == job) {
+        p = x;
+        break;
+      }
+    }
+    if (p == null) {
+      p = new Pass(job, time);
+      list.add(p);
+    }
+    int li = localIndex[key] - 1;
+    if (li < 0) {
+      li = gs.size++;
+      localIndex[key] = li + 1;
+    }
+    if (p.read.get(li)) {
+      p.read.clear();
+      p.readInPass = 0;
+      p.passes++;
+    }
+    p.read.set(li);
+    p.readInPass++;
+    p.reads++;
+    p.lastTime = time;
+  }
+
+  /**
+   * The rate (reads per second) at which undeclared jobs are expected to read {@code key} of
+   * stream {@code g}: from each live pass over its stream, the chunks left in the pass spread
+   * evenly over its remaining time; a chunk already read in this pass counts for the next one, at
+   * half weight (the job may be in its last epoch). Passes silent for long are dropped.
+   */
+  double passRate(int key, int g, double now) {
+    GroupStats gs = g < 0 || g >= groups.length ? null : groups[g];
+    if (gs == null || gs.passes.isEmpty()) {
+      return 0;
+    }
+    List<Pass> list = gs.passes;
+    int li = localIndex[key] - 1;
+    int size = gs.size;
+    double total = 0;
+    for (int i = list.size() - 1; i >= 0; i--) {
+      Pass p = list.get(i);
+      double r = p.rate();
+      if (Double.isNaN(r)) {
+        continue;
+      }
+      if (now - p.lastTime > Math.max(30, 20 / r)) {
+        list.remove(i);
+        continue;
+      }
+      int left = Math.max(1, size - p.readInPass);
+      if (li >= 0 && !p.read.get(li)) {
+        total += 1 / Math.max(1e-3, left / r / 2);
+      } else {
+        total += 0.5 / Math.max(1e-3, (left + size / 2.0) / r);
+      }
+    }
+    return total;
+  }
+
+  /**
+   * When the next new job of stream {@code g} is expected: the last arrival plus the smoothed gap
+   * between arrivals, or, when that is past, as far ahead as the silence has lasted. Infinite
+   * until two jobs have read the stream.
+   */
+  double nextArrival(int g, double now) {
+    if (g < 0) {
+      return NEVER;
+    }
+    GroupStats s = g < groups.length ? groups[g] : null;
+    if (s == null || s.jobs.size() < 2 || Double.isNaN(s.gap)) {
+      return NEVER;
+    }
+    double arrival = s.lastArrival + s.gap;
+    if (arrival < now) {
+      // Overdue: the longer no new job came, the later the next one is expected.
+      arrival = now + Math.max(s.gap, now - s.lastArrival);
+    }
+    return arrival;
+  }
+}
