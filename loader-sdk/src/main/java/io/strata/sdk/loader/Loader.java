@@ -1,7 +1,5 @@
 package io.strata.sdk.loader;
 
-import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.derive.DerivedStore;
@@ -10,7 +8,6 @@ import io.strata.sdk.derive.Spec;
 import io.strata.sdk.tier.DerivedChunkSource;
 import java.util.HashMap;
 import java.util.Map;
-import io.strata.sdk.tier.TieredReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -21,11 +18,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.SequencedMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -41,7 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * assembled ahead on named background threads, at most {@code depth} ahead of the job.
  *
  * <p>Threads: the job's thread calls {@link #next()} (and assembles a batch itself only when the
- * batch cache misses on a restart); each prefetch worker owns a {@code Producer} with its own
+ * batch cache misses on a restart); each prefetch worker owns a {@link BatchAssembler} with its own
  * readers; with {@linkplain Builder#assemblyThreads assembly threads}, a producer's feature groups
  * are filled on threads of its own, each reader always on the same one. Counters are atomic and
  * the tier statistics are adders; nothing else is shared between workers but the slab pool and
@@ -72,14 +67,14 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private final SlabPool slabs;
   /** Threads that assemble one batch together (each a group of its features); 1: the producer's own. */
   private final int assemblyThreads;
-  private final java.util.concurrent.atomic.AtomicInteger assemblerNames = new java.util.concurrent.atomic.AtomicInteger();
+  private final BatchAssembler.Shared shared;
   private final TierStats tierStats = new TierStats();
   private final long createdNanos = System.nanoTime();
   private final AtomicLong assembled = new AtomicLong();
   private long fromCache;
   private long firstBatchNanos = -1;
   private long next;
-  private Producer fallback;
+  private BatchAssembler fallback;
   private boolean closed;
 
   private Loader(Builder b) throws IOException {
@@ -147,7 +142,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       cacheRunEnd = start;
     }
     String name = "strata-prefetch-" + (b.name != null ? b.name : Integer.toString(LOADERS.incrementAndGet()));
-    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new Producer(true));
+    this.shared = new BatchAssembler.Shared(dataset, store, features, derived, tierStats, plan, planHash, stepsPerEpoch, slabs,
+        assembled, cache, new AtomicInteger(), assemblyThreads);
+    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true));
   }
 
   /** A builder for a loader over {@code dataset}. */
@@ -243,7 +240,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
         }
       } else {
         if (fallback == null) {
-          fallback = new Producer(false);
+          fallback = new BatchAssembler(shared, false);
         }
         b = fallback.produce(g);
       }
@@ -295,266 +292,6 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
         return b;
       }
     };
-  }
-
-  /** Assembles batches; one per worker thread, plus one for cache misses on the job's thread. */
-  private final class Producer implements Prefetcher.Producer {
-    /** One reader per part of the batch: all features, or feature groups assembled at once. */
-    private final TieredReader[] readers;
-    /** For each reader, the positions of its features in {@link #features}. */
-    private final int[][] positions;
-    /**
-     * The thread of each reader but the first (which runs on the producer's own thread): a reader
-     * always runs on the same thread, as its decoded ORC blocks live in thread-confined memory.
-     */
-    private final java.util.concurrent.ExecutorService[] partThreads;
-    private final boolean writeCache;
-    private int orderEpoch = -1;
-    private Permutation order;
-
-    Producer(boolean writeCache) {
-      this.positions = partition(assemblyThreads);
-      this.readers = new TieredReader[positions.length];
-      for (int r = 0; r < positions.length; r++) {
-        List<String> part = new ArrayList<>();
-        for (int i : positions[r]) {
-          part.add(features.get(i));
-        }
-        readers[r] = new TieredReader(dataset, store, part, tierStats, derived);
-      }
-      this.partThreads = new java.util.concurrent.ExecutorService[readers.length];
-      for (int r = 1; r < readers.length; r++) {
-        partThreads[r] = java.util.concurrent.Executors.newSingleThreadExecutor(
-            t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
-      }
-      this.writeCache = writeCache;
-    }
-
-    /**
-     * Splits the features into {@code parts} groups of about equal bytes per row (longest first
-     * onto the lightest group), so that the groups' threads finish together.
-     */
-    private int[][] partition(int parts) {
-      int n = Math.max(1, Math.min(parts, features.size()));
-      List<List<Integer>> groups = new ArrayList<>();
-      long[] load = new long[n];
-      for (int k = 0; k < n; k++) {
-        groups.add(new ArrayList<>());
-      }
-      List<Integer> order = new ArrayList<>();
-      for (int i = 0; i < features.size(); i++) {
-        order.add(i);
-      }
-      order.sort((a, c) -> Long.compare(weight(c), weight(a)));
-      for (int i : order) {
-        int lightest = 0;
-        for (int k = 1; k < n; k++) {
-          if (load[k] < load[lightest]) {
-            lightest = k;
-          }
-        }
-        groups.get(lightest).add(i);
-        load[lightest] += weight(i);
-      }
-      int[][] out = new int[n][];
-      for (int k = 0; k < n; k++) {
-        out[k] = groups.get(k).stream().sorted().mapToInt(Integer::intValue).toArray();
-      }
-      return out;
-    }
-
-    /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */
-    private long weight(int i) {
-      DerivedChunkSource d = derived.get(features.get(i));
-      io.strata.sdk.FeatureType t = d != null ? d.type() : dataset.feature(features.get(i)).type();
-      int w = t.kind().width();
-      return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
-    }
-
-    @Override
-    public Batch produce(long g) throws IOException {
-      int epoch = epochOf(g);
-      long step = stepOf(g);
-      if (store != null) {
-        store.step(g);
-        for (TieredReader reader : readers) {
-          reader.refresh();
-        }
-      }
-      if (epoch != orderEpoch) {
-        order = plan.order(epoch);
-        orderEpoch = epoch;
-      }
-      int units = plan.unitsInStep(step);
-      int[] offsets = new int[units + 1];
-      long[] ids = new long[units];
-      long[] starts = new long[units];
-      int rows = 0;
-      boolean singleRows = true;
-      for (int k = 0; k < units; k++) {
-        long u = plan.unit(order, step, k);
-        starts[k] = plan.unitStart(u);
-        ids[k] = plan.unitId(u);
-        offsets[k] = rows;
-        int unitRows = plan.unitRows(u);
-        singleRows &= unitRows == 1;
-        rows = Math.addExact(rows, unitRows);
-        offsets[k + 1] = rows;
-      }
-      SlabPool.Memory memory = slabs.take();
-      boolean ok = false;
-      try {
-        Column[] built = new Column[features.size()];
-        if (readers.length == 1) {
-          assemble(readers[0], memory, rows, units, starts, offsets, singleRows, positions[0], built);
-        } else {
-          // Several threads fill one batch: the slab hands out memory to one at a time.
-          java.lang.foreign.SegmentAllocator shared = (size, align) -> {
-            synchronized (memory) {
-              return memory.allocate(size, align);
-            }
-          };
-          int finalRows = rows;
-          boolean finalSingle = singleRows;
-          List<java.util.concurrent.Future<?>> parts = new ArrayList<>();
-          for (int r = 1; r < readers.length; r++) {
-            TieredReader reader = readers[r];
-            int[] pos = positions[r];
-            parts.add(partThreads[r].submit(() -> {
-              assemble(reader, shared, finalRows, units, starts, offsets, finalSingle, pos, built);
-              return null;
-            }));
-          }
-          Throwable failure = null;
-          try {
-            assemble(readers[0], shared, rows, units, starts, offsets, singleRows, positions[0], built);
-          } catch (IOException | RuntimeException | Error e) {
-            failure = e;
-          }
-          // Every part finishes before the batch's memory can go back to the pool, even when this
-          // thread is interrupted meanwhile: a part still writing would write into another batch.
-          boolean interrupted = false;
-          for (var f : parts) {
-            while (true) {
-              try {
-                f.get();
-                break;
-              } catch (java.util.concurrent.ExecutionException e) {
-                failure = failure == null ? e.getCause() : failure;
-                break;
-              } catch (InterruptedException e) {
-                interrupted = true;
-              }
-            }
-          }
-          if (interrupted) {
-            Thread.currentThread().interrupt();
-            failure = failure == null ? new InterruptedException() : failure;
-          }
-          if (failure instanceof IOException io) {
-            throw io;
-          } else if (failure instanceof RuntimeException re) {
-            throw re;
-          } else if (failure instanceof Error err) {
-            throw err;
-          } else if (failure != null) {
-            throw new java.io.InterruptedIOException("interrupted while assembling batch " + g);
-          }
-        }
-        SequencedMap<String, Column> cols = new LinkedHashMap<>();
-        for (int i = 0; i < features.size(); i++) {
-          cols.put(features.get(i), built[i]);
-        }
-        int window = plan instanceof Plan.Windows w ? w.length() : 0;
-        int lookahead = plan instanceof Plan.Windows w ? w.lookahead() : 0;
-        Batch b = new Batch(epoch, step, planHash, stepsPerEpoch, rows, cols, offsets, ids, window, lookahead,
-            Batch.Source.ASSEMBLED, memory);
-        assembled.incrementAndGet();
-        if (writeCache && cache != null) {
-          cache.store(g, b, dataset.name(), dataset.version());
-        }
-        ok = true;
-        return b;
-      } finally {
-        if (!ok) {
-          memory.close();
-        }
-      }
-    }
-
-
-    /**
-     * Assembles the features at {@code pos} of one batch with {@code reader} (whose features they
-     * are, in that order) into {@code built}: sized first, then appended unit by unit.
-     */
-    private void assemble(TieredReader reader, java.lang.foreign.SegmentAllocator allocator, int rows, int units, long[] starts,
-        int[] offsets, boolean singleRows, int[] pos, Column[] built) throws IOException {
-      List<ColumnBuilder> builders = reader.builders(allocator, rows);
-      int n = pos.length;
-      long[] dataBytes = new long[n];
-      long[] childRows = new long[n];
-      long[] childBytes = new long[n];
-      boolean allFixed = builders.stream().allMatch(b -> b.type().isFixedWidth());
-      if (!allFixed) {
-        for (int k = 0; k < units; k++) {
-          reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);
-        }
-        for (int i = 0; i < n; i++) {
-          ColumnBuilder b = builders.get(i);
-          if (b.type().isVariableWidth()) {
-            b.reserve(0, dataBytes[i]);
-          } else if (!b.type().isFixedWidth()) {
-            b.child().reserve(Math.toIntExact(childRows[i]), childBytes[i]);
-          }
-        }
-      }
-      if (singleRows) {
-        reader.appendSingleRows(starts, units, builders);
-      } else {
-        for (int k = 0; k < units; k++) {
-          reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
-        }
-      }
-      for (int k = 0; k < pos.length; k++) {
-        built[pos[k]] = builders.get(k).build();
-      }
-    }
-
-    /** Closes every reader on its own thread (confined memory is freed only there), then the threads. */
-    @Override
-    public void close() throws IOException {
-      List<java.util.concurrent.Future<?>> closing = new ArrayList<>();
-      for (int r = 1; r < readers.length; r++) {
-        TieredReader reader = readers[r];
-        closing.add(partThreads[r].submit(() -> {
-          reader.close();
-          return null;
-        }));
-        partThreads[r].shutdown();
-      }
-      IOException failure = null;
-      try {
-        readers[0].close();
-      } catch (IOException e) {
-        failure = e;
-      }
-      for (var f : closing) {
-        try {
-          f.get(30, java.util.concurrent.TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-          if (failure == null) {
-            failure = e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
-          }
-        } catch (java.util.concurrent.TimeoutException e) {
-          failure = failure == null ? new IOException("an assembly thread did not finish within 30 s", e) : failure;
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-      if (failure != null) {
-        throw failure;
-      }
-    }
   }
 
   /** Stops the prefetch threads and releases memory; batches already returned stay valid until closed. */
