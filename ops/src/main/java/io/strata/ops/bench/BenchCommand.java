@@ -29,8 +29,8 @@ import picocli.CommandLine.Spec;
 /** {@code strata bench ...}: benchmarks that need real processes. JMH ones live in bench/. */
 @Command(name = "bench", mixinStandardHelpOptions = true,
     description = "Side-by-side benchmarks against peers; 'bench all' runs every one and writes BENCHMARKS.md's results and charts.",
-    subcommands = {BenchAll.class, BenchPeers.Sample.class, BenchPeers.Scan.class, BenchCommand.Memory.class, BenchPeers.Policy.class,
-      BenchCommand.Derived.class, BenchCommand.Restart.class, BenchPeers.Api.class, BenchPeers.Gpu.class, BenchPython.class,
+    subcommands = {BenchAll.class, SampleBench.class, ScanBench.class, BenchCommand.Memory.class, PolicyBench.class,
+      BenchCommand.Derived.class, BenchCommand.Restart.class, ApiBench.class, GpuBench.class, BenchPython.class,
       BenchPolicyLive.class})
 public final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
