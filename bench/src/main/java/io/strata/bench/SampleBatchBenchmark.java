@@ -98,7 +98,7 @@ public class SampleBatchBenchmark {
           bytes += b.dataBytes();
           int f = 0;
           for (Column c : b.columns().values()) {
-            perFeature[f++] += io.strata.sdk.Columns.dataBytes(c);
+            perFeature[f++] += io.strata.sdk.format.Columns.dataBytes(c);
           }
         }
       }

@@ -1,7 +1,7 @@
 package io.strata.bench;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;

@@ -1,5 +1,6 @@
 package io.strata.sdk;
 
+import io.strata.sdk.internal.Bits;
 import io.strata.sdk.internal.Le;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

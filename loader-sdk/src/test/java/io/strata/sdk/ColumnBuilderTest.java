@@ -1,5 +1,6 @@
 package io.strata.sdk;
 
+import io.strata.sdk.format.ColumnBuilder;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 

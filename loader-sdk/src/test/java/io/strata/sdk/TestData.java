@@ -1,5 +1,6 @@
 package io.strata.sdk;
 
+import io.strata.sdk.format.ColumnBuilder;
 import java.lang.foreign.Arena;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;

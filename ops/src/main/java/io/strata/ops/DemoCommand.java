@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.SegmentFile;

@@ -102,7 +102,7 @@ final class FeaturesCommand implements Runnable {
         if (checksum) {
           for (int c = 0; c < m.chunks(); c++) {
             try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-              sum = sum * 31 + io.strata.sdk.Columns.checksum(fs.chunk(m.fingerprint(), c, arena));
+              sum = sum * 31 + io.strata.sdk.format.Columns.checksum(fs.chunk(m.fingerprint(), c, arena));
             }
           }
         }

@@ -2,7 +2,7 @@ package io.strata.ops;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.internal.AtomicFiles;

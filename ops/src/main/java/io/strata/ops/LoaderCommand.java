@@ -2,7 +2,7 @@ package io.strata.ops;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.AtomicFiles;

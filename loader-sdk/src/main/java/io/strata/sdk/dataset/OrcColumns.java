@@ -1,6 +1,6 @@
 package io.strata.sdk.dataset;
 
-import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.FeatureType;
 import java.math.BigDecimal;
 import java.math.BigInteger;

@@ -3,7 +3,7 @@ package io.strata.sdk.dataset;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.CorruptFileException;
 import java.io.FileNotFoundException;
 import java.io.IOException;

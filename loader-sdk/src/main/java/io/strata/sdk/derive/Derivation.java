@@ -1,8 +1,8 @@
 package io.strata.sdk.derive;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.ChunkInfo;

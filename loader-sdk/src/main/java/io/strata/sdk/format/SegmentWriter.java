@@ -1,7 +1,6 @@
 package io.strata.sdk.format;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;

@@ -1,7 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.format.SegmentWriter;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.tier.DerivedChunkSource;
 import io.strata.sdk.tier.TieredReader;

@@ -1,7 +1,7 @@
 package io.strata.sdk.tier;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.util.Iterator;

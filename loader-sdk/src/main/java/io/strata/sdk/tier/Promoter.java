@@ -58,7 +58,7 @@ public final class Promoter {
       SequencedMap<String, Column> cols = source.read(chunk, features, arena);
       long bytes = 0;
       for (Column col : cols.values()) {
-        bytes += io.strata.sdk.Columns.dataBytes(col);
+        bytes += io.strata.sdk.format.Columns.dataBytes(col);
       }
       gate.admit(bytes);
       return store.write(new SegmentInfo(ds.name(), ds.version(), chunk, c.firstRow(), c.endRow(), features), cols);

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.ColumnBuilder;
+import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;
 import java.lang.foreign.Arena;

@@ -163,7 +163,7 @@ class LoaderTest {
         try (b) {
           List<Long> sums = new ArrayList<>();
           for (Column c : b.columns().values()) {
-            sums.add(io.strata.sdk.Columns.checksum(c));
+            sums.add(io.strata.sdk.format.Columns.checksum(c));
           }
           out.add(sums);
         }

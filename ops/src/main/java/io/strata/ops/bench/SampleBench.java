@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Column;
-import io.strata.sdk.Columns;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.dataset.SampleIndex;

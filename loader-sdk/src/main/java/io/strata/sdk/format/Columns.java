@@ -1,5 +1,7 @@
-package io.strata.sdk;
+package io.strata.sdk.format;
 
+import io.strata.sdk.Column;
+import io.strata.sdk.FeatureType;
 import java.lang.foreign.MemorySegment;
 
 /** Comparisons and measures of columns. */

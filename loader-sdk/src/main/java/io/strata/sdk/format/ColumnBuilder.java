@@ -1,5 +1,9 @@
-package io.strata.sdk;
+package io.strata.sdk.format;
 
+import io.strata.sdk.internal.Bits;
+import io.strata.sdk.internal.Le;
+import io.strata.sdk.Column;
+import io.strata.sdk.FeatureType;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
@@ -47,7 +51,7 @@ public final class ColumnBuilder {
             : null;
     if (!type.isFixedWidth()) {
       offsets = allocate(4L * (Math.max(expectedRows, 16) + 1));
-      offsets.set(Column.INT, 0, 0);
+      offsets.set(Le.INT, 0, 0);
     }
     reserve(Math.max(expectedRows, 0), 0);
   }
@@ -155,7 +159,7 @@ public final class ColumnBuilder {
       throw new IllegalStateException(
           "a " + type + " column holds at most 2 GiB of data per column; split it into chunks");
     }
-    offsets.set(Column.INT, 4L * (rows + 1), (int) end);
+    offsets.set(Le.INT, 4L * (rows + 1), (int) end);
   }
 
   /** Appends a null row. */
@@ -194,9 +198,9 @@ public final class ColumnBuilder {
     long at = (long) row * width;
     switch (type.kind()) {
       case INT8 -> values.set(ValueLayout.JAVA_BYTE, at, (byte) value);
-      case INT16 -> values.set(Column.SHORT, at, (short) value);
-      case INT32, DATE -> values.set(Column.INT, at, (int) value);
-      case INT64, TIMESTAMP -> values.set(Column.LONG, at, value);
+      case INT16 -> values.set(Le.SHORT, at, (short) value);
+      case INT32, DATE -> values.set(Le.INT, at, (int) value);
+      case INT64, TIMESTAMP -> values.set(Le.LONG, at, value);
       case BOOL -> Bits.set(values, row, value != 0);
       default -> throw new IllegalStateException("appendLong on a " + type + " builder");
     }
@@ -211,8 +215,8 @@ public final class ColumnBuilder {
 
   private void putDouble(int row, double value) {
     switch (type.kind()) {
-      case FLOAT32 -> values.set(Column.FLOAT, row * 4L, (float) value);
-      case FLOAT64 -> values.set(Column.DOUBLE, row * 8L, value);
+      case FLOAT32 -> values.set(Le.FLOAT, row * 4L, (float) value);
+      case FLOAT64 -> values.set(Le.DOUBLE, row * 8L, value);
       default -> throw new IllegalStateException("appendDouble on a " + type + " builder");
     }
   }
@@ -222,8 +226,8 @@ public final class ColumnBuilder {
     requireKind(FeatureType.Kind.DECIMAL);
     ensureRows(1);
     markValid(true);
-    values.set(Column.LONG, rows * 16L, low);
-    values.set(Column.LONG, rows * 16L + 8, high);
+    values.set(Le.LONG, rows * 16L, low);
+    values.set(Le.LONG, rows * 16L + 8, high);
     rows++;
   }
 
@@ -263,7 +267,7 @@ public final class ColumnBuilder {
     ensureRows(count);
     appendNullMask(isNull, from, count);
     if (width == 8) {
-      MemorySegment.copy(src, from, values, Column.LONG, (long) rows * 8, count);
+      MemorySegment.copy(src, from, values, Le.LONG, (long) rows * 8, count);
     } else {
       for (int k = 0; k < count; k++) {
         putLong(rows + k, src[from + k]);
@@ -277,7 +281,7 @@ public final class ColumnBuilder {
     ensureRows(count);
     appendNullMask(isNull, from, count);
     if (type.kind() == FeatureType.Kind.FLOAT64) {
-      MemorySegment.copy(src, from, values, Column.DOUBLE, (long) rows * 8, count);
+      MemorySegment.copy(src, from, values, Le.DOUBLE, (long) rows * 8, count);
     } else {
       for (int k = 0; k < count; k++) {
         putDouble(rows + k, src[from + k]);
@@ -345,8 +349,8 @@ public final class ColumnBuilder {
       }
     } else {
       MemorySegment srcOffsets = src.offsets();
-      int first = srcOffsets.get(Column.INT, srcRow * 4);
-      int last = srcOffsets.get(Column.INT, (srcRow + count) * 4);
+      int first = srcOffsets.get(Le.INT, srcRow * 4);
+      int last = srcOffsets.get(Le.INT, (srcRow + count) * 4);
       long limit = type.kind() == FeatureType.Kind.LIST ? src.child().length() : src.values().byteSize();
       if (first < 0 || last < first || last > limit) {
         // Checked before anything is sized by them: a damaged source must not make us allocate.
@@ -424,19 +428,19 @@ public final class ColumnBuilder {
       case 2 -> {
         for (int k = 0; k < n; k++) {
           int c = col[k];
-          values.set(Column.SHORT, (at + k) * 2, src[c].get(Column.SHORT, ((long) base[c] + row[k]) * 2));
+          values.set(Le.SHORT, (at + k) * 2, src[c].get(Le.SHORT, ((long) base[c] + row[k]) * 2));
         }
       }
       case 4 -> {
         for (int k = 0; k < n; k++) {
           int c = col[k];
-          values.set(Column.INT, (at + k) * 4, src[c].get(Column.INT, ((long) base[c] + row[k]) * 4));
+          values.set(Le.INT, (at + k) * 4, src[c].get(Le.INT, ((long) base[c] + row[k]) * 4));
         }
       }
       case 8 -> {
         for (int k = 0; k < n; k++) {
           int c = col[k];
-          values.set(Column.LONG, (at + k) * 8, src[c].get(Column.LONG, ((long) base[c] + row[k]) * 8));
+          values.set(Le.LONG, (at + k) * 8, src[c].get(Le.LONG, ((long) base[c] + row[k]) * 8));
         }
       }
       default -> {
@@ -488,7 +492,7 @@ public final class ColumnBuilder {
       return;
     }
     for (int k = 0; k < count; k++) {
-      dst.set(Column.INT, d + 4L * k, src.get(Column.INT, s + 4L * k) + delta);
+      dst.set(Le.INT, d + 4L * k, src.get(Le.INT, s + 4L * k) + delta);
     }
   }
 
@@ -509,7 +513,7 @@ public final class ColumnBuilder {
     }
     rows = keep;
     if (!fixed) {
-      int end = offsets.get(Column.INT, 4L * keep);
+      int end = offsets.get(Le.INT, 4L * keep);
       if (type.kind() == FeatureType.Kind.LIST) {
         child.truncate(end);
       } else {

@@ -1,17 +1,18 @@
-package io.strata.sdk;
+package io.strata.sdk.internal;
 
+import io.strata.sdk.Column;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /** Operations on Arrow bitmaps (least significant bit first). */
-final class Bits {
+public final class Bits {
   private Bits() {}
 
-  static boolean get(MemorySegment bits, long index) {
+  public static boolean get(MemorySegment bits, long index) {
     return (bits.get(ValueLayout.JAVA_BYTE, index >>> 3) & (1 << (index & 7))) != 0;
   }
 
-  static void set(MemorySegment bits, long index, boolean value) {
+  public static void set(MemorySegment bits, long index, boolean value) {
     long at = index >>> 3;
     byte b = bits.get(ValueLayout.JAVA_BYTE, at);
     int mask = 1 << (index & 7);
@@ -19,7 +20,7 @@ final class Bits {
   }
 
   /** Number of zero bits in {@code [from, from + count)}; 0 when {@code bits} is absent. */
-  static int countZeros(MemorySegment bits, long from, long count) {
+  public static int countZeros(MemorySegment bits, long from, long count) {
     if (bits.address() == 0 || count == 0) {
       return 0;
     }
@@ -31,7 +32,7 @@ final class Bits {
       i++;
     }
     while (i + 64 <= end) {
-      ones += Long.bitCount(bits.get(Column.LONG, i >>> 3));
+      ones += Long.bitCount(bits.get(Le.LONG, i >>> 3));
       i += 64;
     }
     while (i < end) {
@@ -42,7 +43,7 @@ final class Bits {
   }
 
   /** Sets bits {@code [from, from + count)} of {@code dst} to one. */
-  static void fill(MemorySegment dst, long from, long count) {
+  public static void fill(MemorySegment dst, long from, long count) {
     long i = from;
     long end = from + count;
     while (i < end && (i & 7) != 0) {
@@ -62,7 +63,7 @@ final class Bits {
    * Copies {@code count} bits from {@code src} at bit {@code srcBit} to {@code dst} at bit
    * {@code dstBit}. Byte-aligned copies are bulk copies; others move up to 56 bits per step.
    */
-  static void copy(MemorySegment src, long srcBit, MemorySegment dst, long dstBit, long count) {
+  public static void copy(MemorySegment src, long srcBit, MemorySegment dst, long dstBit, long count) {
     if (count == 0) {
       return;
     }
@@ -84,12 +85,12 @@ final class Bits {
       long dByte = d >>> 3;
       int n = (int) Math.min(56, count - done);
       if (sByte + 8 <= srcSize && dByte + 8 <= dstSize) {
-        long word = src.get(Column.LONG, sByte) >>> (s & 7);
+        long word = src.get(Le.LONG, sByte) >>> (s & 7);
         long mask = n == 64 ? -1L : (1L << n) - 1;
         int shift = (int) (d & 7);
-        long old = dst.get(Column.LONG, dByte);
+        long old = dst.get(Le.LONG, dByte);
         long keep = ~(mask << shift);
-        dst.set(Column.LONG, dByte, (old & keep) | ((word & mask) << shift));
+        dst.set(Le.LONG, dByte, (old & keep) | ((word & mask) << shift));
         done += n;
       } else {
         set(dst, d, get(src, s));
