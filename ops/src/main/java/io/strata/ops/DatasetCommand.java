@@ -32,7 +32,7 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(
     name = "dataset",
     mixinStandardHelpOptions = true,
-    description = "Dataset tools: generate, import, register, list, describe, verify, truth.",
+    description = "Dataset tools: generate, import, register, list, describe, verify, truth, relayout.",
     subcommands = {
       DatasetCommand.Generate.class,
       DatasetCommand.Import.class,
@@ -40,7 +40,8 @@ import picocli.CommandLine.Model.CommandSpec;
       DatasetCommand.ListCmd.class,
       DatasetCommand.Describe.class,
       DatasetCommand.Verify.class,
-      DatasetCommand.Truth.class
+      DatasetCommand.Truth.class,
+      RelayoutCommand.class
     })
 final class DatasetCommand implements Runnable {
   @Spec CommandSpec spec;

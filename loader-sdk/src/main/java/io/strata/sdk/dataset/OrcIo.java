@@ -30,7 +30,7 @@ final class OrcIo {
   private OrcIo() {}
 
   private static FileSystem localFileSystem() {
-    RawLocalFileSystem fs = new RawLocalFileSystem();
+    RawLocalFileSystem fs = new OrcReads.CountingFileSystem();
     try {
       fs.initialize(URI.create("file:///"), CONF);
     } catch (IOException e) {

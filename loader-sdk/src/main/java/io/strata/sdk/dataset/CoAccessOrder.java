@@ -1,0 +1,285 @@
+package io.strata.sdk.dataset;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * A column order in which the features jobs read together sit together, learned from what jobs
+ * read (bytes per job and feature).
+ *
+ * <p>A job that projects the features {@code S} of a stripe issues about one read per maximal run
+ * of {@code S}'s columns in the stripe's column order (adjacent column streams are contiguous in
+ * the file). The cost of an order is therefore the sum over jobs of the job's bytes read times the
+ * number of runs its features form; the best possible is one run per job. The method: features
+ * read by exactly the same jobs (the same <em>signature</em>) are interchangeable and kept
+ * together as one group, in their present order; features no job read form the last group. The
+ * groups are chained greedily (start with the group read most; repeatedly attach, at either end of
+ * the chain, the group with the most bytes of jobs in common with that end), and the chain is
+ * then improved by local search (moving a segment of one to three groups elsewhere, reversed or
+ * not, and reversing a segment in place) until no move lowers the cost. On a co-access graph that admits one run per job this finds it often; in general it is a
+ * heuristic (the exact problem, the consecutive-ones arrangement with the fewest breaks, is
+ * NP-hard). Deterministic: the same input gives the same order.
+ */
+public final class CoAccessOrder {
+  private CoAccessOrder() {}
+
+  /** A proposed order and its cost (bytes-weighted runs per job) before and after; the lower bound is 1. */
+  public record Plan(List<String> order, double runsBefore, double runsAfter, int jobs, int groups) {}
+
+  /**
+   * The order for {@code columns} (the dataset's columns in their present order) given what each
+   * job read: job to feature to bytes (features not among {@code columns} are ignored).
+   */
+  public static Plan plan(List<String> columns, Map<String, Map<String, Long>> reads) {
+    Map<String, Integer> index = new HashMap<>();
+    for (int i = 0; i < columns.size(); i++) {
+      index.put(columns.get(i), i);
+    }
+    List<String> jobs = new ArrayList<>(new TreeSet<>(reads.keySet()));
+    double[] weight = new double[jobs.size()];
+    List<Set<Integer>> sets = new ArrayList<>();
+    for (int j = 0; j < jobs.size(); j++) {
+      Set<Integer> s = new TreeSet<>();
+      for (Map.Entry<String, Long> e : reads.get(jobs.get(j)).entrySet()) {
+        Integer c = index.get(e.getKey());
+        if (c != null && e.getValue() > 0) {
+          s.add(c);
+          weight[j] += e.getValue();
+        }
+      }
+      sets.add(s);
+    }
+    // Signatures: the jobs that read each column.
+    Map<String, List<Integer>> bySignature = new LinkedHashMap<>();
+    List<boolean[]> signatures = new ArrayList<>();
+    for (int c = 0; c < columns.size(); c++) {
+      StringBuilder key = new StringBuilder();
+      for (int j = 0; j < jobs.size(); j++) {
+        key.append(sets.get(j).contains(c) ? '1' : '0');
+      }
+      bySignature.computeIfAbsent(key.toString(), k -> new ArrayList<>()).add(c);
+    }
+    List<List<Integer>> groups = new ArrayList<>();
+    List<Integer> unread = null;
+    for (Map.Entry<String, List<Integer>> e : bySignature.entrySet()) {
+      if (e.getKey().indexOf('1') < 0) {
+        unread = e.getValue();
+        continue;
+      }
+      groups.add(e.getValue());
+      boolean[] sig = new boolean[jobs.size()];
+      for (int j = 0; j < sig.length; j++) {
+        sig[j] = e.getKey().charAt(j) == '1';
+      }
+      signatures.add(sig);
+    }
+    int g = groups.size();
+    double[][] affinity = new double[g][g];
+    double[] groupWeight = new double[g];
+    for (int a = 0; a < g; a++) {
+      for (int j = 0; j < jobs.size(); j++) {
+        if (signatures.get(a)[j]) {
+          groupWeight[a] += weight[j];
+        }
+      }
+      for (int b = 0; b < g; b++) {
+        for (int j = 0; j < jobs.size(); j++) {
+          if (a != b && signatures.get(a)[j] && signatures.get(b)[j]) {
+            affinity[a][b] += weight[j];
+          }
+        }
+      }
+    }
+    // Greedy chain.
+    List<Integer> chain = new ArrayList<>();
+    boolean[] used = new boolean[g];
+    if (g > 0) {
+      int first = 0;
+      for (int a = 1; a < g; a++) {
+        if (groupWeight[a] > groupWeight[first]) {
+          first = a;
+        }
+      }
+      chain.add(first);
+      used[first] = true;
+      for (int n = 1; n < g; n++) {
+        int best = -1;
+        boolean atEnd = true;
+        double bestScore = -1;
+        for (int a = 0; a < g; a++) {
+          if (used[a]) {
+            continue;
+          }
+          double tail = affinity[chain.getLast()][a];
+          double head = affinity[chain.getFirst()][a];
+          double score = Math.max(tail, head) * 1e6 + groupWeight[a];
+          if (score > bestScore) {
+            bestScore = score;
+            best = a;
+            atEnd = tail >= head;
+          }
+        }
+        used[best] = true;
+        if (atEnd) {
+          chain.add(best);
+        } else {
+          chain.addFirst(best);
+        }
+      }
+    }
+    // Local search while a move lowers the cost: a segment of one to three groups moved
+    // elsewhere (reversed or not), or a segment reversed in place.
+    double cost = cost(chain, signatures, weight);
+    for (int pass = 0; pass < 200; pass++) {
+      double before = cost;
+      for (int len = 1; len <= 3; len++) {
+        for (int i = 0; i + len <= chain.size(); i++) {
+          List<Integer> segment = new ArrayList<>(chain.subList(i, i + len));
+          List<Integer> rest = new ArrayList<>(chain);
+          rest.subList(i, i + len).clear();
+          List<Integer> best = null;
+          for (int at = 0; at <= rest.size(); at++) {
+            for (int rev = 0; rev < (len > 1 ? 2 : 1); rev++) {
+              List<Integer> cand = new ArrayList<>(rest);
+              List<Integer> seg = new ArrayList<>(segment);
+              if (rev == 1) {
+                java.util.Collections.reverse(seg);
+              }
+              cand.addAll(at, seg);
+              double c = cost(cand, signatures, weight);
+              if (c < cost - 1e-9) {
+                cost = c;
+                best = cand;
+              }
+            }
+          }
+          if (best != null) {
+            chain = best;
+          }
+        }
+      }
+      for (int i = 0; i < chain.size(); i++) {
+        for (int j = i + 2; j <= chain.size(); j++) {
+          List<Integer> cand = new ArrayList<>(chain);
+          java.util.Collections.reverse(cand.subList(i, j));
+          double c = cost(cand, signatures, weight);
+          if (c < cost - 1e-9) {
+            cost = c;
+            chain = cand;
+          }
+        }
+      }
+      if (cost >= before - 1e-9) {
+        break;
+      }
+    }
+    List<String> order = new ArrayList<>();
+    for (int a : chain) {
+      for (int c : groups.get(a)) {
+        order.add(columns.get(c));
+      }
+    }
+    if (unread != null) {
+      for (int c : unread) {
+        order.add(columns.get(c));
+      }
+    }
+    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), jobs.size(), g);
+  }
+
+  /** Bytes-weighted runs per job of {@code chain} (groups in order). */
+  private static double cost(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
+    double total = 0;
+    for (int j = 0; j < weight.length; j++) {
+      int runs = 0;
+      boolean in = false;
+      for (int a : chain) {
+        boolean reads = signatures.get(a)[j];
+        if (reads && !in) {
+          runs++;
+        }
+        in = reads;
+      }
+      total += weight[j] * runs;
+    }
+    return total;
+  }
+
+  /**
+   * The bytes-weighted mean number of runs the jobs' features form in {@code order}: about the
+   * read requests per stripe a job issues (1 is the least possible); 0 without reads.
+   */
+  public static double runs(List<String> order, List<String> columns, Map<String, Map<String, Long>> reads) {
+    Set<String> known = new TreeSet<>(columns);
+    double total = 0;
+    double weights = 0;
+    for (Map<String, Long> r : reads.values()) {
+      double w = 0;
+      for (Map.Entry<String, Long> e : r.entrySet()) {
+        if (known.contains(e.getKey()) && e.getValue() > 0) {
+          w += e.getValue();
+        }
+      }
+      if (w == 0) {
+        continue;
+      }
+      int runs = 0;
+      boolean in = false;
+      for (String c : order) {
+        Long b = r.get(c);
+        boolean read = b != null && b > 0;
+        if (read && !in) {
+          runs++;
+        }
+        in = read;
+      }
+      total += w * runs;
+      weights += w;
+    }
+    return weights == 0 ? 0 : total / weights;
+  }
+
+  /**
+   * Bytes read per job and feature of {@code dataset} in a trace in the CSV of docs/FORMAT.md §5
+   * (read records only: plan, step and end records carry no bytes); {@code what} names the source
+   * in errors.
+   */
+  public static Map<String, Map<String, Long>> readsFromTrace(String csv, String dataset, String what) throws java.io.IOException {
+    Map<String, Map<String, Long>> out = new java.util.TreeMap<>();
+    try (java.io.BufferedReader in = new java.io.BufferedReader(new java.io.StringReader(csv))) {
+      String header = in.readLine();
+      if (header == null || !header.strip().replace(" ", "").toLowerCase(java.util.Locale.ROOT)
+          .startsWith("time,job,dataset,feature,chunk,bytes")) {
+        throw new java.io.IOException(what + ": not a trace (expected the header 'time,job,dataset,feature,chunk,bytes')");
+      }
+      String line;
+      int n = 1;
+      while ((line = in.readLine()) != null) {
+        n++;
+        if (line.isBlank()) {
+          continue;
+        }
+        String[] p = line.split(",", -1);
+        if (p.length < 6) {
+          throw new java.io.IOException(what + " line " + n + ": expected at least 6 fields, got " + p.length);
+        }
+        if (p[3].startsWith("@") || !p[2].equals(dataset)) {
+          continue;
+        }
+        long bytes;
+        try {
+          bytes = Long.parseLong(p[5].strip());
+        } catch (NumberFormatException e) {
+          throw new java.io.IOException(what + " line " + n + ": bytes '" + p[5] + "' is not a number");
+        }
+        out.computeIfAbsent(p[1], j -> new java.util.TreeMap<>()).merge(p[3], Math.max(0, bytes), Long::sum);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,187 @@
+package io.strata.sdk.dataset;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.IntFunction;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSInputStream;
+import org.apache.hadoop.fs.FileRange;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+
+/**
+ * The read requests Strata's ORC reading issues to the HDD tier, and their coalescing.
+ *
+ * <p>orc-core (2.3) hands a stripe's column streams to the file system as a vectored read, one
+ * range per stream, and the local file system reads each range on its own: a job projecting five
+ * adjacent features still issues one request per stream. The streams of a file opened here are
+ * read through {@link Counting#readVectored}, which merges ranges that touch (or overlap) into one
+ * read and slices the result, so adjacent columns cost one request per run of columns; that is
+ * what makes a relayout ({@link Relayout}) pay on the HDD tier.
+ *
+ * <p>Counted where requests leave the reader: each call that reads file bytes is one request,
+ * with its bytes. Process-wide totals; take differences around what you measure. Thread-safe
+ * (adders).
+ */
+public final class OrcReads {
+  private static final LongAdder REQUESTS = new LongAdder();
+  private static final LongAdder BYTES = new LongAdder();
+
+  private OrcReads() {}
+
+  /** Read requests issued so far. */
+  public static long requests() {
+    return REQUESTS.sum();
+  }
+
+  /** Bytes those requests asked for. */
+  public static long bytes() {
+    return BYTES.sum();
+  }
+
+  /** Bytes of a gap between two ranges that one read reads through rather than issuing two. */
+  static final long HOLE = Long.getLong("strata.orc.holeBytes", 0);
+
+  /** The most bytes one coalesced read takes. */
+  static final int MAX_READ = 64 << 20;
+
+  private static void count(long bytes) {
+    REQUESTS.increment();
+    BYTES.add(bytes);
+  }
+
+  /** The raw local file system with every opened file's reads counted. */
+  static final class CountingFileSystem extends RawLocalFileSystem {
+    @Override
+    public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+      return new FSDataInputStream(new Counting(super.open(f, bufferSize)));
+    }
+  }
+
+  /**
+   * A file's stream whose reads are counted and whose vectored reads are coalesced; everything
+   * else goes to the underlying stream. orc-core reads a stripe's footer twice in a row when it
+   * opens a stripe; the last small positioned read is kept, so that an identical repeat costs no
+   * request (ORC files are immutable while open: a dataset's files change only by a new version).
+   * Used by one reader thread at a time, as orc-core uses its streams.
+   */
+  private static final class Counting extends FSInputStream {
+    /** The largest positioned read kept for an identical repeat. */
+    private static final int KEEP = 64 << 10;
+    private final FSDataInputStream in;
+    private long keptPosition = -1;
+    private byte[] kept;
+
+    Counting(FSDataInputStream in) {
+      this.in = in;
+    }
+
+    @Override
+    public void seek(long pos) throws IOException {
+      in.seek(pos);
+    }
+
+    @Override
+    public long getPos() throws IOException {
+      return in.getPos();
+    }
+
+    @Override
+    public boolean seekToNewSource(long targetPos) {
+      return false;
+    }
+
+    @Override
+    public int read() throws IOException {
+      int b = in.read();
+      if (b >= 0) {
+        count(1);
+      }
+      return b;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      int n = in.read(b, off, len);
+      if (n > 0) {
+        count(n);
+      }
+      return n;
+    }
+
+    @Override
+    public int read(long position, byte[] buffer, int offset, int length) throws IOException {
+      int n = in.read(position, buffer, offset, length);
+      if (n > 0) {
+        count(n);
+      }
+      return n;
+    }
+
+    @Override
+    public void readFully(long position, byte[] buffer, int offset, int length) throws IOException {
+      if (kept != null && position == keptPosition && length == kept.length) {
+        System.arraycopy(kept, 0, buffer, offset, length);
+        return;
+      }
+      in.readFully(position, buffer, offset, length);
+      count(length);
+      if (length <= KEEP) {
+        kept = java.util.Arrays.copyOfRange(buffer, offset, offset + length);
+        keptPosition = position;
+      }
+    }
+
+    @Override
+    public void readFully(long position, byte[] buffer) throws IOException {
+      readFully(position, buffer, 0, buffer.length);
+    }
+
+    /**
+     * Reads the ranges sorted by offset, one request per run of ranges that touch or overlap;
+     * each range gets its own buffer from {@code allocate}.
+     */
+    @Override
+    public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate) throws IOException {
+      List<FileRange> sorted = new ArrayList<>(ranges);
+      sorted.sort(Comparator.comparingLong(FileRange::getOffset));
+      int i = 0;
+      while (i < sorted.size()) {
+        long start = sorted.get(i).getOffset();
+        long end = start + sorted.get(i).getLength();
+        int j = i + 1;
+        while (j < sorted.size() && sorted.get(j).getOffset() <= end + HOLE
+            && Math.max(end, sorted.get(j).getOffset() + sorted.get(j).getLength()) - start <= MAX_READ) {
+          end = Math.max(end, sorted.get(j).getOffset() + sorted.get(j).getLength());
+          j++;
+        }
+        byte[] run = new byte[Math.toIntExact(end - start)];
+        in.readFully(start, run, 0, run.length);
+        count(run.length);
+        for (int k = i; k < j; k++) {
+          FileRange r = sorted.get(k);
+          ByteBuffer b = allocate.apply(r.getLength());
+          b.put(run, Math.toIntExact(r.getOffset() - start), r.getLength());
+          b.flip();
+          r.setData(CompletableFuture.completedFuture(b));
+        }
+        i = j;
+      }
+    }
+
+    @Override
+    public int available() throws IOException {
+      return in.available();
+    }
+
+    @Override
+    public void close() throws IOException {
+      in.close();
+    }
+  }
+}

@@ -1,0 +1,335 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import org.apache.hadoop.hive.ql.exec.vector.ColumnVector;
+import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
+import org.apache.orc.OrcFile;
+import org.apache.orc.Reader;
+import org.apache.orc.RecordReader;
+import org.apache.orc.StripeInformation;
+import org.apache.orc.TypeDescription;
+import org.apache.orc.Writer;
+
+/**
+ * Rewrites a dataset's ORC files with its columns in another order (features read together stored
+ * together), as a new version of the same dataset: same rows, same stripes (chunks), same values,
+ * same sample index.
+ *
+ * <p>The new files are written under {@code .tmp-relayout-*} in the dataset directory, compared
+ * value for value with the old ones (every row of every column, every type), and only then moved
+ * to {@code layout-<version>/} and made current by replacing {@code manifest.json} atomically.
+ * Until that replacement the old version is the dataset: a failed check, an error or a kill at
+ * any point leaves it as it was. Old files are removed after the replacement; the list of what to
+ * remove is kept in {@code relayout.pending} first, so that a kill in between is finished by the
+ * next relayout, which also removes leftover temporary directories and unreferenced layouts.
+ *
+ * <p>Not thread-safe; one relayout of a dataset at a time (its caller's concern). Datasets with
+ * columns under ORC column encryption are refused: without the key their values read as masked
+ * ones, and rewriting would store the masks as data.
+ */
+public final class Relayout {
+  static final String TMP_PREFIX = ".tmp-relayout-";
+  static final String LAYOUT_PREFIX = "layout-";
+  static final String PENDING = "relayout.pending";
+  private static final int BATCH = 4096;
+  /** Runs on the directory of new files before they are checked (tests damage a file here); nothing by default. */
+  static volatile java.util.function.Consumer<Path> beforeCheck = p -> {};
+
+  private Relayout() {}
+
+  /** What a relayout did: the new manifest, the column order, the bytes written and how long it took. */
+  public record Result(Manifest manifest, String previousVersion, List<String> order, long bytes, double seconds) {}
+
+  /**
+   * Rewrites the dataset in {@code dir} with its columns in {@code order} (every column of its
+   * schema once); returns the new version's manifest. The dataset is unchanged unless this returns.
+   */
+  public static Result rewrite(Path dir, List<String> order, Progress progress) throws IOException {
+    Objects.requireNonNull(progress, "progress");
+    long t0 = System.nanoTime();
+    cleanUp(dir);
+    Manifest old = Manifest.read(dir);
+    for (FeatureInfo f : old.features()) {
+      if (!f.supported() && f.unsupportedReason() != null && f.unsupportedReason().contains("encrypted")) {
+        throw new IllegalArgumentException("dataset " + old.name() + " has a column under ORC column encryption ('"
+            + f.name() + "'): a relayout would store its masked values as data");
+      }
+    }
+    List<String> names = old.features().stream().map(FeatureInfo::name).toList();
+    if (order.size() != names.size() || !new HashSet<>(order).equals(new HashSet<>(names))) {
+      throw new IllegalArgumentException("the new order must name every column of " + old.name() + " once: " + names);
+    }
+    Path tmp = dir.resolve(TMP_PREFIX + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    Files.createDirectory(tmp);
+    boolean ok = false;
+    try {
+      long total = old.rows() * 2;
+      long[] done = {0};
+      List<Path> written = new ArrayList<>();
+      TypeDescription schema = null;
+      for (int f = 0; f < old.files().size(); f++) {
+        Path src = dir.resolve(old.files().get(f).path());
+        Path dst = tmp.resolve(String.format("part-%05d.orc", f));
+        schema = rewriteFile(src, dst, order, r -> progress.update(done[0] += r, total, "rows"));
+        written.add(dst);
+      }
+      beforeCheck.accept(tmp);
+      for (int f = 0; f < old.files().size(); f++) {
+        verify(dir.resolve(old.files().get(f).path()), written.get(f), r -> progress.update(done[0] += r, total, "rows"));
+      }
+      // The stripe map and checksums of the new files; the chunks must be the old ones, row for row.
+      List<Manifest.OrcFileInfo> infos = new ArrayList<>();
+      List<ChunkInfo> chunks = new ArrayList<>();
+      long row = 0;
+      long bytes = 0;
+      for (int f = 0; f < written.size(); f++) {
+        Path p = written.get(f);
+        long rows;
+        try (Reader reader = OrcIo.open(p)) {
+          rows = DatasetImporter.addStripes(reader, f, row, chunks);
+        }
+        row += rows;
+        bytes += Files.size(p);
+        infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), Files.size(p), rows, DatasetFiles.crc32c(p)));
+      }
+      if (chunks.size() != old.chunks().size()) {
+        throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");
+      }
+      for (int c = 0; c < chunks.size(); c++) {
+        if (chunks.get(c).rows() != old.chunks().get(c).rows() || chunks.get(c).firstRow() != old.chunks().get(c).firstRow()) {
+          throw new IOException("relayout of " + dir + " changed chunk " + c + "'s rows");
+        }
+      }
+      String version = DatasetFiles.version(infos);
+      if (version.equals(old.version())) {
+        throw new IllegalArgumentException("dataset " + old.name() + " is already in this order");
+      }
+      String layout = LAYOUT_PREFIX + version.substring(0, Math.min(16, version.length()));
+      List<Manifest.OrcFileInfo> placed = new ArrayList<>();
+      for (Manifest.OrcFileInfo i : infos) {
+        placed.add(new Manifest.OrcFileInfo(layout + "/" + i.path(), i.bytes(), i.rows(), i.crc32c()));
+      }
+      List<FeatureInfo> features = DatasetImporter.features(schema);
+      Manifest next = new Manifest(old.name(), version, old.rows(), features, placed, chunks, old.sampleIndex());
+      // Commit: the layout directory appears whole (one rename), the old files are listed for
+      // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
+      Path target = dir.resolve(layout);
+      if (Files.exists(target)) {
+        deleteTree(target);
+      }
+      Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+      Set<String> keep = new HashSet<>();
+      placed.forEach(i -> keep.add(i.path()));
+      var pending = Json.array();
+      for (Manifest.OrcFileInfo i : old.files()) {
+        if (!keep.contains(i.path())) {
+          pending.add(i.path());
+        }
+      }
+      AtomicFiles.write(dir.resolve(PENDING), Json.pretty(pending).getBytes(StandardCharsets.UTF_8));
+      next.write(dir);
+      ok = true;
+      cleanUp(dir);
+      return new Result(next, old.version(), List.copyOf(order), bytes, (System.nanoTime() - t0) / 1e9);
+    } finally {
+      if (!ok && Files.exists(tmp)) {
+        deleteTree(tmp);
+      }
+    }
+  }
+
+  /** Rewrites one ORC file with its columns in {@code order}, stripe for stripe; returns the new schema. */
+  private static TypeDescription rewriteFile(Path src, Path dst, List<String> order, java.util.function.LongConsumer rows)
+      throws IOException {
+    try (Reader reader = OrcIo.open(src)) {
+      TypeDescription schema = reader.getSchema();
+      List<String> fields = schema.getFieldNames();
+      TypeDescription out = TypeDescription.createStruct();
+      int[] from = new int[order.size()];
+      for (int i = 0; i < order.size(); i++) {
+        from[i] = fields.indexOf(order.get(i));
+        if (from[i] < 0) {
+          throw new IOException(src + " has no column '" + order.get(i) + "' although the manifest lists it");
+        }
+        out.addField(order.get(i), schema.getChildren().get(from[i]).clone());
+      }
+      OrcFile.WriterOptions options = OrcFile.writerOptions(OrcIo.CONF)
+          .fileSystem(OrcIo.FS)
+          .setSchema(out)
+          .compress(reader.getCompressionKind())
+          .stripeSize(1L << 40)
+          .blockPadding(false)
+          .memory(new OrcIo.ExplicitStripes())
+          .useUTCTimestamp(true)
+          .rowIndexStride(reader.getRowIndexStride() > 0 ? reader.getRowIndexStride() : 10_000);
+      try (Writer w = OrcFile.createWriter(OrcIo.hadoopPath(dst), options)) {
+        VectorizedRowBatch in = schema.createRowBatch(BATCH);
+        VectorizedRowBatch outBatch = out.createRowBatch(BATCH);
+        for (StripeInformation st : reader.getStripes()) {
+          // One reader per stripe: the new file's stripes end where the old one's did.
+          try (RecordReader rr = reader.rows(reader.options().range(st.getOffset(), st.getLength()))) {
+            while (rr.nextBatch(in)) {
+              for (int i = 0; i < from.length; i++) {
+                outBatch.cols[i] = in.cols[from[i]];
+              }
+              outBatch.size = in.size;
+              outBatch.selectedInUse = false;
+              w.addRowBatch(outBatch);
+              rows.accept(in.size);
+            }
+          }
+          w.writeIntermediateFooter();
+        }
+      }
+      return out;
+    }
+  }
+
+  /**
+   * Compares two files value for value, by column name: every row of every column, whatever its
+   * type (through ORC's own rendering of each value, nulls included).
+   */
+  private static void verify(Path oldFile, Path newFile, java.util.function.LongConsumer rows) throws IOException {
+    try (Reader a = OrcIo.open(oldFile); Reader b = OrcIo.open(newFile);
+         RecordReader ra = a.rows(a.options()); RecordReader rb = b.rows(b.options())) {
+      if (a.getNumberOfRows() != b.getNumberOfRows()) {
+        throw new IOException("relayout check failed: " + newFile + " has " + b.getNumberOfRows() + " rows, " + oldFile
+            + " " + a.getNumberOfRows());
+      }
+      List<String> names = a.getSchema().getFieldNames();
+      List<String> newNames = b.getSchema().getFieldNames();
+      int[] at = new int[names.size()];
+      for (int i = 0; i < names.size(); i++) {
+        at[i] = newNames.indexOf(names.get(i));
+        if (at[i] < 0 || !a.getSchema().getChildren().get(i).equals(b.getSchema().getChildren().get(at[i]))) {
+          throw new IOException("relayout check failed: column '" + names.get(i) + "' is missing or changed type in " + newFile);
+        }
+      }
+      VectorizedRowBatch x = a.getSchema().createRowBatch(BATCH);
+      VectorizedRowBatch y = b.getSchema().createRowBatch(BATCH);
+      StringBuilder sx = new StringBuilder();
+      StringBuilder sy = new StringBuilder();
+      long row = 0;
+      int yRow = 0;
+      while (ra.nextBatch(x)) {
+        // Batches of the two readers may be cut differently: walk both row by row.
+        int i = 0;
+        while (i < x.size) {
+          if (y.size == 0 || yRow >= y.size) {
+            if (!rb.nextBatch(y)) {
+              throw new IOException("relayout check failed: " + newFile + " ends at row " + row);
+            }
+            yRow = 0;
+          }
+          for (int c = 0; c < at.length; c++) {
+            sx.setLength(0);
+            sy.setLength(0);
+            stringify(x.cols[c], i, sx);
+            stringify(y.cols[at[c]], yRow, sy);
+            if (!sx.toString().contentEquals(sy)) {
+              throw new IOException("relayout check failed: column '" + names.get(c) + "' row " + row + " of " + oldFile
+                  + " differs in the rewrite (" + clip(sx) + " vs " + clip(sy) + ")");
+            }
+          }
+          i++;
+          yRow++;
+          row++;
+        }
+        rows.accept(x.size);
+      }
+      if (yRow < y.size || rb.nextBatch(y)) {
+        throw new IOException("relayout check failed: " + newFile + " has rows beyond " + oldFile + "'s " + row);
+      }
+    }
+  }
+
+  private static void stringify(ColumnVector v, int row, StringBuilder out) {
+    int r = v.isRepeating ? 0 : row;
+    if (!v.noNulls && v.isNull[r]) {
+      out.append("null");
+    } else {
+      v.stringifyValue(out, r);
+    }
+  }
+
+  private static String clip(CharSequence s) {
+    return s.length() > 60 ? s.subSequence(0, 60) + "..." : s.toString();
+  }
+
+  /**
+   * Finishes or undoes what an interrupted relayout left: temporary directories, layout
+   * directories the manifest does not reference, and old files listed in {@code relayout.pending}
+   * that the manifest no longer references.
+   */
+  public static void cleanUp(Path dir) throws IOException {
+    if (!Files.exists(dir.resolve(Manifest.FILE_NAME))) {
+      return;
+    }
+    Manifest m = Manifest.read(dir);
+    Set<String> referenced = new HashSet<>();
+    Set<String> layouts = new HashSet<>();
+    for (Manifest.OrcFileInfo f : m.files()) {
+      referenced.add(f.path());
+      int slash = f.path().indexOf('/');
+      if (slash > 0) {
+        layouts.add(f.path().substring(0, slash));
+      }
+    }
+    Path pending = dir.resolve(PENDING);
+    if (Files.exists(pending)) {
+      for (var n : Json.MAPPER.readTree(Files.readAllBytes(pending))) {
+        String p = n.asText();
+        if (!referenced.contains(p) && !p.contains("..") && !p.startsWith("/")) {
+          Path file = dir.resolve(p).normalize();
+          if (file.startsWith(dir.normalize())) {
+            Files.deleteIfExists(file);
+            Path parent = file.getParent();
+            if (!parent.equals(dir.normalize()) && parent.getFileName().toString().startsWith(LAYOUT_PREFIX)
+                && isEmpty(parent)) {
+              Files.deleteIfExists(parent);
+            }
+          }
+        }
+      }
+      Files.delete(pending);
+    }
+    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+      for (Path p : ds) {
+        String name = p.getFileName().toString();
+        boolean staleLayout = name.startsWith(LAYOUT_PREFIX) && !layouts.contains(name);
+        if ((name.startsWith(TMP_PREFIX) || staleLayout) && Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+          deleteTree(p);
+        }
+      }
+    }
+  }
+
+  private static boolean isEmpty(Path d) throws IOException {
+    try (DirectoryStream<Path> ds = Files.newDirectoryStream(d)) {
+      return !ds.iterator().hasNext();
+    }
+  }
+
+  private static void deleteTree(Path d) throws IOException {
+    try (var s = Files.walk(d)) {
+      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}

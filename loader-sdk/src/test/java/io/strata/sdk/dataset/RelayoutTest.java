@@ -1,0 +1,153 @@
+package io.strata.sdk.dataset;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
+import io.strata.sdk.format.Columns;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RelayoutTest {
+  @TempDir Path tmp;
+
+  private Path generate(String name) throws IOException {
+    Path dir = tmp.resolve(name);
+    DatasetGenerator.generate(dir,
+        DatasetGenerator.Options.of("events", 50_000, 11).withFeatures(14).withChunking(7_000, 3).withMeanSampleLength(40),
+        Progress.NONE);
+    return dir;
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (Stream<Path> s = Files.walk(from)) {
+      for (Path p : s.toList()) {
+        Path q = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(q);
+        } else {
+          Files.copy(p, q);
+        }
+      }
+    }
+  }
+
+  private static List<String> leftovers(Path dir) throws IOException {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(Relayout.TMP_PREFIX) || n.equals(Relayout.PENDING))
+          .toList();
+    }
+  }
+
+  @AfterEach
+  void resetHook() {
+    Relayout.beforeCheck = p -> {};
+  }
+
+  @Test
+  void aRelayoutKeepsEveryValueRowsChunksAndSamplesUnderANewVersion() throws IOException {
+    Path dir = generate("d");
+    Path original = tmp.resolve("original");
+    copyTree(dir, original);
+    Manifest before = Manifest.read(dir);
+    List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
+    Collections.reverse(order);
+    Relayout.Result r = Relayout.rewrite(dir, order, Progress.NONE);
+    Manifest after = Manifest.read(dir);
+    assertNotEquals(before.version(), after.version());
+    assertEquals(before.version(), r.previousVersion());
+    assertEquals(order, after.features().stream().map(FeatureInfo::name).toList());
+    assertEquals(before.rows(), after.rows());
+    assertEquals(before.chunks().size(), after.chunks().size());
+    assertEquals(before.sampleIndex(), after.sampleIndex());
+    for (Manifest.OrcFileInfo f : before.files()) {
+      assertFalse(Files.exists(dir.resolve(f.path())), "the old file " + f.path() + " is removed");
+    }
+    assertEquals(List.of(), leftovers(dir));
+    // Every value of every served feature, chunk by chunk, against the untouched copy.
+    try (Dataset a = Dataset.open(original); Dataset b = Dataset.open(dir)) {
+      assertEquals(a.featureNames().size(), b.featureNames().size());
+      for (int c = 0; c < a.chunks().size(); c++) {
+        try (Arena arena = Arena.ofConfined()) {
+          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
+          Map<String, Column> y = b.readChunk(c, a.featureNames(), arena);
+          for (String f : a.featureNames()) {
+            assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), "feature " + f + " chunk " + c);
+          }
+        }
+      }
+      assertEquals(a.sampleIndex().orElseThrow().size(), b.sampleIndex().orElseThrow().size());
+    }
+    // The same order again is refused; another relayout replaces the layout directory.
+    assertThrows(IllegalArgumentException.class, () -> Relayout.rewrite(dir, order, Progress.NONE));
+    Relayout.rewrite(dir, before.features().stream().map(FeatureInfo::name).toList(), Progress.NONE);
+    try (Stream<Path> s = Files.list(dir)) {
+      assertEquals(1, s.filter(p -> p.getFileName().toString().startsWith(Relayout.LAYOUT_PREFIX)).count());
+    }
+  }
+
+  @Test
+  void aRewriteThatDoesNotVerifyLeavesTheDatasetAsItWas() throws IOException {
+    Path dir = generate("d");
+    Manifest before = Manifest.read(dir);
+    List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
+    Collections.swap(order, 2, 9);
+    // A rewrite whose first file holds other rows (the second file's, same count): the check must catch it.
+    Relayout.beforeCheck = d -> {
+      try {
+        Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+    IOException e = assertThrows(IOException.class, () -> Relayout.rewrite(dir, order, Progress.NONE));
+    assertTrue(e.getMessage().contains("relayout check failed"), e.getMessage());
+    assertEquals(before.version(), Manifest.read(dir).version());
+    for (Manifest.OrcFileInfo f : before.files()) {
+      assertEquals(f.crc32c(), DatasetFiles.crc32c(dir.resolve(f.path())), "the old file " + f.path() + " is untouched");
+    }
+    assertEquals(List.of(), leftovers(dir));
+  }
+
+  @Test
+  void anOrderThatIsNotAPermutationIsRefused() throws IOException {
+    Path dir = generate("d");
+    List<String> names = Manifest.read(dir).features().stream().map(FeatureInfo::name).toList();
+    assertThrows(IllegalArgumentException.class, () -> Relayout.rewrite(dir, names.subList(1, names.size()), Progress.NONE));
+    List<String> twice = new ArrayList<>(names);
+    twice.set(0, names.get(1));
+    assertThrows(IllegalArgumentException.class, () -> Relayout.rewrite(dir, twice, Progress.NONE));
+    assertEquals(List.of(), leftovers(dir));
+  }
+
+  @Test
+  void leftoversOfAnInterruptedRelayoutAreCleanedUp() throws IOException {
+    Path dir = generate("d");
+    Files.createDirectories(dir.resolve(Relayout.TMP_PREFIX + "123-456"));
+    Files.writeString(dir.resolve(Relayout.TMP_PREFIX + "123-456").resolve("part-00000.orc"), "partial");
+    Files.createDirectories(dir.resolve(Relayout.LAYOUT_PREFIX + "v1-dead"));
+    Relayout.cleanUp(dir);
+    assertEquals(List.of(), leftovers(dir));
+    assertFalse(Files.exists(dir.resolve(Relayout.LAYOUT_PREFIX + "v1-dead")), "an unreferenced layout goes");
+    try (Dataset ds = Dataset.open(dir)) {
+      assertEquals(50_000, ds.rows());
+    }
+  }
+}

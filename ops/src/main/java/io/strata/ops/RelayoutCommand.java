@@ -1,0 +1,122 @@
+package io.strata.ops;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.dataset.CoAccessOrder;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.Relayout;
+import io.strata.sdk.internal.Json;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * {@code strata dataset relayout DIR}: learns which features jobs read together (from a recorded
+ * trace, a file or the node's) and rewrites the dataset with those features adjacent in every
+ * stripe ({@link CoAccessOrder}, {@link Relayout}).
+ */
+@Command(name = "relayout", mixinStandardHelpOptions = true,
+    description = "Reorder a dataset's ORC columns so that features read together are stored together: learned from a"
+        + " trace (--from FILE, the CSV of 'strata node trace') or from the node's (--from-node); a new version, verified"
+        + " value for value before it replaces the old one.")
+final class RelayoutCommand implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+  Path dir;
+
+  static final class Source {
+    @Option(names = "--from", paramLabel = "TRACE", description = "A trace CSV (time,job,dataset,feature,chunk,bytes[,tier]).")
+    Path trace;
+
+    @Option(names = "--from-node", description = "The node's recorded trace; the node is told of the new version after.")
+    boolean fromNode;
+  }
+
+  @ArgGroup(exclusive = true, multiplicity = "1")
+  Source source;
+
+  @Mixin NodeOptions node;
+
+  @Option(names = "--register", description = "Register the new version with the node (implied by --from-node).")
+  boolean register;
+
+  @Option(names = "--dry-run", description = "Print the order and the expected saving; change nothing.")
+  boolean dryRun;
+
+  @Option(names = "--json", description = "Print the result as one JSON object.")
+  boolean json;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter w = spec.commandLine().getOut();
+    if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
+      throw new java.nio.file.NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
+    }
+    Manifest m = Manifest.read(dir);
+    String csv;
+    if (source.fromNode) {
+      csv = node.client().trace().csv();
+    } else {
+      if (!Files.isRegularFile(source.trace)) {
+        throw new java.nio.file.NoSuchFileException(source.trace.toString(), null, "no such trace file");
+      }
+      csv = Files.readString(source.trace, StandardCharsets.UTF_8);
+    }
+    Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(csv, m.name(), source.fromNode ? "the node's trace" : source.trace.toString());
+    if (reads.isEmpty()) {
+      throw new IllegalArgumentException("the trace has no reads of dataset " + m.name() + ": nothing to learn from");
+    }
+    List<String> columns = m.features().stream().map(FeatureInfo::name).toList();
+    CoAccessOrder.Plan plan = CoAccessOrder.plan(columns, reads);
+    ObjectNode out = Json.object();
+    out.put("dataset", m.name()).put("previousVersion", m.version()).put("jobs", plan.jobs()).put("groups", plan.groups());
+    out.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
+    out.set("order", Json.MAPPER.valueToTree(plan.order()));
+    if (plan.order().equals(columns)) {
+      out.put("changed", false);
+      print(w, out, "the columns of " + m.name() + " are already in the learned order (" + f2(plan.runsBefore())
+          + " reads per stripe per job); nothing to do");
+      return 0;
+    }
+    if (dryRun) {
+      out.put("changed", false);
+      print(w, out, String.format("%s: %s -> %s reads per stripe per job (bytes-weighted, %d jobs); order: %s", m.name(),
+          f2(plan.runsBefore()), f2(plan.runsAfter()), plan.jobs(), String.join(",", plan.order())));
+      return 0;
+    }
+    Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
+    Relayout.Result r = Relayout.rewrite(dir, plan.order(), bar);
+    bar.done();
+    out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds());
+    if (register || source.fromNode) {
+      JsonNode d = node.client().registerDataset(dir.toAbsolutePath().normalize());
+      out.put("registered", d.path("version").asText());
+    }
+    print(w, out, String.format("%s: version %s replaces %s, verified value for value (%s written in %s); %s -> %s reads"
+        + " per stripe per job%s", m.name(), r.manifest().version(), r.previousVersion(), Terminal.bytes(r.bytes()),
+        Terminal.seconds(r.seconds()), f2(plan.runsBefore()), f2(plan.runsAfter()),
+        out.has("registered") ? "; the node serves it now" : ""));
+    return 0;
+  }
+
+  private void print(PrintWriter w, ObjectNode out, String text) {
+    w.println(json ? Json.compact(out) : text);
+  }
+
+  private static String f2(double v) {
+    return String.format(java.util.Locale.ROOT, "%.2f", v);
+  }
+}

@@ -1,0 +1,268 @@
+package io.strata.ops.bench;
+
+import static io.strata.ops.bench.BenchPeers.f2;
+import static io.strata.ops.bench.BenchPeers.median;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.CoAccessOrder;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.OrcReads;
+import io.strata.sdk.dataset.Relayout;
+import io.strata.sdk.format.Columns;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code strata bench relayout}: the same jobs' epochs read from ORC before and after a relayout
+ * learned from their trace. Two copies of one generated dataset, one relaid out, read in
+ * alternating rounds; read requests and bytes counted where the ORC reader issues them ({@link
+ * OrcReads}); cold epochs with the files dropped from the page cache first
+ * ({@code posix_fadvise(DONTNEED)}, which needs no root); values compared by checksum.
+ */
+@Command(name = "relayout", mixinStandardHelpOptions = true,
+    description = "Read requests and cold-epoch time from ORC for jobs reading 5-20 of 60+ features (Zipf popularity),"
+        + " before and after 'dataset relayout' learned from their trace.")
+final class RelayoutBench implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Option(names = "--work", description = "Working directory (default: a new temporary one, removed after).")
+  Path work;
+
+  @Option(names = "--features", defaultValue = "64", description = "Columns of the dataset; default ${DEFAULT-VALUE}.")
+  int features;
+
+  @Option(names = "--rows", defaultValue = "400000", description = "Rows; default ${DEFAULT-VALUE}.")
+  long rows;
+
+  @Option(names = "--jobs", defaultValue = "12", description = "Jobs; default ${DEFAULT-VALUE}.")
+  int jobs;
+
+  @Option(names = "--rounds", defaultValue = "3", description = "Rounds (before and after alternate); default ${DEFAULT-VALUE}.")
+  int rounds;
+
+  @Option(names = "--seed", defaultValue = "5")
+  long seed;
+
+  @Option(names = "--quick", description = "Small data, one round (CI).")
+  boolean quick;
+
+  @Option(names = "--json", description = "Print the figures as one JSON object.")
+  boolean json;
+
+  /** One job: the features it reads. */
+  private record Job(String name, List<String> features) {}
+
+  /** What one epoch of every job cost on one copy. */
+  private record Epochs(long requests, long bytes, double seconds, long checksum) {}
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter log = spec.commandLine().getErr();
+    if (quick) {
+      rows = Math.min(rows, 60_000);
+      rounds = 1;
+      jobs = Math.min(jobs, 8);
+    }
+    if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000) {
+      throw new IllegalArgumentException("need --features >= 20, --jobs >= 1, --rounds >= 1 and --rows >= 1000");
+    }
+    boolean temporary = work == null;
+    Path dir = temporary ? Files.createTempDirectory("strata-bench-relayout") : work;
+    try {
+      Path before = dir.resolve("before");
+      Path after = dir.resolve("after");
+      log.println("generating " + Terminal.count(rows) + " rows x " + features + " columns ...");
+      int chunkRows = (int) Math.max(1000, rows / 20);
+      DatasetGenerator.Options o = DatasetGenerator.Options.of("relayout", rows, seed).withFeatures(features)
+          .withChunking(chunkRows, 5).withReplace(true);
+      DatasetGenerator.generate(before, o, Progress.NONE);
+      DatasetGenerator.generate(after, o, Progress.NONE);
+      List<Job> js;
+      String trace;
+      List<String> columns;
+      try (Dataset ds = Dataset.open(before)) {
+        js = jobs(ds.featureNames(), new Random(seed));
+        trace = trace(ds, js);
+        columns = ds.columns().stream().map(FeatureInfo::name).toList();
+      }
+      Files.writeString(dir.resolve("trace.csv"), trace, StandardCharsets.UTF_8);
+      // The command's own path: reads learned from the trace, the order, the verified rewrite.
+      Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
+      CoAccessOrder.Plan plan = CoAccessOrder.plan(columns, reads);
+      Relayout.Result r = Relayout.rewrite(after, plan.order(), Progress.NONE);
+      log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
+          f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));
+      String dropper = dropper();
+      List<Double> beforeSecs = new ArrayList<>();
+      List<Double> afterSecs = new ArrayList<>();
+      Epochs b = null;
+      Epochs a = null;
+      for (int round = 0; round < rounds; round++) {
+        b = epochs(before, js, dropper);
+        a = epochs(after, js, dropper);
+        beforeSecs.add(b.seconds());
+        afterSecs.add(a.seconds());
+        log.printf("round %d/%d: before %d requests %s, after %d requests %s%n", round + 1, rounds, b.requests(),
+            Terminal.seconds(b.seconds()), a.requests(), Terminal.seconds(a.seconds()));
+      }
+      boolean identical = a.checksum() == b.checksum();
+      double tb = median(beforeSecs);
+      double ta = median(afterSecs);
+      ObjectNode o2 = Json.object();
+      o2.put("features", features).put("rows", rows).put("chunks", Manifest.read(before).chunks().size()).put("jobs", js.size());
+      o2.put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
+      o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
+      o2.put("cold", dropper != null ? "posix_fadvise(DONTNEED) on every ORC file before each job's epoch"
+          : "not dropped (no python3 with os.posix_fadvise): warm page cache");
+      o2.putObject("before").put("requestsPerEpoch", b.requests()).put("bytesPerEpoch", b.bytes()).put("epochSeconds", tb);
+      o2.putObject("after").put("requestsPerEpoch", a.requests()).put("bytesPerEpoch", a.bytes()).put("epochSeconds", ta);
+      o2.put("identical", identical);
+      o2.putObject("ratios")
+          .put("readsAfterVsBefore", b.requests() == 0 ? 0 : (double) a.requests() / b.requests())
+          .put("bytesAfterVsBefore", b.bytes() == 0 ? 0 : (double) a.bytes() / b.bytes())
+          .put("epochTimeAfterVsBefore", tb == 0 ? 0 : ta / tb);
+      if (!identical) {
+        throw new IllegalStateException("the relaid-out dataset read different values than the original");
+      }
+      if (json) {
+        out.println(Json.compact(o2));
+      } else {
+        out.printf("relayout of %d columns for %d jobs (%.1f features each): read requests per epoch %d -> %d (%.2fx),"
+            + " bytes %s -> %s, cold epoch %s -> %s (%.2fx); values identical%n", features, js.size(),
+            o2.path("featuresPerJobMean").asDouble(), b.requests(), a.requests(), o2.path("ratios").path("readsAfterVsBefore").asDouble(),
+            Terminal.bytes(b.bytes()), Terminal.bytes(a.bytes()), Terminal.seconds(tb), Terminal.seconds(ta),
+            o2.path("ratios").path("epochTimeAfterVsBefore").asDouble());
+      }
+      return 0;
+    } finally {
+      if (temporary) {
+        Processes.deleteTree(dir);
+      }
+    }
+  }
+
+  /** Jobs reading 5 to 20 features each, picked by Zipf popularity (exponent 1.1) over a shuffled feature order. */
+  private List<Job> jobs(List<String> served, Random rnd) {
+    List<String> byPopularity = new ArrayList<>(served);
+    java.util.Collections.shuffle(byPopularity, rnd);
+    double[] cdf = new double[byPopularity.size()];
+    double sum = 0;
+    for (int i = 0; i < cdf.length; i++) {
+      sum += 1 / Math.pow(i + 1, 1.1);
+      cdf[i] = sum;
+    }
+    List<Job> out = new ArrayList<>();
+    for (int j = 0; j < jobs; j++) {
+      int k = Math.min(served.size(), 5 + rnd.nextInt(16));
+      Set<String> fs = new LinkedHashSet<>();
+      while (fs.size() < k) {
+        double u = rnd.nextDouble() * sum;
+        int i = 0;
+        while (cdf[i] < u) {
+          i++;
+        }
+        fs.add(byPopularity.get(i));
+      }
+      out.add(new Job("job-" + j, List.copyOf(fs)));
+    }
+    return out;
+  }
+
+  /** The trace the jobs' epochs would leave on a node (one read per job, chunk and feature). */
+  private static String trace(Dataset ds, List<Job> js) {
+    StringBuilder sb = new StringBuilder("time,job,dataset,feature,chunk,bytes\n");
+    int t = 0;
+    for (Job j : js) {
+      for (int c = 0; c < ds.chunks().size(); c++) {
+        for (String f : j.features()) {
+          int w = ds.feature(f).type().kind().width();
+          long bytes = ds.chunks().get(c).rows() * (w > 0 ? w : w == 0 ? 1 : 16);
+          sb.append(t++).append(',').append(j.name()).append(',').append(ds.name()).append(',').append(f).append(',')
+              .append(c).append(',').append(bytes).append('\n');
+        }
+      }
+    }
+    return sb.toString();
+  }
+
+  /** Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the page cache. */
+  private static Epochs epochs(Path dir, List<Job> js, String dropper) throws IOException, InterruptedException {
+    long requests = 0;
+    long bytes = 0;
+    double seconds = 0;
+    long checksum = 0;
+    try (Dataset ds = Dataset.open(dir)) {
+      List<String> files = new ArrayList<>();
+      for (Manifest.OrcFileInfo f : ds.manifest().files()) {
+        files.add(dir.resolve(f.path()).toString());
+      }
+      for (Job j : js) {
+        if (dropper != null) {
+          drop(dropper, files);
+        }
+        long r0 = OrcReads.requests();
+        long b0 = OrcReads.bytes();
+        long t0 = System.nanoTime();
+        for (int c = 0; c < ds.chunks().size(); c++) {
+          try (Arena arena = Arena.ofConfined()) {
+            Map<String, Column> cols = ds.orc().readChunk(c, j.features(), arena);
+            for (String f : j.features()) {
+              checksum = checksum * 31 + Columns.checksum(cols.get(f));
+            }
+          }
+        }
+        seconds += (System.nanoTime() - t0) / 1e9;
+        requests += OrcReads.requests() - r0;
+        bytes += OrcReads.bytes() - b0;
+      }
+    }
+    return new Epochs(requests, bytes, seconds, checksum);
+  }
+
+  /** The Python that drops files from the page cache, or null where there is none. */
+  private static String dropper() {
+    try {
+      Process p = new ProcessBuilder("python3", "-c", "import os; os.posix_fadvise").redirectErrorStream(true).start();
+      p.getInputStream().readAllBytes();
+      return p.waitFor() == 0 ? "python3" : null;
+    } catch (IOException | InterruptedException e) {
+      return null;
+    }
+  }
+
+  private static void drop(String python, List<String> files) throws IOException, InterruptedException {
+    List<String> cmd = new ArrayList<>(List.of(python, "-c",
+        "import os, sys\nfor p in sys.argv[1:]:\n    fd = os.open(p, os.O_RDONLY)\n"
+            + "    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n    os.close(fd)\n"));
+    cmd.addAll(files);
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IOException("dropping the files from the page cache failed: " + text.strip());
+    }
+  }
+}

@@ -1,0 +1,130 @@
+package io.strata.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.internal.Json;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code strata dataset relayout}: learned from a trace, it keeps every sample's every value (the
+ * ground truth of orc-core alone, per feature), and a SIGKILL in the middle of the rewrite leaves
+ * the old version as the dataset, its files untouched; the next run cleans up and completes.
+ */
+class RelayoutIT {
+  @TempDir Path tmp;
+
+  private static String trace(String dataset, List<List<String>> jobs, int chunks) {
+    StringBuilder sb = new StringBuilder("time,job,dataset,feature,chunk,bytes\n");
+    int t = 0;
+    for (int j = 0; j < jobs.size(); j++) {
+      for (int c = 0; c < chunks; c++) {
+        for (String f : jobs.get(j)) {
+          sb.append(t++).append(",job").append(j).append(',').append(dataset).append(',').append(f).append(',').append(c)
+              .append(",80000\n");
+        }
+      }
+      sb.append(t++).append(",job").append(j).append(',').append(dataset).append(",@end,0,0\n");
+    }
+    return sb.toString();
+  }
+
+  private static long leftovers(Path dir) throws Exception {
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.filter(p -> p.getFileName().toString().startsWith(".tmp-relayout-")).count();
+    }
+  }
+
+  @Test
+  void aKilledRelayoutLeavesTheOldVersionAndTheNextOneKeepsEveryValue() throws Exception {
+    Path ds = tmp.resolve("events");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "1500000", "--features", "24",
+        "--rows-per-chunk", "100000", "--seed", "21").code());
+    Manifest before = Manifest.read(ds);
+    List<String> names = before.features().stream().map(f -> f.name()).toList();
+    Path trace = tmp.resolve("trace.csv");
+    Files.writeString(trace, trace(before.name(), List.of(
+        List.of(names.get(2), names.get(11), names.get(19), names.get(23)),
+        List.of(names.get(2), names.get(11), names.get(5)),
+        List.of(names.get(7), names.get(16))), before.chunks().size()), StandardCharsets.UTF_8);
+    GroundTruth truth;
+    try (Dataset d = Dataset.open(ds)) {
+      truth = GroundTruth.compute(d);
+    }
+
+    // A dry run changes nothing and says what it would gain.
+    Cli.Result dry = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--dry-run", "--json");
+    assertEquals(0, dry.code(), dry.err());
+    JsonNode plan = Json.MAPPER.readTree(dry.out());
+    assertTrue(plan.path("runsPerStripeAfter").asDouble() < plan.path("runsPerStripeBefore").asDouble(), dry.out());
+    assertEquals(1.0, plan.path("runsPerStripeAfter").asDouble(), 1e-9, dry.out());
+    assertEquals(before.version(), Manifest.read(ds).version());
+
+    // Killed mid-rewrite: the old version is the dataset, its files untouched.
+    Process p = Processes.spawn(List.of("-Xmx1g"), List.of("dataset", "relayout", ds.toString(), "--from", trace.toString()),
+        tmp.resolve("relayout-1.log"));
+    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+    while (leftovers(ds) == 0) {
+      assertTrue(p.isAlive(), "the relayout finished before the kill: " + Files.readString(tmp.resolve("relayout-1.log")));
+      assertTrue(System.nanoTime() < deadline, "no temporary directory appeared");
+      Thread.sleep(5);
+    }
+    Thread.sleep(300);
+    p.destroyForcibly();
+    assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+    assertEquals(before.version(), Manifest.read(ds).version(), "the old version is still the dataset");
+    for (Manifest.OrcFileInfo f : before.files()) {
+      assertEquals(f.crc32c(), crc(ds.resolve(f.path())), "old file " + f.path() + " untouched");
+    }
+    try (Dataset d = Dataset.open(ds)) {
+      assertEquals(before.rows(), d.rows());
+    }
+
+    // The next run removes the leftovers and completes; every sample's every feature is as before.
+    Cli.Result done = Cli.fork("1g", "dataset", "relayout", ds.toString(), "--from", trace.toString(), "--json");
+    assertEquals(0, done.code(), done.err());
+    JsonNode r = Json.MAPPER.readTree(done.out().strip().lines().reduce((a, b) -> b).orElseThrow());
+    assertTrue(r.path("changed").asBoolean(), done.out());
+    assertEquals(0, leftovers(ds));
+    assertTrue(!Files.exists(ds.resolve("relayout.pending")));
+    Manifest after = Manifest.read(ds);
+    assertEquals(r.path("version").asText(), after.version());
+    GroundTruth again;
+    try (Dataset d = Dataset.open(ds)) {
+      again = GroundTruth.compute(d);
+    }
+    assertEquals(truth.samples, again.samples);
+    for (int f = 0; f < truth.features.size(); f++) {
+      int g = again.features.indexOf(truth.features.get(f));
+      assertTrue(g >= 0, truth.features.get(f));
+      for (int s = 0; s < truth.samples; s++) {
+        assertEquals(truth.sums[s * truth.features.size() + f], again.sums[s * again.features.size() + g],
+            "feature " + truth.features.get(f) + " sample " + s);
+      }
+    }
+    System.out.printf("relayout killed mid-rewrite, old version kept; completed next run: %s -> %s, %d samples x %d features"
+        + " identical%n", before.version(), after.version(), truth.samples, truth.features.size());
+  }
+
+  private static String crc(Path file) throws Exception {
+    java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+    try (var in = Files.newInputStream(file)) {
+      byte[] buf = new byte[1 << 16];
+      int n;
+      while ((n = in.read(buf)) > 0) {
+        c.update(buf, 0, n);
+      }
+    }
+    return String.format("%08x", c.getValue());
+  }
+}
