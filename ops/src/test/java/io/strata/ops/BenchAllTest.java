@@ -59,6 +59,11 @@ class BenchAllTest {
     }
     assertTrue(all.path("policy").path("eventsPerSecond").path("strata").asDouble() > 0);
     assertTrue(all.path("derived").path("byteIdentical").asBoolean());
+    JsonNode relayout = all.path("relayout");
+    assertTrue(relayout.path("identical").asBoolean(), relayout.toString());
+    assertTrue(relayout.path("after").path("requestsPerEpoch").asLong() < relayout.path("before").path("requestsPerEpoch").asLong(),
+        "a relayout learned from the jobs' trace lowers their read requests: " + relayout);
+    assertTrue(relayout.path("ratios").path("epochTimeAfterVsBefore").isNumber(), relayout.toString());
     assertTrue(all.path("api").path("points").size() >= 2);
     assertEquals(2, all.path("memory").path("runs").size());
     JsonNode python = all.path("python");

@@ -114,6 +114,11 @@ final class BenchCharts {
         }
         return lines("Node API on loopback: requests/s by concurrent clients", "clients", "requests/s", xs, s);
       }
+      case "relayout" -> {
+        return bars("HDD relayout: read requests per epoch from ORC (lower is better)", "",
+            List.of("before relayout", "after relayout"),
+            List.of(r.path("before").path("requestsPerEpoch").asDouble(), r.path("after").path("requestsPerEpoch").asDouble()), false);
+      }
       default -> {
         return null;
       }
@@ -399,6 +404,21 @@ final class BenchCharts {
                 x(q.path("pythonVsJava").asDouble()), x(q.path("pythonVsTorchMemmap").asDouble()),
                 Terminal.bytes(mem.path("extraPrivateBytesPerJob").asLong()), Terminal.bytes(mem.path("servicePrivateBytesOneJob").asLong())));
           }
+        }
+        case "relayout" -> {
+          m.append("### 10. HDD layout tuned to co-access: `dataset relayout`").append(time).append("\n\n");
+          JsonNode b = r.path("before");
+          JsonNode a = r.path("after");
+          JsonNode q = r.path("ratios");
+          m.append(String.format(Locale.ROOT, "%d columns, %d jobs reading %.1f features each (Zipf popularity), every job's epoch"
+              + " read from ORC; the relayout learned from their trace (expected %.2f -> %.2f reads per stripe per job). Read"
+              + " requests per epoch %d -> %d (**%.2f×**), bytes %s -> %s, cold epoch (%s) %s -> %s (**%.2f×**); values %s.%n%n",
+              r.path("features").asInt(), r.path("jobs").asInt(), r.path("featuresPerJobMean").asDouble(),
+              r.path("runsPerStripeBefore").asDouble(), r.path("runsPerStripeAfter").asDouble(), b.path("requestsPerEpoch").asLong(),
+              a.path("requestsPerEpoch").asLong(), q.path("readsAfterVsBefore").asDouble(), Terminal.bytes(b.path("bytesPerEpoch").asLong()),
+              Terminal.bytes(a.path("bytesPerEpoch").asLong()), r.path("cold").asText(), Terminal.seconds(b.path("epochSeconds").asDouble()),
+              Terminal.seconds(a.path("epochSeconds").asDouble()), q.path("epochTimeAfterVsBefore").asDouble(),
+              r.path("identical").asBoolean() ? "identical" : "DIFFERENT"));
         }
         default -> { }
       }
