@@ -143,8 +143,8 @@ public final class OrcReads {
     }
 
     /**
-     * Reads the ranges sorted by offset, one request per run of ranges that touch or overlap;
-     * each range gets its own buffer from {@code allocate}.
+     * Reads the ranges sorted by offset, one request per run of ranges that touch or overlap
+     * into one buffer from {@code allocate}; each range gets a slice of it.
      */
     @Override
     public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate) throws IOException {
@@ -160,15 +160,23 @@ public final class OrcReads {
           end = Math.max(end, sorted.get(j).getOffset() + sorted.get(j).getLength());
           j++;
         }
-        byte[] run = new byte[Math.toIntExact(end - start)];
-        in.readFully(start, run, 0, run.length);
-        count(run.length);
+        // One buffer for the run; each range gets a slice of it (no copy, no more memory than the ranges).
+        int length = Math.toIntExact(end - start);
+        ByteBuffer run = allocate.apply(length);
+        if (run.hasArray()) {
+          in.readFully(start, run.array(), run.arrayOffset() + run.position(), length);
+        } else {
+          byte[] bytes = new byte[length];
+          in.readFully(start, bytes, 0, length);
+          run.duplicate().put(bytes);
+        }
+        count(length);
         for (int k = i; k < j; k++) {
           FileRange r = sorted.get(k);
-          ByteBuffer b = allocate.apply(r.getLength());
-          b.put(run, Math.toIntExact(r.getOffset() - start), r.getLength());
-          b.flip();
-          r.setData(CompletableFuture.completedFuture(b));
+          ByteBuffer b = run.duplicate();
+          int at = run.position() + Math.toIntExact(r.getOffset() - start);
+          b.limit(at + r.getLength()).position(at);
+          r.setData(CompletableFuture.completedFuture(b.slice()));
         }
         i = j;
       }
