@@ -59,11 +59,52 @@ final class TierReport {
     List<TierViews.DatasetBrief> dsl = new ArrayList<>();
     for (String name : datasets.names()) {
       dsl.add(new TierViews.DatasetBrief(name, datasets.orcBytes(name), s.datasetBytes().getOrDefault(name, 0L),
-          s.quotas().getOrDefault(name, -1L)));
+          s.quotas().getOrDefault(name, -1L), layout(name)));
     }
     return new TierViews.Status(now, ssd, hdd, dram, traffic, s.topStreams(), s.jobs(), s.recentJobs(), s.pins(),
         new TierViews.PolicyBrief(s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
         history.churn(), startupNotes.get());
+  }
+
+  /** A relayout is suggested when the learned order would cut the read requests per stripe by at least this factor. */
+  static final double RELAYOUT_GAIN = 1.5;
+  /** Seconds a dataset's layout advice is kept before it is computed again. */
+  static final double LAYOUT_SECONDS = 30;
+
+  private record Advice(String version, double at, TierViews.Layout layout) {}
+
+  private final java.util.Map<String, Advice> advice = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * What a relayout of {@code name} would gain, from what jobs read of its current version:
+   * computed at most every {@link #LAYOUT_SECONDS} per dataset (the order search is not free);
+   * null before any job read it or when it cannot be opened.
+   */
+  private TierViews.Layout layout(String name) {
+    TierState.CoAccess ca = state.coAccess(name);
+    if (ca == null || ca.reads().isEmpty()) {
+      return null;
+    }
+    double now = clock.getAsDouble();
+    Advice a = advice.get(name);
+    if (a != null && a.version().equals(ca.version()) && now - a.at() < LAYOUT_SECONDS) {
+      return a.layout();
+    }
+    List<String> columns;
+    try {
+      io.strata.sdk.Dataset ds = datasets.dataset(name);
+      if (!ds.version().equals(ca.version())) {
+        return null;
+      }
+      columns = ds.columns().stream().map(io.strata.sdk.FeatureInfo::name).toList();
+    } catch (RuntimeException e) {
+      return null;
+    }
+    io.strata.sdk.dataset.CoAccessOrder.Plan p = io.strata.sdk.dataset.CoAccessOrder.plan(columns, ca.reads());
+    TierViews.Layout l = new TierViews.Layout(p.jobs(), p.runsBefore(), p.runsAfter(),
+        p.jobs() >= 2 && p.runsBefore() >= RELAYOUT_GAIN * p.runsAfter());
+    advice.put(name, new Advice(ca.version(), now, l));
+    return l;
   }
 
   /** The values behind {@code /metrics}, taken at once. */

@@ -44,6 +44,13 @@ final class TierState {
   private final Jobs jobs;
   private final TraceRecorder trace;
   private final Reservations reserved = new Reservations();
+  /** Per dataset, the bytes its current version's readers read per job and feature: what a relayout would learn from. */
+  private final Map<String, CoAccess> coAccess = new HashMap<>();
+  /** Jobs per dataset whose reads are kept for the co-access (the first ones). */
+  static final int CO_ACCESS_JOBS = 256;
+
+  /** What the jobs read of one version of a dataset: job to feature to bytes. */
+  record CoAccess(String version, Map<String, Map<String, Long>> reads) {}
   private PromotionQueue queue;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
@@ -149,6 +156,7 @@ final class TierState {
       if (planned != null) {
         planned[r.ssd() ? 0 : 1] += r.bytes();
       }
+      noteCoAccess(ds, job, r);
       CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
         if (schedule(k)) {
@@ -163,6 +171,35 @@ final class TierState {
       trace.step(now, job, ds.name(), step);
     }
     return new TierViews.ReadsAnswer(reads.size(), admitted, jobs.hasPlan(job), residency);
+  }
+
+  private void noteCoAccess(Dataset ds, String job, Read r) {
+    CoAccess ca = coAccess.get(ds.name());
+    if (ca == null || !ca.version().equals(ds.version())) {
+      ca = new CoAccess(ds.version(), new HashMap<>());
+      coAccess.put(ds.name(), ca);
+    }
+    Map<String, Map<String, Long>> byJob = ca.reads();
+    Map<String, Long> features = byJob.get(job);
+    if (features == null) {
+      if (byJob.size() >= CO_ACCESS_JOBS) {
+        return;
+      }
+      features = new HashMap<>();
+      byJob.put(job, features);
+    }
+    features.merge(r.feature(), r.bytes(), Long::sum);
+  }
+
+  /** What jobs read of {@code dataset}'s version last read (a copy), or null before any read. */
+  synchronized CoAccess coAccess(String dataset) {
+    CoAccess ca = coAccess.get(dataset);
+    if (ca == null) {
+      return null;
+    }
+    Map<String, Map<String, Long>> copy = new TreeMap<>();
+    ca.reads().forEach((j, f) -> copy.put(j, new TreeMap<>(f)));
+    return new CoAccess(ca.version(), copy);
   }
 
   // ---------------------------------------------------------------- plans and the trace

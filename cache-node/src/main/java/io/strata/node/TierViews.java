@@ -91,6 +91,13 @@ final class TierViews {
 
   record PolicyBrief(long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount) {}
 
-  /** A dataset's bytes on HDD and SSD, and its quota (-1: none). */
-  record DatasetBrief(String name, long orcBytes, long ssdBytes, long quotaBytes) {}
+  /** A dataset's bytes on HDD and SSD, its quota (-1: none), and what a relayout would gain (null before reads). */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record DatasetBrief(String name, long orcBytes, long ssdBytes, long quotaBytes, Layout layout) {}
+
+  /**
+   * The dataset's column order against the one its readers' co-access suggests: bytes-weighted
+   * read requests per stripe per job now and after a relayout, and whether the node suggests one.
+   */
+  record Layout(int jobs, double runsPerStripeNow, double runsPerStripeLearned, boolean relayoutSuggested) {}
 }

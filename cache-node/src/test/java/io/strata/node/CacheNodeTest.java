@@ -53,6 +53,29 @@ class CacheNodeTest {
     client.registerDataset(datasetDir);
   }
 
+  @Test
+  void theNodeSuggestsARelayoutWhenJobsReadScatteredFeatures() throws Exception {
+    List<String> names;
+    try (io.strata.sdk.Dataset ds = io.strata.sdk.Dataset.open(datasetDir)) {
+      names = ds.columns().stream().map(f -> f.name()).toList();
+    }
+    // Two jobs, each reading features far apart in the present order: one run each is possible after a relayout.
+    String[][] jobs = {{names.get(1), names.get(6), names.get(11)}, {names.get(1), names.get(6), names.get(3)}};
+    for (int j = 0; j < jobs.length; j++) {
+      StringBuilder reads = new StringBuilder();
+      for (String f : jobs[j]) {
+        reads.append(reads.isEmpty() ? "" : ",").append("{\"feature\":\"").append(f).append("\",\"chunk\":0,\"bytes\":1000,\"tier\":\"hdd\"}");
+      }
+      HttpResponse<String> r = raw("POST", "/v1/reads", "{\"job\":\"scatter" + j + "\",\"dataset\":\"events\",\"reads\":[" + reads + "]}", null);
+      assertEquals(200, r.statusCode(), r.body());
+    }
+    JsonNode layout = client.tiers().path("datasets").get(0).path("layout");
+    assertEquals(2, layout.path("jobs").asInt(), layout.toString());
+    assertEquals(1.0, layout.path("runsPerStripeLearned").asDouble(), 1e-9, layout.toString());
+    assertTrue(layout.path("runsPerStripeNow").asDouble() >= 2.5, layout.toString());
+    assertTrue(layout.path("relayoutSuggested").asBoolean(), layout.toString());
+  }
+
   @AfterEach
   void stop() throws IOException {
     if (node != null) {

@@ -61,6 +61,14 @@ final class TierCommand implements Runnable {
         out.printf("warning: %s%n%n", t.path("churn").path("warning").asText());
       }
       tiers.print(out);
+      for (JsonNode d : t.path("datasets")) {
+        JsonNode l = d.path("layout");
+        if (l.path("relayoutSuggested").asBoolean()) {
+          out.printf("relayout suggested for %s: its %d jobs' features would take %.2f reads per stripe instead of %.2f"
+              + " ('strata dataset relayout DIR --from-node')%n", d.path("name").asText(), l.path("jobs").asInt(),
+              l.path("runsPerStripeLearned").asDouble(), l.path("runsPerStripeNow").asDouble());
+        }
+      }
       long unlinked = ssd.path("unlinkedMappedBytes").asLong();
       long damaged = ssd.path("damagedSegments").asLong();
       if (unlinked > 0 || damaged > 0) {

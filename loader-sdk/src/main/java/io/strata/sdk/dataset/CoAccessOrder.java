@@ -40,19 +40,28 @@ public final class CoAccessOrder {
     for (int i = 0; i < columns.size(); i++) {
       index.put(columns.get(i), i);
     }
-    List<String> jobs = new ArrayList<>(new TreeSet<>(reads.keySet()));
-    double[] weight = new double[jobs.size()];
-    List<Set<Integer>> sets = new ArrayList<>();
-    for (int j = 0; j < jobs.size(); j++) {
+    // Jobs that read the same features count as one, weighted by their bytes together.
+    Map<Set<Integer>, Double> bySet = new LinkedHashMap<>();
+    for (String job : new TreeSet<>(reads.keySet())) {
       Set<Integer> s = new TreeSet<>();
-      for (Map.Entry<String, Long> e : reads.get(jobs.get(j)).entrySet()) {
+      double w = 0;
+      for (Map.Entry<String, Long> e : reads.get(job).entrySet()) {
         Integer c = index.get(e.getKey());
         if (c != null && e.getValue() > 0) {
           s.add(c);
-          weight[j] += e.getValue();
+          w += e.getValue();
         }
       }
-      sets.add(s);
+      if (!s.isEmpty()) {
+        bySet.merge(s, w, Double::sum);
+      }
+    }
+    List<Set<Integer>> sets = new ArrayList<>(bySet.keySet());
+    List<Integer> jobs = new ArrayList<>();
+    double[] weight = new double[sets.size()];
+    for (int j = 0; j < sets.size(); j++) {
+      weight[j] = bySet.get(sets.get(j));
+      jobs.add(j);
     }
     // Signatures: the jobs that read each column.
     Map<String, List<Integer>> bySignature = new LinkedHashMap<>();
@@ -189,7 +198,7 @@ public final class CoAccessOrder {
         order.add(columns.get(c));
       }
     }
-    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), jobs.size(), g);
+    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), reads.size(), g);
   }
 
   /** Bytes-weighted runs per job of {@code chain} (groups in order). */
