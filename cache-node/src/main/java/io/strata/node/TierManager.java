@@ -427,9 +427,8 @@ final class TierManager implements AutoCloseable {
       }
     }
     synchronized (settings) {
-      state.setPolicy(change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(), change.popularityDiscount(),
-          change.quotas());
-      TierState.Snapshot s = state.snapshot();
+      TierState.Applied s = state.setPolicy(change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
+          change.popularityDiscount(), change.quotas());
       settings.ssdBudgetBytes = s.budgetBytes();
       settings.flashWriteBudgetBytesPerHour = s.flashBudgetPerHour();
       settings.popularityDiscount = s.popularityDiscount();
@@ -485,10 +484,6 @@ final class TierManager implements AutoCloseable {
       Thread.sleep(20);
     }
     return false;
-  }
-
-  SegmentStore store() {
-    return store;
   }
 
   @Override

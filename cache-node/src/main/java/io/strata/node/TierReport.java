@@ -81,14 +81,18 @@ final class TierReport {
    * null before any job read it or when it cannot be opened.
    */
   private TierViews.Layout layout(String name) {
-    TierState.CoAccess ca = state.coAccess(name);
-    if (ca == null || ca.reads().isEmpty()) {
+    String version = state.coAccessVersion(name);
+    if (version == null) {
       return null;
     }
     double now = clock.getAsDouble();
     Advice a = advice.get(name);
-    if (a != null && a.version().equals(ca.version()) && now - a.at() < LAYOUT_SECONDS) {
+    if (a != null && a.version().equals(version) && now - a.at() < LAYOUT_SECONDS) {
       return a.layout();
+    }
+    TierState.CoAccess ca = state.coAccess(name);
+    if (ca == null || ca.reads().isEmpty()) {
+      return null;
     }
     List<String> columns;
     try {

@@ -191,6 +191,12 @@ final class TierState {
     features.merge(r.feature(), r.bytes(), Long::sum);
   }
 
+  /** The version of {@code dataset} whose reads {@link #coAccess} holds, or null before any read. */
+  synchronized String coAccessVersion(String dataset) {
+    CoAccess ca = coAccess.get(dataset);
+    return ca == null ? null : ca.version();
+  }
+
   /** What jobs read of {@code dataset}'s version last read (a copy), or null before any read. */
   synchronized CoAccess coAccess(String dataset) {
     CoAccess ca = coAccess.get(dataset);
@@ -338,12 +344,7 @@ final class TierState {
 
   /** SSD bytes a dataset holds or has in flight. */
   private long datasetBytes(String ds) {
-    long used = 0;
-    for (int k : residentRefs.keySet()) {
-      if (keys.get(k).dataset().equals(ds)) {
-        used += keys.bytes(k);
-      }
-    }
+    long used = residentBytes(ds);
     for (int p : pending) {
       if (keys.get(p).dataset().equals(ds)) {
         used += keys.bytes(p);
@@ -473,11 +474,15 @@ final class TierState {
     return reserved.quotas();
   }
 
+  /** The policy's settings after a change: what the node keeps. */
+  record Applied(long budgetBytes, double flashBudgetPerHour, double popularityDiscount, Map<String, Long> quotas) {}
+
   /**
    * Applies a change of policy (quota datasets checked by the caller), as a whole or not at all:
-   * 409 for a budget below the pinned bytes; a null quota removes the dataset's quota.
+   * 409 for a budget below the pinned bytes; a null quota removes the dataset's quota. Returns the
+   * settings in force after it.
    */
-  synchronized void setPolicy(Long budget, Long flash, Double discount, Map<String, Long> quotaChanges) {
+  synchronized Applied setPolicy(Long budget, Long flash, Double discount, Map<String, Long> quotaChanges) {
     long pinned = budget == null ? 0 : pinnedBytes();
     if (budget != null && budget < pinned) {
       throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinned
@@ -493,6 +498,7 @@ final class TierState {
       policy.setPopularityDiscount(discount);
     }
     reserved.quotas(quotaChanges);
+    return new Applied(policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(), reserved.quotas());
   }
 
   /** The policy's settings and decision counts as a view, with the node's part given by the caller. */

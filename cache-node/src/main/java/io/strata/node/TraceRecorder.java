@@ -107,10 +107,6 @@ final class TraceRecorder {
     return dropped;
   }
 
-  synchronized int rows() {
-    return rows.size();
-  }
-
   /** Forgets every row; returns how many there were. */
   synchronized int clear() {
     int n = rows.size();

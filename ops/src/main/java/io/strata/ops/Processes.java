@@ -7,9 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * What several commands share about other processes and files: starting {@code strata} as a new
@@ -53,14 +51,7 @@ public final class Processes {
 
   /** Deletes {@code p} and everything under it; nothing when it does not exist. */
   public static void deleteTree(Path p) throws IOException {
-    if (!Files.exists(p)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(p)) {
-      for (Path x : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(x);
-      }
-    }
+    io.strata.sdk.internal.AtomicFiles.deleteTree(p);
   }
 
   /** The checkout this jar was built in (ops/target/...), or null. */

@@ -75,7 +75,8 @@ import java.util.Map;
  * <p>Not thread-safe: the node serializes calls (under its tier monitor), as does the simulator.
  */
 public final class StrataPolicy implements CachePolicy {
-  private static final double NEVER = Double.POSITIVE_INFINITY;
+  /** No expected use. */
+  static final double NEVER = Double.POSITIVE_INFINITY;
   /**
    * A job's rate is known once its position has moved for this long. Jobs report their step every
    * quarter second; on recorded live traces 1–2 s gave 3–5 points of byte hit ratio over 30 s

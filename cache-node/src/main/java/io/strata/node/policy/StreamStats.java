@@ -15,8 +15,6 @@ import java.util.Set;
  * <p>Not thread-safe: {@link StrataPolicy}'s, under its caller's serialization.
  */
 final class StreamStats {
-  private static final double NEVER = Double.POSITIVE_INFINITY;
-
   /**
    * Per feature stream: when jobs started reading it and how often a new job comes; the passes of
    * undeclared jobs over it and the number of its keys seen.
@@ -166,11 +164,11 @@ final class StreamStats {
    */
   double nextArrival(int g, double now) {
     if (g < 0) {
-      return NEVER;
+      return StrataPolicy.NEVER;
     }
     GroupStats s = g < groups.length ? groups[g] : null;
     if (s == null || s.jobs.size() < 2 || Double.isNaN(s.gap)) {
-      return NEVER;
+      return StrataPolicy.NEVER;
     }
     double arrival = s.lastArrival + s.gap;
     if (arrival < now) {

@@ -57,18 +57,17 @@ public final class CoAccessOrder {
       }
     }
     List<Set<Integer>> sets = new ArrayList<>(bySet.keySet());
-    List<Integer> jobs = new ArrayList<>();
-    double[] weight = new double[sets.size()];
-    for (int j = 0; j < sets.size(); j++) {
+    int jobs = sets.size();
+    double[] weight = new double[jobs];
+    for (int j = 0; j < jobs; j++) {
       weight[j] = bySet.get(sets.get(j));
-      jobs.add(j);
     }
     // Signatures: the jobs that read each column.
     Map<String, List<Integer>> bySignature = new LinkedHashMap<>();
     List<boolean[]> signatures = new ArrayList<>();
     for (int c = 0; c < columns.size(); c++) {
       StringBuilder key = new StringBuilder();
-      for (int j = 0; j < jobs.size(); j++) {
+      for (int j = 0; j < jobs; j++) {
         key.append(sets.get(j).contains(c) ? '1' : '0');
       }
       bySignature.computeIfAbsent(key.toString(), k -> new ArrayList<>()).add(c);
@@ -81,7 +80,7 @@ public final class CoAccessOrder {
         continue;
       }
       groups.add(e.getValue());
-      boolean[] sig = new boolean[jobs.size()];
+      boolean[] sig = new boolean[jobs];
       for (int j = 0; j < sig.length; j++) {
         sig[j] = e.getKey().charAt(j) == '1';
       }
@@ -91,13 +90,13 @@ public final class CoAccessOrder {
     double[][] affinity = new double[g][g];
     double[] groupWeight = new double[g];
     for (int a = 0; a < g; a++) {
-      for (int j = 0; j < jobs.size(); j++) {
+      for (int j = 0; j < jobs; j++) {
         if (signatures.get(a)[j]) {
           groupWeight[a] += weight[j];
         }
       }
       for (int b = 0; b < g; b++) {
-        for (int j = 0; j < jobs.size(); j++) {
+        for (int j = 0; j < jobs; j++) {
           if (a != b && signatures.get(a)[j] && signatures.get(b)[j]) {
             affinity[a][b] += weight[j];
           }

@@ -75,10 +75,8 @@ public final class DatasetImporter {
   }
 
   private static void deleteTree(Path dir) {
-    try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
+    try {
+      io.strata.sdk.internal.AtomicFiles.deleteTree(dir);
     } catch (IOException ignored) {
       // Best effort: the failure being reported matters more.
     }

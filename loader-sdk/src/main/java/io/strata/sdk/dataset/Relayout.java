@@ -130,7 +130,7 @@ public final class Relayout {
       // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
       Path target = dir.resolve(layout);
       if (Files.exists(target)) {
-        deleteTree(target);
+        AtomicFiles.deleteTree(target);
       }
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
       Set<String> keep = new HashSet<>();
@@ -148,7 +148,7 @@ public final class Relayout {
       return new Result(next, old.version(), List.copyOf(order), bytes, (System.nanoTime() - t0) / 1e9);
     } finally {
       if (!ok && Files.exists(tmp)) {
-        deleteTree(tmp);
+        AtomicFiles.deleteTree(tmp);
       }
     }
   }
@@ -313,7 +313,7 @@ public final class Relayout {
         String name = p.getFileName().toString();
         boolean staleLayout = name.startsWith(LAYOUT_PREFIX) && !layouts.contains(name);
         if ((name.startsWith(TMP_PREFIX) || staleLayout) && Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-          deleteTree(p);
+          AtomicFiles.deleteTree(p);
         }
       }
     }
@@ -322,14 +322,6 @@ public final class Relayout {
   private static boolean isEmpty(Path d) throws IOException {
     try (DirectoryStream<Path> ds = Files.newDirectoryStream(d)) {
       return !ds.iterator().hasNext();
-    }
-  }
-
-  private static void deleteTree(Path d) throws IOException {
-    try (var s = Files.walk(d)) {
-      for (Path p : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }

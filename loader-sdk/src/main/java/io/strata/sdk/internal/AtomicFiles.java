@@ -132,4 +132,16 @@ public final class AtomicFiles {
     }
     return false;
   }
+
+  /** Deletes {@code dir} and everything under it; nothing when it does not exist. */
+  public static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    try (var walk = Files.walk(dir)) {
+      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
 }
