@@ -1,6 +1,6 @@
 /**
  * Strata's cache node: the tiers, reuse-driven promotion, the policy and the node API (Vert.x).
- * Micrometer's jars are automatic modules (they declare none): the warning that gives is
+ * Micrometer's and Hazelcast's jars are automatic modules (they declare none): the warning that gives is
  * suppressed here alone.
  */
 @SuppressWarnings("requires-automatic")
@@ -9,6 +9,10 @@ module io.strata.node {
   requires io.strata.store;
   requires io.vertx.core;
   requires io.vertx.web;
+  requires io.vertx.clustermanager.hazelcast;
+  requires com.hazelcast.core;
+  requires java.net.http;
+  requires java.logging;
   requires io.netty.codec;
   requires io.netty.codec.http;
   requires com.github.benmanes.caffeine;

@@ -14,7 +14,10 @@ import java.util.concurrent.TimeoutException;
 /**
  * A running cache node: the tiers ({@link TierManager}) behind a Vert.x HTTP/JSON API on the
  * configured address. {@link #start} returns once the node listens; {@link #close} stops it and
- * marks the shutdown clean.
+ * marks the shutdown clean. With a cluster configured ({@link NodeConfig#cluster}), the node first
+ * joins it ({@link HazelcastCluster}: its Vert.x is the clustered one), then opens its tiers
+ * (verifying every segment), listens, and tells the cluster its URL and what it holds; every
+ * second it copies from peers the chunks its jobs' plans read next ({@link TierManager#peerPrefetch}).
  */
 public final class CacheNode implements AutoCloseable {
   private final Vertx vertx;
@@ -23,9 +26,12 @@ public final class CacheNode implements AutoCloseable {
   private final NodeConfig config;
   private final long sampler;
   private final DeriveJobs derives;
+  private final Cluster cluster;
 
-  private CacheNode(Vertx vertx, HttpServer server, TierManager tiers, NodeConfig config, long sampler, DeriveJobs derives) {
+  private CacheNode(Vertx vertx, HttpServer server, TierManager tiers, NodeConfig config, long sampler, DeriveJobs derives,
+      Cluster cluster) {
     this.derives = derives;
+    this.cluster = cluster;
     this.vertx = vertx;
     this.server = server;
     this.tiers = tiers;
@@ -49,9 +55,17 @@ public final class CacheNode implements AutoCloseable {
 
   /** As above, with the connection bounds given (tests shorten them). */
   static CacheNode start(NodeConfig startConfig, Set<String> given, ConnectionGuard.Limits limits) throws IOException {
-    TierManager tiers = new TierManager(startConfig, given);
+    VertxOptions options = new VertxOptions().setWorkerPoolSize(8);
+    Cluster cluster = startConfig.cluster() == null ? Cluster.ALONE : HazelcastCluster.join(startConfig.cluster(), options);
+    TierManager tiers;
+    try {
+      tiers = new TierManager(startConfig, given, cluster);
+    } catch (IOException | RuntimeException e) {
+      closeCluster(cluster);
+      throw e;
+    }
     NodeConfig config = tiers.config();
-    Vertx vertx = Vertx.vertx(new VertxOptions().setWorkerPoolSize(8));
+    Vertx vertx = cluster.clustered() ? cluster.vertx() : Vertx.vertx(options);
     boolean ok = false;
     DeriveJobs derives = new DeriveJobs();
     try {
@@ -85,15 +99,44 @@ public final class CacheNode implements AutoCloseable {
         return null;
       }, false));
       tiers.sample();
+      if (cluster.clustered()) {
+        tiers.online(url(config.bindHost(), server.actualPort()));
+        // Peer prefetch: one pass at a time, every second, on a worker (it waits on the cluster).
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean();
+        vertx.setPeriodic(1000, id -> {
+          if (running.compareAndSet(false, true)) {
+            vertx.executeBlocking(tiers::peerPrefetch, false).onComplete(x -> running.set(false));
+          }
+        });
+      }
       ok = true;
-      return new CacheNode(vertx, server, tiers, config, sampler, derives);
+      return new CacheNode(vertx, server, tiers, config, sampler, derives, cluster);
     } finally {
       if (!ok) {
         derives.close();
         vertx.close();
+        closeCluster(cluster);
         tiers.close();
       }
     }
+  }
+
+  private static void closeCluster(Cluster cluster) {
+    if (cluster.clustered()) {
+      try {
+        cluster.vertx().close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      } catch (ExecutionException | TimeoutException e) {
+        // Leaving anyway: the other members drop this one after their heartbeat timeout.
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    cluster.close();
+  }
+
+  private static String url(String bindHost, int port) {
+    String host = bindHost.contains(":") ? "[" + bindHost + "]" : bindHost;
+    return "http://" + host + ":" + port;
   }
 
   public int port() {
@@ -102,8 +145,7 @@ public final class CacheNode implements AutoCloseable {
 
   /** The node's base URL, for example {@code http://127.0.0.1:7070}. */
   public String url() {
-    String host = config.bindHost().contains(":") ? "[" + config.bindHost() + "]" : config.bindHost();
-    return "http://" + host + ":" + port();
+    return url(config.bindHost(), port());
   }
 
   public NodeConfig config() {
@@ -129,12 +171,14 @@ public final class CacheNode implements AutoCloseable {
     vertx.cancelTimer(sampler);
     try {
       server.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      // A clustered Vert.x leaves the cluster as it closes: the members drop this node at once.
+      vertx.close().toCompletionStage().toCompletableFuture().get(cluster.clustered() ? 30 : 10, TimeUnit.SECONDS);
     } catch (ExecutionException | TimeoutException e) {
       // Closing anyway.
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    cluster.close();
     derives.close();
     tiers.close();
   }

@@ -166,6 +166,8 @@ final class NodeApi {
       return a;
     }));
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
+    // Peer reads (clustered nodes): a segment file, streamed, to a holder of the cluster's token.
+    r.get("/v1/peer/segment").handler(this::peerSegment);
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policy));
     r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(policyChange(body(ctx)))));
     r.post("/v1/promote").handler(ctx -> run(ctx, () -> {
@@ -276,6 +278,49 @@ final class NodeApi {
       }
     }
     ctx.next();
+  }
+
+  private void peerSegment(RoutingContext ctx) {
+    String h = ctx.request().getHeader("Authorization");
+    if (config.cluster() == null || config.token() == null) {
+      error(ctx, 404, "this node is not in a cluster: it serves no segments to peers");
+      return;
+    }
+    if (h == null || !constantTimeEquals(h, "Bearer " + config.token())) {
+      error(ctx, 401, "peer reads require 'Authorization: Bearer <cluster token>'");
+      return;
+    }
+    workers.executeBlocking(() -> {
+      String chunk = ctx.request().getParam("chunk");
+      if (chunk == null || !chunk.matches("\\d{1,9}")) {
+        throw NodeException.badRequest("'chunk' must be a non-negative integer");
+      }
+      String ds = ctx.request().getParam("dataset");
+      String version = ctx.request().getParam("version");
+      String feature = ctx.request().getParam("feature");
+      if (ds == null || version == null || feature == null) {
+        throw NodeException.badRequest("a peer read names 'dataset', 'version', 'feature' and 'chunk'");
+      }
+      java.nio.file.Path p = tiers.peerSegment(ds, version, feature, Integer.parseInt(chunk));
+      // Opened here, so that an eviction between the lookup and the send cannot unlink it from under us.
+      return new Object[] {p, java.nio.file.Files.size(p)};
+    }, false).onComplete(ar -> {
+      if (ar.failed()) {
+        fail(ctx, ar.cause() instanceof java.nio.file.NoSuchFileException
+            ? NodeException.notFound("the segment was evicted: " + ar.cause().getMessage()) : ar.cause());
+        return;
+      }
+      java.nio.file.Path p = (java.nio.file.Path) ar.result()[0];
+      long size = (Long) ar.result()[1];
+      ctx.response().putHeader("content-type", "application/vnd.apache.arrow.file").sendFile(p.toString())
+          .onComplete(sent -> {
+            if (sent.succeeded()) {
+              tiers.servedToPeer(size);
+            } else if (!ctx.response().headWritten()) {
+              error(ctx, 404, "the segment was evicted: " + sent.cause().getMessage());
+            }
+          });
+    });
   }
 
   private static boolean constantTimeEquals(String a, String b) {

@@ -13,7 +13,7 @@ import java.util.Objects;
 /**
  * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
  * directory and byte budget, the flash write budget, the DRAM budget, the bind address, port and
- * token. {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
+ * token, and the cluster it joins ({@code cluster}, null: alone). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
  * optional, see docs/API.md).
  */
 public record NodeConfig(
@@ -28,7 +28,8 @@ public record NodeConfig(
     String token,
     int promotionThreads,
     long promotionBytesPerSecond,
-    long maxBodyBytes) {
+    long maxBodyBytes,
+    ClusterSettings cluster) {
 
   public static final int DEFAULT_PORT = 7070;
 
@@ -54,6 +55,14 @@ public record NodeConfig(
     if (!isLoopback(bindHost) && (token == null || token.length() < 16)) {
       throw new IllegalArgumentException(
           "binding to " + bindHost + " needs a token of at least 16 characters for mutating requests (set \"token\")");
+    }
+    if (cluster != null && (token == null || token.length() < 16)) {
+      throw new IllegalArgumentException(
+          "a clustered node needs a token of at least 16 characters, shared by the cluster's nodes (set \"token\")");
+    }
+    if (cluster != null && isLoopback(bindHost) && !isLoopback(cluster.host())) {
+      throw new IllegalArgumentException("a clustered node serves its peers: bind it to its cluster address "
+          + cluster.host() + " (\"bind\"), not to loopback");
     }
   }
 
@@ -100,27 +109,33 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20);
+        port, null, 2, 200L << 20, 1 << 20, null);
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
+  }
+
+  /** This configuration joining {@code c} (null: alone). */
+  public NodeConfig withCluster(ClusterSettings c) {
+    return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c);
   }
 
   /**
@@ -177,10 +192,27 @@ public record NodeConfig(
           n.hasNonNull("token") ? n.get("token").asText() : null,
           n.hasNonNull("promotionThreads") ? n.get("promotionThreads").asInt() : d.promotionThreads(),
           n.hasNonNull("promotionBytesPerSecond") ? bytes(n.get("promotionBytesPerSecond")) : d.promotionBytesPerSecond(),
-          n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes());
+          n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes(),
+          n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }
+  }
+
+  /** The "cluster" object: {"host": ADDRESS, "members": [ADDRESS, ...], "port": 5701, "name": "strata"}. */
+  static ClusterSettings cluster(JsonNode c) {
+    if (!c.isObject()) {
+      throw new IllegalArgumentException("cluster must be an object {host, members, port, name}");
+    }
+    JsonNode m = c.get("members");
+    if (m == null || !m.isArray()) {
+      throw new IllegalArgumentException("cluster.members must be an array of addresses");
+    }
+    List<String> members = new ArrayList<>();
+    m.forEach(x -> members.add(x.asText()));
+    return new ClusterSettings(c.path("host").asText(""), members,
+        c.hasNonNull("port") ? c.get("port").asInt() : ClusterSettings.DEFAULT_PORT,
+        c.hasNonNull("name") ? c.get("name").asText() : "strata");
   }
 
   /** A byte count as a JSON number or a string such as "512m", "10g". */

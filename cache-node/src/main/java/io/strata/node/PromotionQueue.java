@@ -2,6 +2,7 @@ package io.strata.node;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
@@ -29,7 +30,10 @@ import java.util.function.DoubleSupplier;
  * monitor), rate-limited in bytes per second by a token bucket under this object's monitor, so
  * that promotion never starves the jobs' own reads; unlinking runs on {@code strata-evict}. A
  * promotion holds its dataset by a lease while it reads, and takes the tier state's monitor only
- * to report (never while holding this object's).
+ * to report (never while holding this object's). In a cluster, a promotion first asks {@link
+ * Cluster#holders} and copies the chunk from a peer ({@link PeerReads}), decoding ORC only when
+ * no peer has it or the copy fails; landed segments are announced and unlinked ones retracted
+ * (both queued, never blocking).
  */
 final class PromotionQueue implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.strata.node");
@@ -42,6 +46,8 @@ final class PromotionQueue implements AutoCloseable {
   private final TierCounters counters;
   private final NodeMetrics metrics;
   private final DoubleSupplier clock;
+  private final Cluster cluster;
+  private final PeerReads peers;
   private final ThreadPoolExecutor promoter;
   private final ThreadPoolExecutor evictor;
   private double tokens;
@@ -49,8 +55,10 @@ final class PromotionQueue implements AutoCloseable {
   private volatile boolean closed;
 
   PromotionQueue(NodeConfig config, SegmentStore store, FeatureStore features, DatasetRegistry datasets, TierState state,
-      TierCounters counters, NodeMetrics metrics, DoubleSupplier clock) {
+      TierCounters counters, NodeMetrics metrics, DoubleSupplier clock, Cluster cluster) {
     this.config = config;
+    this.cluster = cluster;
+    this.peers = cluster.clustered() ? new PeerReads(config.token(), counters) : null;
     this.store = store;
     this.features = features;
     this.datasets = datasets;
@@ -85,8 +93,9 @@ final class PromotionQueue implements AutoCloseable {
     }
   }
 
-  /** Unlinks an evicted segment on the evicting thread (mapped copies stay readable until unmapped). */
+  /** Unlinks an evicted segment on the evicting thread (mapped copies stay readable until unmapped); peers stop reading it here. */
   void unlink(SegmentRef ref) {
+    cluster.retract(ref);
     evictor.execute(() -> removeQuietly(ref));
   }
 
@@ -107,9 +116,21 @@ final class PromotionQueue implements AutoCloseable {
       } else {
         source = Promoter.ChunkSource.orc(ds);
       }
-      SegmentRef ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
+      SegmentRef ref = derived ? null : fromPeer(ds, info);
+      if (ref == null) {
+        long orc0 = io.strata.sdk.dataset.OrcReads.bytesOnThisThread();
+        long w0 = System.nanoTime();
+        ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
+        if (!derived) {
+          counters.promotionOrcBytes.add(io.strata.sdk.dataset.OrcReads.bytesOnThisThread() - orc0);
+          counters.orcSegmentBytes.add(ref.bytes());
+          counters.orcNanos.add(System.nanoTime() - w0);
+        }
+      }
       metrics.promotions(derived).record(System.nanoTime() - t0, TimeUnit.NANOSECONDS);
-      if (!state.landed(key, ref)) {
+      if (state.landed(key, ref)) {
+        cluster.announce(ref);
+      } else {
         unlink(ref); // evicted while being written
       }
     } catch (Exception e) {
@@ -124,6 +145,27 @@ final class PromotionQueue implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "promotion of " + what + " failed; it is served from ORC: " + e);
       }
     }
+  }
+
+  /** In a cluster: the chunk copied from a peer that holds it (verified), or null to decode it from ORC. */
+  private SegmentRef fromPeer(Dataset ds, KeySpace.KeyInfo info) throws InterruptedException {
+    if (peers == null) {
+      return null;
+    }
+    List<Cluster.Peer> holders;
+    try {
+      holders = cluster.holders(ds.name(), ds.version(), info.feature(), info.chunk());
+    } catch (RuntimeException e) {
+      counters.peerFailures.increment();
+      counters.lastPeerFailure = "residency lookup: " + e.getMessage();
+      return null;
+    }
+    if (holders.isEmpty()) {
+      return null;
+    }
+    io.strata.sdk.ChunkInfo c = ds.chunks().get(info.chunk());
+    SegmentInfo expected = new SegmentInfo(ds.name(), ds.version(), info.chunk(), c.firstRow(), c.endRow(), List.of(info.feature()));
+    return peers.fetch(holders, expected, store, this::throttle);
   }
 
   /**
@@ -215,6 +257,9 @@ final class PromotionQueue implements AutoCloseable {
       evictor.awaitTermination(30, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (peers != null) {
+      peers.close();
     }
   }
 }

@@ -22,6 +22,21 @@ final class TierCounters {
   final LongAdder evictions = new LongAdder();
   final LongAdder rejectedPromotions = new LongAdder();
   final LongAdder damagedSegments = new LongAdder();
+  /** Bytes the node's promotions decoded from ORC (the HDD tier), on its own threads. */
+  final LongAdder promotionOrcBytes = new LongAdder();
+  /** Segment bytes written from ORC decodes, and the time the decodes and writes took. */
+  final LongAdder orcSegmentBytes = new LongAdder();
+  final LongAdder orcNanos = new LongAdder();
+  /** Chunks copied from peers, their bytes and the time it took; failed peer reads. */
+  final LongAdder peerReads = new LongAdder();
+  final LongAdder peerBytes = new LongAdder();
+  final LongAdder peerNanos = new LongAdder();
+  final LongAdder peerFailures = new LongAdder();
+  /** Segments this node served to peers, and their bytes. */
+  final LongAdder peerServed = new LongAdder();
+  final LongAdder peerServedBytes = new LongAdder();
+  /** What the last failed peer read was and why, or null. */
+  volatile String lastPeerFailure;
   /** What the last failed promotion was and why, or null. */
   volatile String lastPromotionFailure;
   /** What the last damaged segment's check found, or null. */

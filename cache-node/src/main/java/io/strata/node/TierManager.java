@@ -68,6 +68,7 @@ final class TierManager implements AutoCloseable {
   private final RequestChecks checks;
   private final TierReport report;
   private final PlanIntake plans;
+  private final Cluster cluster;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
   TierManager(NodeConfig config) throws IOException {
@@ -79,6 +80,12 @@ final class TierManager implements AutoCloseable {
    * {@code config} are defaults, and the values kept in the home's settings file win over them).
    */
   TierManager(NodeConfig startConfig, Set<String> given) throws IOException {
+    this(startConfig, given, Cluster.ALONE);
+  }
+
+  /** As above, in {@code cluster} (whose members learn what this node holds once it is {@link #online}). */
+  TierManager(NodeConfig startConfig, Set<String> given, Cluster cluster) throws IOException {
+    this.cluster = cluster;
     this.settings = Settings.load(startConfig, given, StrataPolicy.DEFAULT_POPULARITY_DISCOUNT);
     NodeConfig config = startConfig.withHddRoots(settings.hddRoots).withSsdBudget(settings.ssdBudgetBytes);
     this.config = config;
@@ -89,7 +96,8 @@ final class TierManager implements AutoCloseable {
     Path marker = config.home().resolve(RUNNING_MARKER);
     boolean unclean = Files.exists(marker);
     AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
-    this.store = SegmentStore.open(config.ssdDir(), unclean, SegmentFile.Verify.FIRST_OPEN);
+    // A clustered node offers its segments to peers: it verifies every one before announcing them.
+    this.store = SegmentStore.open(config.ssdDir(), unclean || cluster.clustered(), SegmentFile.Verify.FIRST_OPEN);
     if (unclean) {
       startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
     }
@@ -100,9 +108,10 @@ final class TierManager implements AutoCloseable {
     this.datasets = new DatasetRegistry(config);
     this.checks = new RequestChecks(features);
     this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, trace);
-    this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes);
+    this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
+        cluster);
     this.metrics = new NodeMetrics(report::metricValues);
-    this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now);
+    this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
     state.attach(queue);
     this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
     datasets.load(startupNotes);
@@ -452,6 +461,62 @@ final class TierManager implements AutoCloseable {
     }
     return policy();
   }
+
+  // ---------------------------------------------------------------- the cluster
+
+  /** The node listens at {@code url}: its cluster learns where it is and what its SSD tier holds. */
+  void online(String url) {
+    cluster.online(url, store.segments());
+  }
+
+  /**
+   * A single-feature segment of the current version of a dataset, for a peer to copy (404 when
+   * this node does not hold it: never announced, or evicted since).
+   */
+  Path peerSegment(String dataset, String version, String feature, int chunk) {
+    io.strata.sdk.dataset.Manifest.checkName(dataset);
+    if (chunk < 0) {
+      throw NodeException.badRequest("'chunk' must not be negative");
+    }
+    return store.find(dataset, version, feature, chunk).filter(r -> r.info().columns().size() == 1)
+        .map(SegmentRef::path)
+        .orElseThrow(() -> NodeException.notFound("this node holds no segment of " + dataset + " " + version + " " + feature
+            + " chunk " + chunk));
+  }
+
+  /** A segment was sent to a peer. */
+  void servedToPeer(long bytes) {
+    counters.peerServed.increment();
+    counters.peerServedBytes.add(bytes);
+  }
+
+  /**
+   * In a cluster, places ahead of the jobs the chunks their plans read next that a peer holds
+   * (a copy from a peer reads nothing from the HDD tier), while the SSD budget has room; called
+   * every second. Chunks no peer holds are asked about again after {@link TierState#PEER_RETRY_SECONDS}.
+   */
+  int peerPrefetch() {
+    if (!cluster.clustered() || closed.get()) {
+      return 0;
+    }
+    int placed = 0;
+    double now = now();
+    for (TierState.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
+      boolean held;
+      try {
+        held = !cluster.holders(c.info().dataset(), c.info().version(), c.info().feature(), c.info().chunk()).isEmpty();
+      } catch (RuntimeException e) {
+        held = false;
+      }
+      if (held ? state.placeFromPeer(c.key()) : state.noPeer(c.key(), now)) {
+        placed += held ? 1 : 0;
+      }
+    }
+    return placed;
+  }
+
+  /** Chunks a prefetch pass looks up at most. */
+  static final int PEER_PREFETCH_BATCH = 256;
 
   // ---------------------------------------------------------------- status
 

@@ -28,10 +28,12 @@ final class TierReport {
   private final TierHistory history;
   private final DoubleSupplier clock;
   private final Supplier<List<String>> startupNotes;
+  private final Cluster cluster;
 
   TierReport(NodeConfig config, SegmentStore store, FeatureStore features, DatasetRegistry datasets, TierState state,
-      TierCounters counters, TierHistory history, DoubleSupplier clock, Supplier<List<String>> startupNotes) {
+      TierCounters counters, TierHistory history, DoubleSupplier clock, Supplier<List<String>> startupNotes, Cluster cluster) {
     this.config = config;
+    this.cluster = cluster;
     this.store = store;
     this.features = features;
     this.datasets = datasets;
@@ -49,7 +51,8 @@ final class TierReport {
     TierViews.Ssd ssd = new TierViews.Ssd(config.ssdDir().toString(), store.bytes(), s.residentBytes(), s.budgetBytes(),
         store.segments().size(), s.pending(), store.unlinkedMappedBytes() + s.jobsUnlinkedBytes(), c.damagedSegments(),
         counters.lastDamagedSegment);
-    TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots());
+    TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots(),
+        counters.promotionOrcBytes.sum());
     long[] mem = TierHistory.hostMemory();
     TierViews.Dram dram = new TierViews.Dram(config.dramBudgetBytes(), datasets.openCount(), mem[0], mem[1]);
     TierViews.Traffic traffic = new TierViews.Traffic(c.reads(), c.ssdReads(), c.ssdBytes(), c.hddBytes(), c.byteHitRatio(),
@@ -63,7 +66,18 @@ final class TierReport {
     }
     return new TierViews.Status(now, ssd, hdd, dram, traffic, s.topStreams(), s.jobs(), s.recentJobs(), s.pins(),
         new TierViews.PolicyBrief(s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
-        history.churn(), startupNotes.get());
+        history.churn(), startupNotes.get(), clusterBrief());
+  }
+
+  private TierViews.ClusterBrief clusterBrief() {
+    Cluster.View v = cluster.view();
+    if (v == null) {
+      return null;
+    }
+    return new TierViews.ClusterBrief(v.nodeId(), v.members(), v.holders(), v.announced(), v.retracted(), v.membersLeft(),
+        v.cleaned(), v.dropped(), v.lastLeft(), counters.peerReads.sum(), counters.peerBytes.sum(),
+        counters.peerNanos.sum() / 1e9, counters.peerFailures.sum(), counters.lastPeerFailure, counters.peerServed.sum(),
+        counters.peerServedBytes.sum(), counters.orcSegmentBytes.sum(), counters.orcNanos.sum() / 1e9);
   }
 
   /** A relayout is suggested when the learned order would cut the read requests per stripe by at least this factor. */

@@ -52,6 +52,14 @@ final class TierState {
   /** What the jobs read of one version of a dataset: job to feature to bytes. */
   record CoAccess(String version, Map<String, Map<String, Long>> reads) {}
   private PromotionQueue queue;
+  /** The plans in force, by job name (what peer prefetch looks ahead in). */
+  private final Map<String, CachePolicy.JobPlan> planned = new HashMap<>();
+  /** Keys whose residency a prefetch pass found on no peer, and when: not asked about again for a while. */
+  private final Map<Integer, Double> noPeerSince = new HashMap<>();
+  /** Seconds before a chunk no peer held is looked up again. */
+  static final double PEER_RETRY_SECONDS = 5;
+  /** Keys of a plan a prefetch pass looks at, from the job's position on. */
+  static final int PEER_LOOKAHEAD_KEYS = 4096;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
   private boolean closed;
@@ -219,6 +227,7 @@ final class TierState {
     expirePlans(now);
     int id = jobs.planned(job, ds.name(), features, now, jp.firstStep(), jp.firstStep() + jp.stepEnds().length);
     policy.plan(id, jp);
+    planned.put(job, jp);
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
 
@@ -231,6 +240,7 @@ final class TierState {
   private void expirePlans(double now) {
     for (Jobs.Job j : jobs.expire(now)) {
       policy.jobEnded(j.id());
+      planned.remove(j.name());
       trace.end(now, j.name(), j.dataset());
     }
   }
@@ -243,7 +253,61 @@ final class TierState {
       throw NodeException.notFound("no job '" + job + "' has a plan");
     }
     policy.jobEnded(j.id());
+    planned.remove(job);
     trace.end(now, job, j.dataset());
+  }
+
+  /** A chunk a prefetch pass may place: its key and what it is. */
+  record Candidate(int key, KeySpace.KeyInfo info) {}
+
+  /**
+   * The chunks the planned jobs read next (from each job's position, in plan order, up to {@link
+   * #PEER_LOOKAHEAD_KEYS} per job) that are neither resident nor in flight nor recently found on
+   * no peer, at most {@code max}, and no more bytes than the SSD budget has free.
+   */
+  synchronized List<Candidate> peerCandidates(int max, double now) {
+    noPeerSince.values().removeIf(t -> now - t > PEER_RETRY_SECONDS);
+    long free = policy.budget() - policy.residentBytes();
+    List<Candidate> out = new ArrayList<>();
+    Set<Integer> seen = new HashSet<>();
+    for (Map.Entry<String, CachePolicy.JobPlan> e : planned.entrySet()) {
+      CachePolicy.JobPlan jp = e.getValue();
+      long s = Math.max(0, jobs.step(e.getKey()) - jp.firstStep());
+      if (s >= jp.steps()) {
+        continue;
+      }
+      int from = jp.stepStart((int) s);
+      int to = (int) Math.min(jp.keys().length, (long) from + PEER_LOOKAHEAD_KEYS);
+      for (int i = from; i < to && out.size() < max; i++) {
+        int k = jp.keys()[i];
+        if (residentRefs.containsKey(k) || pending.contains(k) || noPeerSince.containsKey(k) || !seen.add(k)) {
+          continue;
+        }
+        long b = keys.bytes(k);
+        if (b > free) {
+          return out;
+        }
+        free -= b;
+        out.add(new Candidate(k, keys.get(k)));
+      }
+    }
+    return out;
+  }
+
+  /** A prefetch candidate a peer holds: placed now (copied from the peer) if the budget still has room. */
+  synchronized boolean placeFromPeer(int key) {
+    if (closed || residentRefs.containsKey(key) || pending.contains(key)
+        || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
+      return false;
+    }
+    policy.restore(key, keys.bytes(key));
+    return schedule(key);
+  }
+
+  /** A prefetch candidate no peer holds: not asked about again for {@link #PEER_RETRY_SECONDS}. */
+  synchronized boolean noPeer(int key, double now) {
+    noPeerSince.put(key, now);
+    return false;
   }
 
   // ---------------------------------------------------------------- placements

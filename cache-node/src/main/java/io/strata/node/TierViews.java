@@ -54,15 +54,28 @@ final class TierViews {
       Map<String, String> sources, List<String> hddRoots, Map<String, Long> decisions) {}
 
   /** {@code GET /v1/tiers}. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
   record Status(double uptimeSeconds, Ssd ssd, Hdd hdd, Dram dram, Traffic traffic, List<Stream> topStreams,
       List<JobRow> jobs, List<JobRow> recentJobs, List<String> pins, PolicyBrief policy, List<DatasetBrief> datasets,
-      TierHistory.Churn churn, List<String> startupNotes) {}
+      TierHistory.Churn churn, List<String> startupNotes, ClusterBrief cluster) {}
+
+  /**
+   * A clustered node's view of its cluster: its id, the live members, residency entries, what it
+   * announced and retracted, members seen leaving, and its peer reads (copied from peers, failed,
+   * served to peers), beside its ORC decodes for comparison.
+   */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record ClusterBrief(String nodeId, List<String> members, int residencyEntries, long announced, long retracted,
+      long membersLeft, long cleanedEntries, long droppedUpdates, String lastLeft, long peerReads, long peerBytes,
+      double peerSeconds, long peerFailures, String lastPeerFailure, long servedToPeers, long servedBytes,
+      long orcSegmentBytes, double orcSeconds) {}
 
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record Ssd(String directory, long bytes, long residentBytes, long budgetBytes, int segments, int pendingPromotions,
       long unlinkedMappedBytes, long damagedSegments, String lastDamagedSegment) {}
 
-  record Hdd(int datasets, long bytes, List<String> roots) {}
+  /** The HDD tier: datasets, their ORC bytes, the roots, and the bytes this node's own promotions read from ORC. */
+  record Hdd(int datasets, long bytes, List<String> roots, long promotionReadBytes) {}
 
   record Dram(long budgetBytes, long openDatasets, long hostBytes, long pageCacheBytes) {}
 

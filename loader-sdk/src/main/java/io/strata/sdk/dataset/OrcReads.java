@@ -53,6 +53,15 @@ public final class OrcReads {
   private static void count(long bytes) {
     REQUESTS.increment();
     BYTES.add(bytes);
+    THREAD_BYTES.get()[0] += bytes;
+  }
+
+  /** Per thread, the bytes read: reads are issued on the reading thread, so a delta of this is one piece of work's. */
+  private static final ThreadLocal<long[]> THREAD_BYTES = ThreadLocal.withInitial(() -> new long[1]);
+
+  /** Bytes read from ORC files by the calling thread since it started. */
+  public static long bytesOnThisThread() {
+    return THREAD_BYTES.get()[0];
   }
 
   /** The raw local file system with every opened file's reads counted. */

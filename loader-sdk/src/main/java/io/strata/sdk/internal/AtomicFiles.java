@@ -41,6 +41,20 @@ public final class AtomicFiles {
    * (mode 0444 where the file system has POSIX permissions), so no process rewrites it in place.
    */
   public static void write(Path target, long expectedBytes, boolean readOnly, Body body) throws IOException {
+    write(target, expectedBytes, readOnly, body, null);
+  }
+
+  /** Checks a written temporary file before it is renamed into place; throwing keeps it from landing. */
+  @FunctionalInterface
+  public interface Check {
+    void check(Path written) throws IOException;
+  }
+
+  /**
+   * As above, and {@code check} (when not null) examines the complete temporary file after it was
+   * forced to disk and before the rename: a file that fails it never appears under {@code target}.
+   */
+  public static void write(Path target, long expectedBytes, boolean readOnly, Body body, Check check) throws IOException {
     Path dir = target.toAbsolutePath().getParent();
     Files.createDirectories(dir);
     if (expectedBytes > 0) {
@@ -58,6 +72,9 @@ public final class AtomicFiles {
           FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
         body.writeTo(ch);
         ch.force(true);
+      }
+      if (check != null) {
+        check.check(temp);
       }
       if (readOnly && Files.getFileStore(temp).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
         Files.setPosixFilePermissions(temp, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));

@@ -299,6 +299,30 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   /**
+   * Lands a segment that {@code body} writes as it arrives (from another node): the complete
+   * temporary file must open with every checksum verified and describe exactly {@code expected}
+   * (dataset, version, chunk, rows, columns), or it is deleted and this fails naming the problem;
+   * only then is it renamed into place (read-only) and added to the catalog. {@code bytes}, the
+   * announced size, is checked against the free space first.
+   */
+  public SegmentRef adopt(SegmentInfo expected, long bytes, AtomicFiles.Body body) throws IOException {
+    checkOpen();
+    Path path = newPathFor(expected);
+    long[] size = new long[1];
+    AtomicFiles.write(path, bytes, true, body, written -> {
+      try (SegmentFile f = SegmentFile.open(written, SegmentFile.Verify.ALWAYS)) {
+        if (!f.info().equals(expected)) {
+          throw new CorruptFileException(written, "the received segment holds " + f.info() + ", not the expected " + expected);
+        }
+        size[0] = f.fileSize();
+      }
+    });
+    SegmentRef ref = new SegmentRef(path, expected, size[0]);
+    register(ref);
+    return ref;
+  }
+
+  /**
    * Maps a segment for reading (or shares its mapping); the caller closes the lease when done.
    * Fails with {@link NoSuchFileException} if the segment has been removed, and with {@link
    * CorruptFileException} (dropping the segment) if it is damaged. The file is opened and

@@ -1,0 +1,81 @@
+package io.strata.node;
+
+import io.strata.sdk.tier.SegmentRef;
+import io.vertx.core.Vertx;
+import java.util.List;
+
+/**
+ * What a node knows of the other nodes of its cluster: who holds which feature chunk on its SSD
+ * tier, and at which URL each member serves. {@link #ALONE} is the node without a cluster (the
+ * default: nothing is shared, nothing is looked up); {@link HazelcastCluster} is the clustered one.
+ *
+ * <p>Threads: {@link #announce} and {@link #retract} never block (they queue), so the promotion
+ * and eviction threads may call them; {@link #holders} may wait on the network (bounded) and runs
+ * on promotion or API worker threads only, never under the tier state's monitor.
+ */
+interface Cluster extends AutoCloseable {
+  /** A member of the cluster that holds a chunk: its node id and the base URL of its API. */
+  record Peer(String nodeId, String url) {}
+
+  /** The cluster as the status shows it. */
+  record View(String nodeId, List<String> members, int holders, long announced, long retracted, long membersLeft,
+      long cleaned, long dropped, String lastLeft) {}
+
+  /** The node alone. */
+  Cluster ALONE = new Cluster() {
+    @Override
+    public boolean clustered() {
+      return false;
+    }
+
+    @Override
+    public void online(String url, List<SegmentRef> resident) {}
+
+    @Override
+    public void announce(SegmentRef ref) {}
+
+    @Override
+    public void retract(SegmentRef ref) {}
+
+    @Override
+    public List<Peer> holders(String dataset, String version, String feature, int chunk) {
+      return List.of();
+    }
+
+    @Override
+    public View view() {
+      return null;
+    }
+
+    @Override
+    public Vertx vertx() {
+      return null;
+    }
+
+    @Override
+    public void close() {}
+  };
+
+  boolean clustered();
+
+  /** The node listens at {@code url} and holds {@code resident} (verified): tell the cluster. */
+  void online(String url, List<SegmentRef> resident);
+
+  /** A segment landed on this node's SSD tier (a single-feature segment of a dataset's feature; others are not shared). */
+  void announce(SegmentRef ref);
+
+  /** A segment left this node's SSD tier. */
+  void retract(SegmentRef ref);
+
+  /** Live members other than this one that hold {@code feature} of {@code chunk}, in a random order. */
+  List<Peer> holders(String dataset, String version, String feature, int chunk);
+
+  /** Members, residency entries and the counts of what happened; null when alone. */
+  View view();
+
+  /** The clustered Vert.x instance the node runs on; null when alone. */
+  Vertx vertx();
+
+  @Override
+  void close();
+}

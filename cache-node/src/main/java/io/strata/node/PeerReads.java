@@ -1,0 +1,140 @@
+package io.strata.node;
+
+import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Peer reads: a chunk another node of the cluster holds is copied from that node's SSD tier
+ * rather than decoded again from ORC on the shared HDD tier. The segment file is streamed
+ * ({@code GET /v1/peer/segment}, the cluster's token), written to a temporary file, and lands only
+ * when every checksum verifies and it describes exactly the expected chunk ({@link
+ * SegmentStore#adopt}); anything else deletes it and the caller decodes ORC instead.
+ *
+ * <p>Threads: called on promotion threads, one fetch per call; the HTTP client is shared. A fetch
+ * is bounded: 2 s to connect, 10 s to the response's headers, and a watchdog ({@code
+ * strata-peer-watchdog}) closes a body that has not arrived within 30 s plus a second per 10 MB.
+ */
+final class PeerReads implements AutoCloseable {
+  /** The largest segment accepted from a peer. */
+  static final long MAX_BYTES = 4L << 30;
+
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2))
+      .version(HttpClient.Version.HTTP_1_1).build();
+  private final ScheduledExecutorService watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "strata-peer-watchdog");
+    t.setDaemon(true);
+    return t;
+  });
+  private final String token;
+  private final TierCounters counters;
+
+  PeerReads(String token, TierCounters counters) {
+    this.token = token;
+    this.counters = counters;
+  }
+
+  /**
+   * Copies the segment {@code expected} describes from the first of {@code peers} that serves it
+   * whole and verified; null when none did (each failure is counted and the last one kept).
+   */
+  SegmentRef fetch(List<Cluster.Peer> peers, SegmentInfo expected, SegmentStore store, io.strata.sdk.tier.Promoter.Gate gate)
+      throws InterruptedException {
+    for (Cluster.Peer p : peers) {
+      try {
+        long t0 = System.nanoTime();
+        SegmentRef ref = fetchFrom(p, expected, store, gate);
+        if (ref != null) {
+          counters.peerReads.increment();
+          counters.peerBytes.add(ref.bytes());
+          counters.peerNanos.add(System.nanoTime() - t0);
+          return ref;
+        }
+      } catch (IOException e) {
+        counters.peerFailures.increment();
+        counters.lastPeerFailure = p.url() + ": " + e.getMessage();
+      }
+    }
+    return null;
+  }
+
+  private SegmentRef fetchFrom(Cluster.Peer p, SegmentInfo expected, SegmentStore store, io.strata.sdk.tier.Promoter.Gate gate)
+      throws IOException, InterruptedException {
+    String feature = expected.columns().getFirst();
+    URI uri = URI.create(p.url() + "/v1/peer/segment?dataset=" + enc(expected.dataset()) + "&version="
+        + enc(expected.datasetVersion()) + "&feature=" + enc(feature) + "&chunk=" + expected.chunk());
+    HttpRequest req = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10))
+        .header("Authorization", "Bearer " + token).GET().build();
+    HttpResponse<InputStream> resp = http.send(req, HttpResponse.BodyHandlers.ofInputStream());
+    InputStream in = resp.body();
+    try {
+      if (resp.statusCode() == 404) {
+        return null; // evicted there since it was announced
+      }
+      if (resp.statusCode() != 200) {
+        throw new IOException("peer answered " + resp.statusCode() + " for " + feature + " chunk " + expected.chunk());
+      }
+      long length = resp.headers().firstValueAsLong("content-length").orElse(-1);
+      if (length <= 0 || length > MAX_BYTES) {
+        throw new IOException("peer sent a segment of " + length + " bytes (at most " + MAX_BYTES + " are taken)");
+      }
+      gate.admit(length);
+      ScheduledFuture<?> guard = watchdog.schedule(() -> {
+        try {
+          in.close();
+        } catch (IOException ignored) {
+          // The reading thread sees the closed stream.
+        }
+      }, 30 + length / 10_000_000, TimeUnit.SECONDS);
+      try {
+        return store.adopt(expected, length, ch -> copy(in, ch, length));
+      } finally {
+        guard.cancel(false);
+      }
+    } finally {
+      in.close();
+    }
+  }
+
+  private static void copy(InputStream in, java.nio.channels.FileChannel ch, long length) throws IOException {
+    byte[] buf = new byte[1 << 20];
+    long left = length;
+    while (left > 0) {
+      int n = in.read(buf, 0, (int) Math.min(buf.length, left));
+      if (n < 0) {
+        throw new IOException("peer's segment ended after " + (length - left) + " of " + length + " bytes");
+      }
+      AtomicFiles.writeFully(ch, ByteBuffer.wrap(buf, 0, n));
+      left -= n;
+    }
+    if (in.read() >= 0) {
+      throw new IOException("peer sent more than the " + length + " bytes it announced");
+    }
+  }
+
+  private static String enc(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public void close() {
+    watchdog.shutdownNow();
+    http.close();
+  }
+}

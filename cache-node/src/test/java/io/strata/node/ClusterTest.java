@@ -1,0 +1,147 @@
+package io.strata.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.Columns;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.node.NodeClient;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two real clustered nodes in this process, on loopback (real Hazelcast, real HTTP): residency is
+ * shared, a chunk one holds is copied by the other instead of decoded from ORC, value for value,
+ * and a member that leaves is no longer read from. (Across network namespaces, with separate
+ * processes and SIGKILL: {@code ClusterIT} in ops.)
+ */
+class ClusterTest {
+  static final String TOKEN = "cluster-test-token-0123456789";
+  @TempDir Path dir;
+  CacheNode a;
+  CacheNode b;
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  NodeConfig config(String name, String cluster, int port, int... members) throws IOException {
+    List<String> m = java.util.Arrays.stream(members).mapToObj(p -> "127.0.0.1:" + p).toList();
+    return NodeConfig.embedded(dir.resolve(name), 0).withHddRoots(List.of(dir.resolve("shared")))
+        .withSsdBudget(256L << 20).withBind("127.0.0.1", TOKEN)
+        .withCluster(new ClusterSettings("127.0.0.1", m, port, cluster));
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (b != null) {
+      b.close();
+    }
+    if (a != null) {
+      a.close();
+    }
+  }
+
+  static JsonNode await(NodeClient c, java.util.function.Predicate<JsonNode> ok, String what) throws Exception {
+    long end = System.nanoTime() + 30_000_000_000L;
+    JsonNode t = c.tiers();
+    while (!ok.test(t)) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("timed out waiting for " + what + ": " + t.path("cluster"));
+      }
+      Thread.sleep(100);
+      t = c.tiers();
+    }
+    return t;
+  }
+
+  @Test
+  void aChunkOnePeerHoldsIsCopiedNotDecodedAndALeavingPeerIsNotReadFrom() throws Exception {
+    Path ds = dir.resolve("shared/events");
+    DatasetGenerator.generate(ds, DatasetGenerator.Options.of("events", 60_000, 5).withFeatures(6).withChunking(20_000, 1),
+        Progress.NONE);
+    String cluster = "t" + UUID.randomUUID().toString().substring(0, 8);
+    int pa = freePort();
+    int pb = freePort();
+    a = CacheNode.start(config("a", cluster, pa, pa, pb));
+    b = CacheNode.start(config("b", cluster, pb, pa, pb));
+    NodeClient ca = new NodeClient(a.url(), TOKEN);
+    NodeClient cb = new NodeClient(b.url(), TOKEN);
+    JsonNode t = await(ca, x -> x.path("cluster").path("members").size() == 2, "two members");
+    assertEquals(2, t.path("cluster").path("members").size(), t.toString());
+    ca.registerDataset(ds);
+    cb.registerDataset(ds);
+    List<String> features;
+    int chunks;
+    try (Dataset d = Dataset.open(ds)) {
+      features = d.columns().stream().map(f -> f.name()).limit(3).toList();
+      chunks = d.chunks().size();
+    }
+    // A decodes from ORC; its segments are announced.
+    ca.promote("events", features, null);
+    assertTrue(a.awaitIdle(60_000));
+    int expected = features.size() * chunks;
+    await(cb, x -> x.path("cluster").path("residencyEntries").asInt() == expected, "A's announcements");
+    assertTrue(ca.tiers().path("hdd").path("promotionReadBytes").asLong() > 0);
+
+    // B copies every one of them from A, reading nothing from ORC, and the values are A's (ORC's).
+    cb.promote("events", features, null);
+    assertTrue(b.awaitIdle(60_000));
+    JsonNode tb = cb.tiers();
+    assertEquals(expected, tb.path("cluster").path("peerReads").asInt(), tb.path("cluster").toString());
+    assertEquals(0, tb.path("cluster").path("peerFailures").asInt(), tb.path("cluster").toString());
+    assertEquals(0, tb.path("hdd").path("promotionReadBytes").asLong(), tb.toString());
+    assertEquals(expected, ca.tiers().path("cluster").path("servedToPeers").asInt());
+    try (Dataset d = Dataset.open(ds); Arena arena = Arena.ofConfined();
+        var store = io.strata.sdk.tier.SegmentStore.open(dir.resolve("b/ssd"), false, SegmentFile.Verify.NEVER)) {
+      for (int c = 0; c < chunks; c++) {
+        var orc = d.readChunk(c, features, arena);
+        for (String f : features) {
+          Path seg = store.find("events", d.version(), f, c).orElseThrow().path();
+          assertTrue(seg.startsWith(dir.resolve("b")), seg.toString());
+          try (SegmentFile s = SegmentFile.open(seg, SegmentFile.Verify.ALWAYS)) {
+            Column got = s.column(f);
+            assertEquals(-1, Columns.firstDifference(orc.get(f), got), f + " chunk " + c);
+          }
+        }
+      }
+    }
+
+    // Peer reads need the cluster's token.
+    HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a.url()
+        + "/v1/peer/segment?dataset=events&version=x&feature=" + features.getFirst() + "&chunk=0")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals(401, r.statusCode(), r.body());
+
+    // A leaves: B no longer reads from it; a chunk B evicts and places again is decoded from ORC.
+    a.close();
+    a = null;
+    await(cb, x -> x.path("cluster").path("members").size() == 1, "A to leave");
+    cb.evict("events", List.of(features.getFirst()), List.of(0));
+    cb.promote("events", List.of(features.getFirst()), List.of(0));
+    assertTrue(b.awaitIdle(60_000));
+    JsonNode after = cb.tiers();
+    assertEquals(expected, after.path("cluster").path("peerReads").asInt(), after.path("cluster").toString());
+    assertEquals(0, after.path("cluster").path("peerFailures").asInt(), after.path("cluster").toString());
+    assertTrue(after.path("hdd").path("promotionReadBytes").asLong() > 0, after.path("hdd").toString());
+    assertEquals(1, after.path("cluster").path("membersLeft").asInt());
+  }
+}
