@@ -16,8 +16,8 @@ import java.util.concurrent.TimeoutException;
  * configured address. {@link #start} returns once the node listens; {@link #close} stops it and
  * marks the shutdown clean. With a cluster configured ({@link NodeConfig#cluster}), the node first
  * joins it ({@link HazelcastCluster}: its Vert.x is the clustered one), then opens its tiers
- * (verifying every segment), listens, and tells the cluster its URL and what it holds; every
- * second it copies from peers the chunks its jobs' plans read next ({@link TierManager#peerPrefetch}).
+ * (verifying every segment), listens, and tells the cluster its URL and what it holds; four
+ * times a second it copies from peers the chunks its jobs' plans read next ({@link TierManager#peerPrefetch}).
  */
 public final class CacheNode implements AutoCloseable {
   private final Vertx vertx;
@@ -101,9 +101,9 @@ public final class CacheNode implements AutoCloseable {
       tiers.sample();
       if (cluster.clustered()) {
         tiers.online(url(config.bindHost(), server.actualPort()));
-        // Peer prefetch: one pass at a time, every second, on a worker (it waits on the cluster).
+        // Peer prefetch: one pass at a time, four times a second, on a worker (it waits on the cluster).
         java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean();
-        vertx.setPeriodic(1000, id -> {
+        vertx.setPeriodic(250, id -> {
           if (running.compareAndSet(false, true)) {
             vertx.executeBlocking(tiers::peerPrefetch, false).onComplete(x -> running.set(false));
           }

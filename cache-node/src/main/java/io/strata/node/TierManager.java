@@ -493,23 +493,32 @@ final class TierManager implements AutoCloseable {
   /**
    * In a cluster, places ahead of the jobs the chunks their plans read next that a peer holds
    * (a copy from a peer reads nothing from the HDD tier), while the SSD budget has room; called
-   * every second. Chunks no peer holds are asked about again after {@link TierState#PEER_RETRY_SECONDS}.
+   * four times a second, it goes on for up to two seconds while it finds chunks to place. Chunks
+   * no peer holds are asked about again after {@link TierState#PEER_RETRY_SECONDS}.
    */
   int peerPrefetch() {
     if (!cluster.clustered() || closed.get()) {
       return 0;
     }
     int placed = 0;
-    double now = now();
-    for (TierState.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
-      boolean held;
-      try {
-        held = !cluster.holders(c.info().dataset(), c.info().version(), c.info().feature(), c.info().chunk()).isEmpty();
-      } catch (RuntimeException e) {
-        held = false;
-      }
-      if (held ? state.placeFromPeer(c.key()) : state.noPeer(c.key(), now)) {
-        placed += held ? 1 : 0;
+    long end = System.nanoTime() + 2_000_000_000L;
+    boolean more = true;
+    while (more && System.nanoTime() < end && !closed.get()) {
+      more = false;
+      double now = now();
+      for (TierState.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
+        boolean held;
+        try {
+          held = !cluster.holders(c.info().dataset(), c.info().version(), c.info().feature(), c.info().chunk()).isEmpty();
+        } catch (RuntimeException e) {
+          held = false;
+        }
+        if (!held) {
+          state.noPeer(c.key(), now);
+        } else if (state.placeFromPeer(c.key())) {
+          placed++;
+          more = true;
+        }
       }
     }
     return placed;

@@ -305,9 +305,8 @@ final class TierState {
   }
 
   /** A prefetch candidate no peer holds: not asked about again for {@link #PEER_RETRY_SECONDS}. */
-  synchronized boolean noPeer(int key, double now) {
+  synchronized void noPeer(int key, double now) {
     noPeerSince.put(key, now);
-    return false;
   }
 
   // ---------------------------------------------------------------- placements

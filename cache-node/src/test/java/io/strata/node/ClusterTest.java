@@ -106,6 +106,7 @@ class ClusterTest {
     cb.promote("events", features, null);
     assertTrue(b.awaitIdle(60_000));
     JsonNode tb = cb.tiers();
+    System.out.println("CLUSTER " + tb.path("cluster") + " A " + ca.tiers().path("cluster"));
     assertEquals(expected, tb.path("cluster").path("peerReads").asInt(), tb.path("cluster").toString());
     assertEquals(0, tb.path("cluster").path("peerFailures").asInt(), tb.path("cluster").toString());
     assertEquals(0, tb.path("hdd").path("promotionReadBytes").asLong(), tb.toString());

@@ -286,7 +286,8 @@ final class LoaderCommand implements Runnable {
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))
-              .put("orcDecodedBytes", s.orcDecodedBytes());
+              .put("orcDecodedBytes", s.orcDecodedBytes())
+              .put("orcReadBytes", io.strata.sdk.dataset.OrcReads.bytes());
           if (node != null) {
             loader.node().flush();
             j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected())
