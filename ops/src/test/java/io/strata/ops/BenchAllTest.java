@@ -32,7 +32,7 @@ class BenchAllTest {
     for (String n : BenchAll.NAMES) {
       assertTrue(all.has(n), "missing " + n);
       assertTrue(Files.exists(out.resolve(n + ".json")), n);
-      if (!(n.equals("gpu") || n.equals("python")) || all.path(n).path("available").asBoolean()) {
+      if (!(n.equals("gpu") || n.equals("python") || n.equals("cluster")) || all.path(n).path("available").asBoolean()) {
         String svg = Files.readString(out.resolve(n + ".svg"));
         assertTrue(svg.startsWith("<svg") && svg.strip().endsWith("</svg>"), n);
       }
@@ -59,6 +59,13 @@ class BenchAllTest {
     }
     assertTrue(all.path("policy").path("eventsPerSecond").path("strata").asDouble() > 0);
     assertTrue(all.path("derived").path("byteIdentical").asBoolean());
+    JsonNode cluster = all.path("cluster");
+    if (cluster.path("available").asBoolean()) {
+      assertEquals(0, cluster.path("mismatches").asLong(), cluster.toString());
+      assertTrue(cluster.path("ratios").path("hddClusteredVsAlone").asDouble() < 1, cluster.toString());
+    } else {
+      assertTrue(cluster.path("reason").asText().contains("namespace"), cluster.toString());
+    }
     JsonNode relayout = all.path("relayout");
     assertTrue(relayout.path("identical").asBoolean(), relayout.toString());
     assertTrue(relayout.path("after").path("requestsPerEpoch").asLong() < relayout.path("before").path("requestsPerEpoch").asLong(),

@@ -119,6 +119,14 @@ final class BenchCharts {
             List.of("before relayout", "after relayout"),
             List.of(r.path("before").path("requestsPerEpoch").asDouble(), r.path("after").path("requestsPerEpoch").asDouble()), false);
       }
+      case "cluster" -> {
+        if (!r.path("available").asBoolean()) {
+          return null;
+        }
+        return bars("Three hosts, the same jobs: HDD MB read (lower is better)", "",
+            List.of("nodes alone", "nodes clustered"),
+            List.of(r.path("alone").path("hddBytes").asDouble() / 1e6, r.path("clustered").path("hddBytes").asDouble() / 1e6), false);
+      }
       default -> {
         return null;
       }
@@ -419,6 +427,27 @@ final class BenchCharts {
               Terminal.bytes(a.path("bytesPerEpoch").asLong()), r.path("cold").asText(), Terminal.seconds(b.path("epochSeconds").asDouble()),
               Terminal.seconds(a.path("epochSeconds").asDouble()), q.path("epochTimeAfterVsBefore").asDouble(),
               r.path("identical").asBoolean() ? "identical" : "DIFFERENT"));
+        }
+        case "cluster" -> {
+          m.append("### 11. Clustered nodes across network namespaces: `bench cluster`").append(time).append("\n\n");
+          if (!r.path("available").asBoolean()) {
+            m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
+          } else {
+            JsonNode a = r.path("alone");
+            JsonNode c = r.path("clustered");
+            m.append(String.format(Locale.ROOT, "Three hosts (network namespaces on one bridge), a node each; job A on host 1,"
+                + " then B and C (A's %s features and one of their own) on hosts 2 and 3; every sample verified against ORC."
+                + " HDD bytes read, nodes alone %s, clustered %s (**%.2f×**; jobs %s + promotions %s); %d chunks copied from"
+                + " peers; on one host, copying from peers %s GB/s vs decoding ORC %s GB/s (%.1f×); a killed host dropped"
+                + " after %s, a partitioned one after %s; %,d values verified, %d mismatches. Assumes: %s.%n%n",
+                "8", Terminal.bytes(a.path("hddBytes").asLong()), Terminal.bytes(c.path("hddBytes").asLong()),
+                r.path("ratios").path("hddClusteredVsAlone").asDouble(), Terminal.bytes(c.path("loaderOrcBytes").asLong()),
+                Terminal.bytes(c.path("promotionOrcBytes").asLong()), c.path("peerReads").asLong(),
+                BenchPeers.f2(c.path("peerCopyGBps").asDouble()), BenchPeers.f2(c.path("orcDecodeCopyGBps").asDouble()),
+                r.path("ratios").path("peerVsOrcDecode").asDouble(), Terminal.seconds(r.path("deadHostNoticedSeconds").asDouble()),
+                Terminal.seconds(r.path("partitionNoticedSeconds").asDouble()), r.path("valuesVerified").asLong(),
+                r.path("mismatches").asLong(), r.path("assumes").asText()));
+          }
         }
         default -> { }
       }

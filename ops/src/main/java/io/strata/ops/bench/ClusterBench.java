@@ -73,7 +73,13 @@ public final class ClusterBench implements Callable<Integer> {
     PrintWriter log = spec.commandLine().getErr();
     String why = ClusterLab.unavailable();
     if (why != null) {
-      throw new IllegalStateException("bench cluster needs network namespaces: " + why);
+      // As 'bench gpu' without a GPU: say what is missing, measure nothing.
+      if (json) {
+        out.println(Json.compact(Json.object().put("available", false).put("reason", why)));
+      } else {
+        out.println("not measured: bench cluster needs network namespaces: " + why);
+      }
+      return 0;
     }
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-cluster") : work;
@@ -119,7 +125,7 @@ public final class ClusterBench implements Callable<Integer> {
     List<List<String>> jobs = List.of(names.subList(0, 8),
         concat(names.subList(0, 8), names.get(8)), concat(names.subList(0, 8), names.get(9)));
     ObjectNode r = Json.object();
-    r.put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
+    r.put("available", true).put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
     ArrayNode js = r.putArray("jobs");
     for (int j = 0; j < jobs.size(); j++) {
       js.addObject().put("job", "job-" + (char) ('a' + j)).put("host", j + 1).put("features", String.join(",", jobs.get(j)));
@@ -200,7 +206,7 @@ public final class ClusterBench implements Callable<Integer> {
       log.printf("%s: nodes up; job A on host 1 ...%n", label);
       ArrayNode results = m.putArray("jobs");
       Process a = job(lab, 1, "job-a", data, truth, jobs.get(0), stepMs, env, dir);
-      a.waitFor();
+      finish(a, "job-a");
       results.add(jobResult(dir, "job-a", a));
       await(() -> clients.get(0).tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "host 1's promotions");
       JsonNode node1 = clients.get(0).tiers();
@@ -219,8 +225,8 @@ public final class ClusterBench implements Callable<Integer> {
         await(() -> clients.get(1).tiers().path("cluster").path("members").size() == 2, 120, "host 2 to drop host 1");
         noticed = (System.nanoTime() - t0) / 1e9;
       }
-      b.waitFor();
-      c.waitFor();
+      finish(b, "job-b");
+      finish(c, "job-c");
       results.add(jobResult(dir, "job-b", b));
       results.add(jobResult(dir, "job-c", c));
       for (int h = 2; h <= 3; h++) {
@@ -329,6 +335,15 @@ public final class ClusterBench implements Callable<Integer> {
     Path out = dir.resolve(name + ".log");
     Files.deleteIfExists(out);
     return lab.start(host, cmd, env, out);
+  }
+
+  /** Waits for a job (at most 10 minutes; then it is killed and counts as failed). */
+  private static void finish(Process p, String name) throws InterruptedException {
+    if (!p.waitFor(10, TimeUnit.MINUTES)) {
+      p.destroyForcibly();
+      p.waitFor();
+      throw new IllegalStateException(name + " did not finish within 10 minutes");
+    }
   }
 
   private static ObjectNode jobResult(Path dir, String name, Process p) throws IOException {
