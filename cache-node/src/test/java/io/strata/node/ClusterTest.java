@@ -106,7 +106,6 @@ class ClusterTest {
     cb.promote("events", features, null);
     assertTrue(b.awaitIdle(60_000));
     JsonNode tb = cb.tiers();
-    System.out.println("CLUSTER " + tb.path("cluster") + " A " + ca.tiers().path("cluster"));
     assertEquals(expected, tb.path("cluster").path("peerReads").asInt(), tb.path("cluster").toString());
     assertEquals(0, tb.path("cluster").path("peerFailures").asInt(), tb.path("cluster").toString());
     assertEquals(0, tb.path("hdd").path("promotionReadBytes").asLong(), tb.toString());
@@ -144,5 +143,14 @@ class ClusterTest {
     assertEquals(0, after.path("cluster").path("peerFailures").asInt(), after.path("cluster").toString());
     assertTrue(after.path("hdd").path("promotionReadBytes").asLong() > 0, after.path("hdd").toString());
     assertEquals(1, after.path("cluster").path("membersLeft").asInt());
+
+    // A comes back (a new member): it verifies its segments and announces them again.
+    a = CacheNode.start(config("a", cluster, pa, pa, pb));
+    JsonNode back = await(new NodeClient(a.url(), TOKEN), x -> x.path("cluster").path("announced").asInt() == expected,
+        "A's announcements after its restart");
+    assertTrue(back.path("startupNotes").toString().isEmpty() || !back.path("startupNotes").toString().contains("dropped"),
+        back.path("startupNotes").toString());
+    await(cb, x -> x.path("cluster").path("members").size() == 2 && x.path("cluster").path("residencyEntries").asInt() == 2 * expected,
+        "A's chunks back in the residency");
   }
 }
