@@ -35,8 +35,14 @@ final class OrcBlockCache implements AutoCloseable {
   private final long budgetBytes;
   private final LinkedHashMap<Long, Block> blocks = new LinkedHashMap<>(64, 0.75f, true);
   private final Map<Integer, Integer> strideByFile = new HashMap<>();
-  private OrcTable.Cursor cursor;
-  private List<String> cursorFeatures;
+  /**
+   * Open cursors by feature list, least recently used first: which features a block misses
+   * depends on what each chunk has on the SSD tier, so the lists alternate between chunks; one
+   * cursor per list keeps each positioned in its stripe instead of reopening (and re-reading the
+   * stripe) at every change.
+   */
+  private final LinkedHashMap<List<String>, OrcTable.Cursor> cursors = new LinkedHashMap<>(8, 0.75f, true);
+  static final int MAX_CURSORS = 4;
   private long bytes;
   private long decodedBytes;
 
@@ -100,14 +106,17 @@ final class OrcBlockCache implements AutoCloseable {
   }
 
   private OrcTable.Cursor cursor(List<String> features) throws IOException {
-    if (cursor == null || !features.equals(cursorFeatures)) {
-      if (cursor != null) {
-        cursor.close();
+    OrcTable.Cursor c = cursors.get(features);
+    if (c == null) {
+      if (cursors.size() >= MAX_CURSORS) {
+        Iterator<Map.Entry<List<String>, OrcTable.Cursor>> eldest = cursors.entrySet().iterator();
+        eldest.next().getValue().close();
+        eldest.remove();
       }
-      cursor = dataset.orc().cursor(features);
-      cursorFeatures = List.copyOf(features);
+      c = dataset.orc().cursor(features);
+      cursors.put(List.copyOf(features), c);
     }
-    return cursor;
+    return c;
   }
 
   private void evict(long keep) {
@@ -130,9 +139,17 @@ final class OrcBlockCache implements AutoCloseable {
     }
     blocks.clear();
     bytes = 0;
-    if (cursor != null) {
-      cursor.close();
-      cursor = null;
+    IOException first = null;
+    for (OrcTable.Cursor c : cursors.values()) {
+      try {
+        c.close();
+      } catch (IOException e) {
+        first = first == null ? e : first;
+      }
+    }
+    cursors.clear();
+    if (first != null) {
+      throw first;
     }
   }
 }
