@@ -17,9 +17,15 @@ interface Cluster extends AutoCloseable {
   /** A member of the cluster that holds a chunk: its node id and the base URL of its API. */
   record Peer(String nodeId, String url) {}
 
-  /** The cluster as the status shows it. */
+  /** A planned job on some node of the cluster, as that node last published it. */
+  record Job(String host, String job, String dataset, int features, long stepsDone, long steps, long ssdBytes, long hddBytes) {}
+
+  /**
+   * The cluster as the status shows it: members, residency entries, counts of what happened, the
+   * planned jobs of every node, and the bytes read per dataset across the cluster (its popularity).
+   */
   record View(String nodeId, List<String> members, int holders, long announced, long retracted, long membersLeft,
-      long cleaned, long dropped, String lastLeft) {}
+      long cleaned, long dropped, String lastLeft, List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
 
   /** The node alone. */
   Cluster ALONE = new Cluster() {
@@ -41,6 +47,9 @@ interface Cluster extends AutoCloseable {
     public List<Peer> holders(String dataset, String version, String feature, int chunk) {
       return List.of();
     }
+
+    @Override
+    public void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
 
     @Override
     public View view() {
@@ -69,6 +78,12 @@ interface Cluster extends AutoCloseable {
 
   /** Live members other than this one that hold {@code feature} of {@code chunk}, in a random order. */
   List<Peer> holders(String dataset, String version, String feature, int chunk);
+
+  /**
+   * This node's planned jobs and bytes read per dataset, for the other nodes to see (called every
+   * second; never blocks: a newer call replaces one not yet sent).
+   */
+  void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes);
 
   /** Members, residency entries and the counts of what happened; null when alone. */
   View view();

@@ -38,7 +38,10 @@ import java.util.logging.Logger;
  * and Hazelcast binds to the configured cluster address alone. The shared state lives in two
  * Hazelcast structures: {@code strata.residency}, a multimap from a feature chunk (dataset,
  * version, feature, chunk) to the node ids holding it, and {@code strata.nodes}, node id to the
- * URL of its API. Both keep one backup, so a member's death loses nothing but its own entries.
+ * URL of its API; {@code strata.jobs} and {@code strata.reads}, what each node last published of
+ * its planned jobs and of the bytes its jobs read per dataset (entries expire 30 s after their
+ * node stopped refreshing them). All keep one backup, so a member's death loses nothing but its
+ * own entries.
  *
  * <p>Failure: a member that dies or is cut off is removed by Hazelcast after 5 s without
  * heartbeats; from then on {@link #holders} no longer names it (every answer is filtered by the
@@ -64,6 +67,12 @@ final class HazelcastCluster implements Cluster {
   private final String self;
   private final MultiMap<String, String> residency;
   private final IMap<String, String> urls;
+  private final IMap<String, String> jobs;
+  private final IMap<String, Long> reads;
+  private final java.util.concurrent.atomic.AtomicReference<Runnable> nextPublish = new java.util.concurrent.atomic.AtomicReference<>();
+  /** What this node published last time (its entries that are gone are removed). */
+  private Set<String> publishedJobs = Set.of();
+  static final int PUBLISHED_TTL_SECONDS = 30;
   private final Map<String, String> urlCache = new ConcurrentHashMap<>();
   private final ThreadPoolExecutor worker;
   private final AtomicLong announced = new AtomicLong();
@@ -81,6 +90,8 @@ final class HazelcastCluster implements Cluster {
     this.self = hz.getCluster().getLocalMember().getUuid().toString();
     this.residency = hz.getMultiMap("strata.residency");
     this.urls = hz.getMap("strata.nodes");
+    this.jobs = hz.getMap("strata.jobs");
+    this.reads = hz.getMap("strata.reads");
     this.worker = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(100_000), r -> {
       Thread t = new Thread(r, "strata-cluster");
       t.setDaemon(true);
@@ -215,11 +226,73 @@ final class HazelcastCluster implements Cluster {
       return;
     }
     urls.remove(id);
+    jobs.removeAll(e -> e.getKey().startsWith(id + SEP));
+    reads.removeAll(e -> e.getKey().startsWith(id + SEP));
     for (Map.Entry<String, String> e : residency.entrySet()) {
       if (e.getValue().equals(id) && residency.remove(e.getKey(), id)) {
         cleaned.incrementAndGet();
       }
     }
+  }
+
+  @Override
+  public void publish(List<Job> js, Map<String, Long> datasetReadBytes) {
+    Runnable r = () -> {
+      Set<String> now = new HashSet<>();
+      for (Job j : js) {
+        String key = self + SEP + j.job();
+        now.add(key);
+        jobs.put(key, String.join(String.valueOf(SEP), j.host(), j.job(), j.dataset(), Integer.toString(j.features()),
+            Long.toString(j.stepsDone()), Long.toString(j.steps()), Long.toString(j.ssdBytes()), Long.toString(j.hddBytes())),
+            PUBLISHED_TTL_SECONDS, TimeUnit.SECONDS);
+      }
+      for (String gone : publishedJobs) {
+        if (!now.contains(gone)) {
+          jobs.remove(gone);
+        }
+      }
+      publishedJobs = now;
+      for (Map.Entry<String, Long> e : datasetReadBytes.entrySet()) {
+        reads.put(self + SEP + e.getKey(), e.getValue(), PUBLISHED_TTL_SECONDS, TimeUnit.SECONDS);
+      }
+    };
+    // Only the newest snapshot is sent: one queued at most.
+    if (nextPublish.getAndSet(r) == null) {
+      submit(() -> {
+        Runnable latest = nextPublish.getAndSet(null);
+        if (latest != null) {
+          latest.run();
+        }
+      });
+    }
+  }
+
+  private List<Job> clusterJobs() {
+    List<Job> out = new ArrayList<>();
+    for (String v : jobs.values()) {
+      String[] f = v.split(String.valueOf(SEP), -1);
+      if (f.length == 8) {
+        try {
+          out.add(new Job(f[0], f[1], f[2], Integer.parseInt(f[3]), Long.parseLong(f[4]), Long.parseLong(f[5]),
+              Long.parseLong(f[6]), Long.parseLong(f[7])));
+        } catch (NumberFormatException ignored) {
+          // Not ours: skipped.
+        }
+      }
+    }
+    out.sort(java.util.Comparator.comparing(Job::host).thenComparing(Job::job));
+    return out;
+  }
+
+  private Map<String, Long> clusterReads() {
+    Map<String, Long> out = new java.util.TreeMap<>();
+    for (Map.Entry<String, Long> e : reads.entrySet()) {
+      int at = e.getKey().indexOf(SEP);
+      if (at > 0) {
+        out.merge(e.getKey().substring(at + 1), e.getValue(), Long::sum);
+      }
+    }
+    return out;
   }
 
   private Set<String> live() {
@@ -261,12 +334,19 @@ final class HazelcastCluster implements Cluster {
       members.add(m.getAddress().getHost() + ":" + m.getAddress().getPort() + (m.localMember() ? " (this node)" : ""));
     }
     int entries;
+    List<Job> js;
+    Map<String, Long> rs;
     try {
       entries = residency.size();
+      js = clusterJobs();
+      rs = clusterReads();
     } catch (RuntimeException e) {
       entries = -1;
+      js = List.of();
+      rs = Map.of();
     }
-    return new View(self, members, entries, announced.get(), retracted.get(), membersLeft.get(), cleaned.get(), dropped.get(), lastLeft);
+    return new View(self, members, entries, announced.get(), retracted.get(), membersLeft.get(), cleaned.get(), dropped.get(),
+        lastLeft, js, rs);
   }
 
   @Override

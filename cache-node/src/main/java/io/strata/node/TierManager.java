@@ -536,6 +536,7 @@ final class TierManager implements AutoCloseable {
   /** Samples the counters (called every second by the node): the history behind rates and the dashboard. */
   void sample() {
     history.sample(now(), counters.snapshot(), store.bytes());
+    report.publishTo(cluster, config.cluster() == null ? "" : config.cluster().host());
   }
 
   /** The last {@code n} samples: time, SSD bytes read, HDD bytes read, flash written, SSD bytes held, promotions, evictions. */

@@ -77,7 +77,23 @@ final class TierReport {
     return new TierViews.ClusterBrief(v.nodeId(), v.members(), v.holders(), v.announced(), v.retracted(), v.membersLeft(),
         v.cleaned(), v.dropped(), v.lastLeft(), counters.peerReads.sum(), counters.peerBytes.sum(),
         counters.peerNanos.sum() / 1e9, counters.peerFailures.sum(), counters.lastPeerFailure, counters.peerServed.sum(),
-        counters.peerServedBytes.sum(), counters.orcSegmentBytes.sum(), counters.orcNanos.sum() / 1e9);
+        counters.peerServedBytes.sum(), counters.orcSegmentBytes.sum(), counters.orcNanos.sum() / 1e9, v.jobs(),
+        v.datasetReadBytes());
+  }
+
+  /** In a cluster, what this node publishes every second: its planned jobs, and bytes read per dataset. */
+  void publishTo(Cluster cluster, String host) {
+    if (!cluster.clustered()) {
+      return;
+    }
+    TierState.Snapshot s = state.snapshot();
+    List<Cluster.Job> js = new ArrayList<>();
+    for (TierViews.JobRow j : s.jobs()) {
+      js.add(new Cluster.Job(host, j.job(), j.dataset(), j.features(), j.stepsDone(), j.steps(), j.ssdBytes(), j.hddBytes()));
+    }
+    java.util.Map<String, Long> reads = new java.util.TreeMap<>();
+    s.bytesByDataset().forEach((ds, b) -> reads.put(ds, b[0] + b[1]));
+    cluster.publish(js, reads);
   }
 
   /** A relayout is suggested when the learned order would cut the read requests per stripe by at least this factor. */

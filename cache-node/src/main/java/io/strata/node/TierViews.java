@@ -62,13 +62,14 @@ final class TierViews {
   /**
    * A clustered node's view of its cluster: its id, the live members, residency entries, what it
    * announced and retracted, members seen leaving, and its peer reads (copied from peers, failed,
-   * served to peers), beside its ORC decodes for comparison.
+   * served to peers), beside its ORC decodes for comparison; the planned jobs of every node and
+   * the bytes read per dataset across the cluster.
    */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record ClusterBrief(String nodeId, List<String> members, int residencyEntries, long announced, long retracted,
       long membersLeft, long cleanedEntries, long droppedUpdates, String lastLeft, long peerReads, long peerBytes,
       double peerSeconds, long peerFailures, String lastPeerFailure, long servedToPeers, long servedBytes,
-      long orcSegmentBytes, double orcSeconds) {}
+      long orcSegmentBytes, double orcSeconds, List<Cluster.Job> jobs, Map<String, Long> datasetReadBytes) {}
 
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record Ssd(String directory, long bytes, long residentBytes, long budgetBytes, int segments, int pendingPromotions,

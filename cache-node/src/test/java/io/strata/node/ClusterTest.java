@@ -125,6 +125,17 @@ class ClusterTest {
       }
     }
 
+    // A's planned jobs and what they read are seen from B.
+    ca.declarePlan("job-x", "events", features, 2, null, false);
+    ca.reportReads("job-x", "events", List.of(new NodeClient.Read(features.getFirst(), 0, 1000, false)), 0);
+    JsonNode seen = await(cb, x -> x.path("cluster").path("jobs").toString().contains("job-x")
+        && x.path("cluster").path("datasetReadBytes").path("events").asLong() >= 1000, "A's job seen from B");
+    JsonNode jx = seen.path("cluster").path("jobs").get(0);
+    assertEquals("job-x", jx.path("job").asText(), seen.path("cluster").toString());
+    assertEquals("127.0.0.1", jx.path("host").asText());
+    assertEquals(2L * chunks, jx.path("steps").asLong(), jx.toString());
+    assertEquals(1000, jx.path("hddBytes").asLong(), jx.toString());
+
     // Peer reads need the cluster's token.
     HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a.url()
         + "/v1/peer/segment?dataset=events&version=x&feature=" + features.getFirst() + "&chunk=0")).build(),

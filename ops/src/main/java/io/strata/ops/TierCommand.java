@@ -3,6 +3,8 @@ package io.strata.ops;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -103,7 +105,36 @@ final class TierCommand implements Runnable {
             Terminal.bytes(j.path("ssdBytes").asLong()), Terminal.bytes(j.path("hddBytes").asLong())));
         jobs.print(out);
       }
+      JsonNode cl = t.path("cluster");
+      if (!cl.isMissingNode()) {
+        out.println();
+        out.printf("cluster: %d members (%s); %s chunks held across it; %d copied from peers (%s, %d failed%s), %d served to"
+            + " peers; %d members left%s%n", cl.path("members").size(), String.join(", ", strings(cl.path("members"))),
+            Terminal.count(cl.path("residencyEntries").asLong()), cl.path("peerReads").asLong(),
+            Terminal.bytes(cl.path("peerBytes").asLong()), cl.path("peerFailures").asLong(),
+            cl.has("lastPeerFailure") ? ", last: " + cl.path("lastPeerFailure").asText() : "", cl.path("servedToPeers").asLong(),
+            cl.path("membersLeft").asLong(), cl.has("lastLeft") ? " (last: " + cl.path("lastLeft").asText() + ")" : "");
+        if (cl.path("jobs").size() > 0) {
+          Terminal.Table cj = new Terminal.Table("host", "job", "dataset", "steps", "SSD read", "HDD read");
+          cl.path("jobs").forEach(j -> cj.row(j.path("host").asText(), j.path("job").asText(), j.path("dataset").asText(),
+              j.path("stepsDone").asLong() + " of " + j.path("steps").asLong(), Terminal.bytes(j.path("ssdBytes").asLong()),
+              Terminal.bytes(j.path("hddBytes").asLong())));
+          cj.print(out);
+        }
+        if (cl.path("datasetReadBytes").size() > 0) {
+          StringBuilder pop = new StringBuilder();
+          cl.path("datasetReadBytes").properties().forEach(e -> pop.append(pop.isEmpty() ? "" : ", ").append(e.getKey())
+              .append(' ').append(Terminal.bytes(e.getValue().asLong())));
+          out.printf("read across the cluster: %s%n", pop);
+        }
+      }
       return 0;
+    }
+
+    private static List<String> strings(JsonNode array) {
+      List<String> out = new ArrayList<>();
+      array.forEach(x -> out.add(x.asText()));
+      return out;
     }
   }
 }
