@@ -197,7 +197,12 @@ final class DatasetRegistry implements AutoCloseable {
     if (dir.indexOf('\0') >= 0) {
       throw NodeException.badRequest("'path' contains a NUL character");
     }
-    Path p = Path.of(dir);
+    Path p;
+    try {
+      p = io.strata.sdk.dataset.Locations.local(dir);
+    } catch (IllegalArgumentException e) { // an InvalidPathException too
+      throw NodeException.badRequest("'path' " + e.getMessage());
+    }
     if (!p.isAbsolute()) {
       throw NodeException.badRequest("'path' must be absolute, got '" + dir + "'");
     }

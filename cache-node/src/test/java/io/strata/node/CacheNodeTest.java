@@ -54,6 +54,15 @@ class CacheNodeTest {
   }
 
   @Test
+  void aDatasetMayBeRegisteredByFileUriAndOtherFileSystemsAreRefusedByName() throws Exception {
+    HttpResponse<String> ok = raw("POST", "/v1/datasets", "{\"path\":\"" + datasetDir.toUri() + "\"}", null);
+    assertEquals(201, ok.statusCode(), ok.body());
+    HttpResponse<String> hdfs = raw("POST", "/v1/datasets", "{\"path\":\"hdfs://nn/data/events\"}", null);
+    assertEquals(400, hdfs.statusCode(), hdfs.body());
+    assertTrue(hdfs.body().contains("hdfs:// file system is not supported"), hdfs.body());
+  }
+
+  @Test
   void theNodeSuggestsARelayoutWhenJobsReadScatteredFeatures() throws Exception {
     List<String> names;
     try (io.strata.sdk.Dataset ds = io.strata.sdk.Dataset.open(datasetDir)) {

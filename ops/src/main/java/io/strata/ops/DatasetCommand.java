@@ -241,7 +241,7 @@ final class DatasetCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      Path dir = Path.of(target);
+      Path dir = io.strata.sdk.dataset.Locations.local(target);
       // A path (an existing directory, or anything with a separator) is read locally; a bare name is asked of the node.
       if (!Files.isDirectory(dir) && !target.contains(java.io.File.separator)) {
         return onNode();

@@ -52,6 +52,8 @@ public final class Main implements Runnable {
     cli.setOut(out);
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);
+    // Every path option also takes a file:// URI; other file systems are refused by name.
+    cli.registerConverter(java.nio.file.Path.class, io.strata.sdk.dataset.Locations::local);
     cli.setParameterExceptionHandler(
         (ex, a) -> {
           CommandLine c = ex.getCommandLine();

@@ -25,6 +25,13 @@ class CliTest {
     Cli.Result d = Cli.run("dataset", "describe", ds.toString());
     assertEquals(0, d.code(), d.err());
     assertTrue(d.out().contains("embedding") && d.out().contains("list<float32>"), d.out());
+    // A dataset may be named by a file:// URI (the shared HDD tier of a cluster); other file systems are refused by name.
+    Cli.Result du = Cli.run("dataset", "describe", ds.toUri().toString());
+    assertEquals(0, du.code(), du.err());
+    assertEquals(d.out(), du.out());
+    Cli.Result hdfs = Cli.run("dataset", "describe", "hdfs://namenode/data/ev");
+    assertEquals(2, hdfs.code(), hdfs.err());
+    assertTrue(hdfs.err().contains("the hdfs:// file system is not supported") && !hdfs.err().contains("\tat "), hdfs.err());
     Cli.Result p = Cli.run("promote", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "amount,tokens,score", "--chunks", "0,2");
     assertEquals(0, p.code(), p.err());
     assertTrue(p.out().contains("2 chunks"), p.out());

@@ -329,7 +329,8 @@ public final class ClusterBench implements Callable<Integer> {
   private static Process job(ClusterLab lab, int host, String name, Path data, Path truth, List<String> features, int stepMs,
       Map<String, String> env, Path dir) throws IOException {
     List<String> cmd = java();
-    cmd.addAll(List.of("loader", "run", "--dataset", data.toString(), "--node", "http://" + lab.address(host) + ":7070",
+    // The shared HDD tier named as the Hadoop file system URI every host resolves to the same directory.
+    cmd.addAll(List.of("loader", "run", "--dataset", data.toUri().toString(), "--node", "http://" + lab.address(host) + ":7070",
         "--job", name, "--features", String.join(",", features), "--epochs", "2", "--batch", "256", "--seed",
         Integer.toString(host), "--step-ms", Integer.toString(stepMs), "--verify-against", truth.toString(), "--json"));
     Path out = dir.resolve(name + ".log");
