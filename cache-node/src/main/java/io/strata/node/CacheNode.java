@@ -99,8 +99,8 @@ public final class CacheNode implements AutoCloseable {
         return null;
       }, false));
       tiers.sample();
+      tiers.online(url(config.bindHost(), server.actualPort()));
       if (cluster.clustered()) {
-        tiers.online(url(config.bindHost(), server.actualPort()));
         // Peer prefetch: one pass at a time, four times a second, on a worker (it waits on the cluster).
         java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean();
         vertx.setPeriodic(250, id -> {

@@ -52,6 +52,16 @@ interface Cluster extends AutoCloseable {
     public void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
 
     @Override
+    public void sharePlan(String job, String host, String plan) {
+      throw new IllegalStateException("not in a cluster");
+    }
+
+    @Override
+    public java.util.Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost) {
+      return java.util.Map.of();
+    }
+
+    @Override
     public View view() {
       return null;
     }
@@ -84,6 +94,15 @@ interface Cluster extends AutoCloseable {
    * second; never blocks: a newer call replaces one not yet sent).
    */
   void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes);
+
+  /**
+   * A plan for the node on {@code host} (a rank of a distributed job declared elsewhere), as JSON;
+   * kept in the cluster for the plan lease. Blocks on the cluster (an API worker calls it).
+   */
+  void sharePlan(String job, String host, String plan);
+
+  /** The shared plans (job name to JSON) whose host {@code isThisHost} accepts. */
+  java.util.Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost);
 
   /** Members, residency entries and the counts of what happened; null when alone. */
   View view();

@@ -41,7 +41,8 @@ import java.util.logging.Logger;
  * URL of its API; {@code strata.jobs} and {@code strata.reads}, what each node last published of
  * its planned jobs and of the bytes its jobs read per dataset (entries expire 30 s after their
  * node stopped refreshing them). All keep one backup, so a member's death loses nothing but its
- * own entries.
+ * own entries. {@code strata.plans} holds the plans of ranks of distributed jobs declared on
+ * another node, for the node of each rank's host to install (kept for the plan lease).
  *
  * <p>Failure: a member that dies or is cut off is removed by Hazelcast after 5 s without
  * heartbeats; from then on {@link #holders} no longer names it (every answer is filtered by the
@@ -69,6 +70,8 @@ final class HazelcastCluster implements Cluster {
   private final IMap<String, String> urls;
   private final IMap<String, String> jobs;
   private final IMap<String, Long> reads;
+  /** Plans of ranks of distributed jobs, by job name: host, then the plan's JSON. */
+  private final IMap<String, String> plans;
   private final java.util.concurrent.atomic.AtomicReference<Runnable> nextPublish = new java.util.concurrent.atomic.AtomicReference<>();
   /** What this node published last time (its entries that are gone are removed). */
   private Set<String> publishedJobs = Set.of();
@@ -92,6 +95,7 @@ final class HazelcastCluster implements Cluster {
     this.urls = hz.getMap("strata.nodes");
     this.jobs = hz.getMap("strata.jobs");
     this.reads = hz.getMap("strata.reads");
+    this.plans = hz.getMap("strata.plans");
     this.worker = new ThreadPoolExecutor(1, 1, 0, TimeUnit.SECONDS, new ArrayBlockingQueue<>(100_000), r -> {
       Thread t = new Thread(r, "strata-cluster");
       t.setDaemon(true);
@@ -265,6 +269,23 @@ final class HazelcastCluster implements Cluster {
         }
       });
     }
+  }
+
+  @Override
+  public void sharePlan(String job, String host, String plan) {
+    plans.put(job, host + SEP + plan, (long) TierManager.PLAN_LEASE_SECONDS, TimeUnit.SECONDS);
+  }
+
+  @Override
+  public Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost) {
+    Map<String, String> out = new java.util.TreeMap<>();
+    for (Map.Entry<String, String> e : plans.entrySet()) {
+      int at = e.getValue().indexOf(SEP);
+      if (at > 0 && isThisHost.test(e.getValue().substring(0, at))) {
+        out.put(e.getKey(), e.getValue().substring(at + 1));
+      }
+    }
+    return out;
   }
 
   private List<Job> clusterJobs() {

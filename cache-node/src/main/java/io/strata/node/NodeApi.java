@@ -115,6 +115,10 @@ final class NodeApi {
         } catch (IllegalArgumentException e) {
           throw NodeException.badRequest(e.getMessage());
         }
+        if (b.has("ranks")) {
+          return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true), program,
+              sub != null && sub.asBoolean(), strings(b, "ranks", true));
+        }
         return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true), program,
             sub != null && sub.asBoolean());
       }

@@ -35,6 +35,8 @@ final class TierCounters {
   /** Segments this node served to peers, and their bytes. */
   final LongAdder peerServed = new LongAdder();
   final LongAdder peerServedBytes = new LongAdder();
+  /** Plans of distributed jobs' ranks that other nodes shared and this node installed. */
+  final LongAdder sharedPlansInstalled = new LongAdder();
   /** What the last failed peer read was and why, or null. */
   volatile String lastPeerFailure;
   /** What the last failed promotion was and why, or null. */

@@ -220,6 +220,95 @@ final class TierManager implements AutoCloseable {
     return plans.plan(job, datasetName, features, program, substitutable);
   }
 
+  /**
+   * A distributed job's plan, declared once: the program's shard for each rank goes to the node
+   * of that rank's host ({@code hosts}, one per rank: a cluster address or a node's URL), installed
+   * here for this node's ranks and shared through the cluster for the others (their nodes install
+   * them within a second). Each rank's plan is named {@code job@rank}, the name its loader
+   * declares under; a rank's loader that starts replaces it with its own (the same program).
+   */
+  TierViews.DistributedPlanAnswer plan(String job, String datasetName, List<String> features, PlanProgram program,
+      boolean substitutable, List<String> hosts) {
+    Jobs.checkName(job);
+    int world = program.world();
+    if (world < 2) {
+      throw NodeException.badRequest("'ranks' is for a distributed job: the program's world must be at least 2, got " + world);
+    }
+    if (hosts.size() != world) {
+      throw NodeException.badRequest("'ranks' names the host of each of the program's " + world + " ranks, got " + hosts.size());
+    }
+    Jobs.checkName(io.strata.sdk.loader.Loader.rankJob(job, world - 1, world));
+    checks.check(dataset(datasetName), features, List.of());
+    for (int r = 0; r < world; r++) {
+      if (!isThisHost(hosts.get(r)) && !cluster.clustered()) {
+        throw NodeException.badRequest("rank " + r + "'s host '" + hosts.get(r) + "' is not this node, and this node is not in a"
+            + " cluster: declare the plan on that host's node, or cluster the nodes");
+      }
+    }
+    List<TierViews.RankPlan> out = new ArrayList<>();
+    for (int r = 0; r < world; r++) {
+      String name = io.strata.sdk.loader.Loader.rankJob(job, r, world);
+      PlanProgram shard = program.forRank(r);
+      if (isThisHost(hosts.get(r))) {
+        TierViews.PlanAnswer a = plans.plan(name, datasetName, features, shard, substitutable);
+        out.add(new TierViews.RankPlan(r, hosts.get(r), name, "here", a.steps()));
+      } else {
+        com.fasterxml.jackson.databind.node.ObjectNode p = io.strata.sdk.internal.Json.object().put("dataset", datasetName)
+            .put("substitutable", substitutable);
+        features.forEach(p.putArray("features")::add);
+        p.set("program", shard.toJson());
+        cluster.sharePlan(name, hosts.get(r), io.strata.sdk.internal.Json.compact(p));
+        out.add(new TierViews.RankPlan(r, hosts.get(r), name, "shared", null));
+      }
+    }
+    return new TierViews.DistributedPlanAnswer(job, datasetName, world, out);
+  }
+
+  /** Whether {@code host} names this node: its cluster address, its URL, or its address and port. */
+  boolean isThisHost(String host) {
+    String u = url;
+    if (u != null && (host.equals(u) || ("http://" + host).equals(u))) {
+      return true;
+    }
+    return config.cluster() != null ? host.equals(config.cluster().host()) : host.equals(config.bindHost());
+  }
+
+  /** The plans other nodes shared for this node's ranks that are not installed yet (or changed): installed now. */
+  private void installSharedPlans() {
+    java.util.Map<String, String> mine;
+    try {
+      mine = cluster.plansFor(this::isThisHost);
+    } catch (RuntimeException e) {
+      return; // the cluster is unreachable for now; the next second tries again
+    }
+    sharedPlans.keySet().retainAll(mine.keySet());
+    double now = now();
+    for (java.util.Map.Entry<String, String> e : mine.entrySet()) {
+      String done = sharedPlans.get(e.getKey());
+      if (e.getValue().equals(done) || (done != null && done.startsWith("failed ") && now - Double.parseDouble(done.substring(7)) < 30)) {
+        continue;
+      }
+      try {
+        com.fasterxml.jackson.databind.JsonNode p = io.strata.sdk.internal.Json.parse(e.getValue().getBytes(StandardCharsets.UTF_8));
+        List<String> fs = new ArrayList<>();
+        p.path("features").forEach(f -> fs.add(f.asText()));
+        plans.plan(e.getKey(), p.path("dataset").asText(), fs, PlanProgram.fromJson(p.path("program")),
+            p.path("substitutable").asBoolean());
+        sharedPlans.put(e.getKey(), e.getValue());
+        counters.sharedPlansInstalled.increment();
+      } catch (IOException | RuntimeException ex) {
+        sharedPlans.put(e.getKey(), "failed " + now);
+        counters.lastPromotionFailure = "shared plan " + e.getKey() + ": " + ex.getMessage();
+        LOG.log(System.Logger.Level.WARNING, "the plan " + e.getKey() + " shared by another node is not installed: " + ex.getMessage());
+      }
+    }
+  }
+
+  /** Shared plans installed here (their JSON), or "failed <time>" for a retry 30 s later; touched by the sampler only. */
+  private final java.util.Map<String, String> sharedPlans = new java.util.HashMap<>();
+  /** This node's URL once it listens. */
+  private volatile String url;
+
   /** Changes how long a silent job's plan is kept (tests). */
   void planLease(double seconds) {
     state.planLease(seconds);
@@ -464,8 +553,9 @@ final class TierManager implements AutoCloseable {
 
   // ---------------------------------------------------------------- the cluster
 
-  /** The node listens at {@code url}: its cluster learns where it is and what its SSD tier holds. */
+  /** The node listens at {@code url}: in a cluster, the cluster learns where it is and what its SSD tier holds. */
   void online(String url) {
+    this.url = url;
     cluster.online(url, store.segments());
   }
 
@@ -536,7 +626,10 @@ final class TierManager implements AutoCloseable {
   /** Samples the counters (called every second by the node): the history behind rates and the dashboard. */
   void sample() {
     history.sample(now(), counters.snapshot(), store.bytes());
-    report.publishTo(cluster, config.cluster() == null ? "" : config.cluster().host());
+    if (cluster.clustered()) {
+      report.publishTo(cluster, config.cluster().host());
+      installSharedPlans();
+    }
   }
 
   /** The last {@code n} samples: time, SSD bytes read, HDD bytes read, flash written, SSD bytes held, promotions, evictions. */

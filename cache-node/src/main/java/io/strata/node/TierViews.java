@@ -30,6 +30,13 @@ final class TierViews {
   /** {@code POST /v1/reads}. */
   record ReadsAnswer(int accepted, int promotionsScheduled, boolean planned, long residency) {}
 
+  /** {@code POST /v1/plans} with {@code ranks}: where each rank's plan went ({@code here}, or {@code shared} with the cluster for its host). */
+  record DistributedPlanAnswer(String job, String dataset, int world, List<RankPlan> ranks) {}
+
+  /** One rank of a distributed plan: its host, its name on the node, where its plan went, its steps when installed here. */
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record RankPlan(int rank, String host, String job, String placed, Integer steps) {}
+
   /** {@code POST /v1/plans}: the steps are given for a program, not for a chunk order. */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record PlanAnswer(String job, String dataset, String version, Integer steps, Long stepsPerEpoch, Long startStep,

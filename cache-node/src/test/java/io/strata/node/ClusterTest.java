@@ -136,6 +136,22 @@ class ClusterTest {
     assertEquals(2L * chunks, jx.path("steps").asLong(), jx.toString());
     assertEquals(1000, jx.path("hddBytes").asLong(), jx.toString());
 
+    // A distributed job declared once on A: rank 0 planned on A, rank 1 reaches B through the cluster.
+    io.strata.sdk.loader.PlanProgram program = new io.strata.sdk.loader.PlanProgram("samples", 64, 0, 0, 0, 0, 7, true, 0, 2,
+        false, 2, 0);
+    JsonNode d = ca.declareDistributedPlan("dist", "events", features, program, false, List.of(a.url(), b.url()));
+    assertEquals("here", d.path("ranks").get(0).path("placed").asText(), d.toString());
+    assertEquals("dist@0", d.path("ranks").get(0).path("job").asText(), d.toString());
+    assertEquals("shared", d.path("ranks").get(1).path("placed").asText(), d.toString());
+    JsonNode onB = await(cb, x -> x.path("jobs").toString().contains("dist@1"), "rank 1's plan on B");
+    long expectedSteps = cb.declarePlan("chk@1", "events", features, program.forRank(1), false).path("steps").asLong();
+    for (JsonNode j : onB.path("jobs")) {
+      if (j.path("job").asText().equals("dist@1")) {
+        assertEquals(expectedSteps, j.path("steps").asLong(), j.toString());
+      }
+    }
+    assertTrue(ca.tiers().path("jobs").toString().contains("dist@0"));
+
     // Peer reads need the cluster's token.
     HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a.url()
         + "/v1/peer/segment?dataset=events&version=x&feature=" + features.getFirst() + "&chunk=0")).build(),

@@ -105,7 +105,8 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.derived = Map.copyOf(derivedSources);
     this.plan = b.plan();
     if (b.nodeClient != null) {
-      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, b.nodeJob, dataset, storageNames, b.nodeRefreshMillis);
+      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, rankJob(b.nodeJob, plan.rank, plan.world), dataset,
+          storageNames, b.nodeRefreshMillis);
       this.store = node;
     } else {
       this.node = null;
@@ -155,6 +156,15 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private String key() {
     return dataset.name() + "|" + dataset.version() + "|" + features + "|" + plan.describe() + "|" + plan.seed + "|"
         + plan.shuffle + "|" + plan.rank + "/" + plan.world + "|" + plan.dropLast;
+  }
+
+  /**
+   * The name a rank of a distributed job has on the node: {@code job@rank} when the plan has more
+   * than one rank (two ranks on one host would otherwise replace each other's plan, and a plan
+   * declared for the whole job reaches each rank's host under this name), {@code job} otherwise.
+   */
+  public static String rankJob(String job, int rank, int world) {
+    return world > 1 && !job.endsWith("@" + rank) ? job + "@" + rank : job;
   }
 
   /** Identifies this job's batches in the batch cache. */

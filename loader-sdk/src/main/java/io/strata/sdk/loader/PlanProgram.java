@@ -69,6 +69,12 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
     };
   }
 
+  /** The same program for rank {@code r} of its world (a distributed job's shard). */
+  public PlanProgram forRank(int r) {
+    return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, r, world, dropLast,
+        epochs, startStep);
+  }
+
   /** The same program from another step (a resumed job). */
   public PlanProgram from(long step) {
     return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, rank, world, dropLast,

@@ -200,6 +200,20 @@ public final class NodeClient {
     return call("POST", "/v1/plans", b);
   }
 
+  /**
+   * Declares a distributed job's plan once: {@code program}'s shard for each rank goes to the node
+   * of {@code hosts.get(rank)} (a cluster address or a node's URL), here or through the cluster;
+   * each rank's plan is named {@code job@rank}, the name its loader declares under.
+   */
+  public JsonNode declareDistributedPlan(String job, String dataset, List<String> features,
+      io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> hosts) throws IOException {
+    ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
+    features.forEach(b.putArray("features")::add);
+    b.set("program", program.toJson());
+    hosts.forEach(b.putArray("ranks")::add);
+    return call("POST", "/v1/plans", b);
+  }
+
   /** Declares a job's plan as one chunk order for every epoch; {@code chunkOrder} may be null (dataset order). */
   public JsonNode declarePlan(String job, String dataset, List<String> features, int epochs, List<Integer> chunkOrder,
       boolean substitutable) throws IOException {
