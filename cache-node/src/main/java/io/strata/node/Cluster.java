@@ -25,7 +25,8 @@ interface Cluster extends AutoCloseable {
    * planned jobs of every node, and the bytes read per dataset across the cluster (its popularity).
    */
   record View(String nodeId, List<String> members, int holders, long announced, long retracted, long membersLeft,
-      long cleaned, long dropped, String lastLeft, List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
+      long cleaned, long dropped, String lastLeft, List<Job> jobs, java.util.Map<String, Long> datasetReadBytes,
+      int heldByOthers) {}
 
   /** The node alone. */
   Cluster ALONE = new Cluster() {
@@ -50,6 +51,9 @@ interface Cluster extends AutoCloseable {
 
     @Override
     public void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
+
+    @Override
+    public void watchHeldElsewhere(Holders listener) {}
 
     @Override
     public void sharePlan(String job, String host, String plan) {
@@ -94,6 +98,18 @@ interface Cluster extends AutoCloseable {
    * second; never blocks: a newer call replaces one not yet sent).
    */
   void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes);
+
+  /** Told when a chunk becomes held by at least one other node, or by none any more. */
+  @FunctionalInterface
+  interface Holders {
+    void changed(String dataset, String version, String feature, int chunk, boolean heldElsewhere);
+  }
+
+  /**
+   * Calls {@code listener} (on the cluster's event threads) for every chunk other nodes hold now
+   * and whenever that changes.
+   */
+  void watchHeldElsewhere(Holders listener);
 
   /**
    * A plan for the node on {@code host} (a rank of a distributed job declared elsewhere), as JSON;

@@ -271,6 +271,49 @@ final class HazelcastCluster implements Cluster {
     }
   }
 
+  /** Per chunk, how many other nodes hold it (maintained from the residency's entry events). */
+  private final Map<String, Integer> othersHolding = new ConcurrentHashMap<>();
+
+  @Override
+  public void watchHeldElsewhere(Holders listener) {
+    residency.addEntryListener(new com.hazelcast.core.EntryAdapter<String, String>() {
+      @Override
+      public void entryAdded(com.hazelcast.core.EntryEvent<String, String> e) {
+        if (!self.equals(e.getValue())) {
+          changed(listener, e.getKey(), +1);
+        }
+      }
+
+      @Override
+      public void entryRemoved(com.hazelcast.core.EntryEvent<String, String> e) {
+        String v = e.getOldValue() != null ? e.getOldValue() : e.getValue();
+        if (v != null && !self.equals(v)) {
+          changed(listener, e.getKey(), -1);
+        }
+      }
+    }, true);
+    for (Map.Entry<String, String> e : residency.entrySet()) {
+      if (!self.equals(e.getValue())) {
+        changed(listener, e.getKey(), +1);
+      }
+    }
+  }
+
+  private void changed(Holders listener, String key, int delta) {
+    int[] transition = new int[1];
+    othersHolding.compute(key, (k, n) -> {
+      int now = Math.max(0, (n == null ? 0 : n) + delta);
+      transition[0] = (n == null || n == 0) && now > 0 ? 1 : (n != null && n > 0 && now == 0) ? -1 : 0;
+      return now == 0 ? null : now;
+    });
+    if (transition[0] != 0) {
+      String[] p = key.split(String.valueOf(SEP), -1);
+      if (p.length == 4) {
+        listener.changed(p[0], p[1], p[2], Integer.parseInt(p[3]), transition[0] > 0);
+      }
+    }
+  }
+
   @Override
   public void sharePlan(String job, String host, String plan) {
     plans.put(job, host + SEP + plan, (long) TierManager.PLAN_LEASE_SECONDS, TimeUnit.SECONDS);
@@ -367,7 +410,7 @@ final class HazelcastCluster implements Cluster {
       rs = Map.of();
     }
     return new View(self, members, entries, announced.get(), retracted.get(), membersLeft.get(), cleaned.get(), dropped.get(),
-        lastLeft, js, rs);
+        lastLeft, js, rs, othersHolding.size());
   }
 
   @Override

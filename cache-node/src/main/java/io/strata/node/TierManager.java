@@ -557,6 +557,7 @@ final class TierManager implements AutoCloseable {
   void online(String url) {
     this.url = url;
     cluster.online(url, store.segments());
+    cluster.watchHeldElsewhere(state::heldElsewhere);
   }
 
   /**

@@ -78,7 +78,7 @@ final class TierReport {
         v.cleaned(), v.dropped(), v.lastLeft(), counters.peerReads.sum(), counters.peerBytes.sum(),
         counters.peerNanos.sum() / 1e9, counters.peerFailures.sum(), counters.lastPeerFailure, counters.peerServed.sum(),
         counters.peerServedBytes.sum(), counters.orcSegmentBytes.sum(), counters.orcNanos.sum() / 1e9, v.jobs(),
-        v.datasetReadBytes());
+        v.datasetReadBytes(), v.heldByOthers());
   }
 
   /** In a cluster, what this node publishes every second: its planned jobs, and bytes read per dataset. */

@@ -93,8 +93,25 @@ final class TierState {
       if (pinned) {
         policy.pin(base + c, keys.bytes(base + c), true);
       }
+      if (!elsewhere.isEmpty() && elsewhere.contains(HazelcastCluster.key(ds.name(), ds.version(), feature, c))) {
+        policy.heldElsewhere(base + c, true);
+      }
     }
     return base + chunk;
+  }
+
+  /** In a cluster: chunks other nodes hold (kept for keys allocated later too). */
+  private final Set<String> elsewhere = new HashSet<>();
+
+  /** In a cluster: whether another node holds this chunk now; the policy stops guessing for it (see StrataPolicy). */
+  synchronized void heldElsewhere(String dataset, String version, String feature, int chunk, boolean held) {
+    if (held ? elsewhere.add(HazelcastCluster.key(dataset, version, feature, chunk))
+        : elsewhere.remove(HazelcastCluster.key(dataset, version, feature, chunk))) {
+      int k = keys.find(dataset, version, feature, chunk);
+      if (k >= 0) {
+        policy.heldElsewhere(k, held);
+      }
+    }
   }
 
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */

@@ -76,7 +76,8 @@ final class TierViews {
   record ClusterBrief(String nodeId, List<String> members, int residencyEntries, long announced, long retracted,
       long membersLeft, long cleanedEntries, long droppedUpdates, String lastLeft, long peerReads, long peerBytes,
       double peerSeconds, long peerFailures, String lastPeerFailure, long servedToPeers, long servedBytes,
-      long orcSegmentBytes, double orcSeconds, List<Cluster.Job> jobs, Map<String, Long> datasetReadBytes) {}
+      long orcSegmentBytes, double orcSeconds, List<Cluster.Job> jobs, Map<String, Long> datasetReadBytes,
+      int heldByOthers) {}
 
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record Ssd(String directory, long bytes, long residentBytes, long budgetBytes, int segments, int pendingPromotions,

@@ -100,6 +100,9 @@ class ClusterTest {
     assertTrue(a.awaitIdle(60_000));
     int expected = features.size() * chunks;
     await(cb, x -> x.path("cluster").path("residencyEntries").asInt() == expected, "A's announcements");
+    // B's policy knows which chunks another node holds (it keeps them only for its own jobs' reads).
+    await(cb, x -> x.path("cluster").path("heldByOthers").asInt() == expected, "B to learn what A holds");
+    assertEquals(0, ca.tiers().path("cluster").path("heldByOthers").asInt());
     assertTrue(ca.tiers().path("hdd").path("promotionReadBytes").asLong() > 0);
 
     // B copies every one of them from A, reading nothing from ORC, and the values are A's (ORC's).

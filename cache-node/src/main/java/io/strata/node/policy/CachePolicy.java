@@ -72,6 +72,12 @@ public interface CachePolicy {
   /** The job finished or left. */
   default void jobEnded(int job) {}
 
+  /**
+   * Whether another node of the cluster holds {@code key}: a copy from that peer reads nothing
+   * from the HDD tier, so the key is worth keeping here only for reads this node's jobs declared.
+   */
+  default void heldElsewhere(int key, boolean held) {}
+
   /** The key must stay resident (pinned) or may be evicted again. */
   default void pin(int key, long bytes, boolean pinned) {}
 

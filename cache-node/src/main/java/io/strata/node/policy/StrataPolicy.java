@@ -54,6 +54,13 @@ import java.util.Map;
  * most); when the bucket is low, only chunks that at least two more reads will use are
  * admitted, and when it is empty nothing is.
  *
+ * <h2>In a cluster</h2>
+ *
+ * A chunk another node holds can be copied from it without reading the HDD tier, so for such a
+ * chunk ({@link #heldElsewhere}) the guesses (stream popularity, the chunk's own history) do not
+ * count: it is admitted and kept only for the reads this node's jobs declared or are making.
+ * Hosts thus keep the same popular chunk only where their own jobs need it.
+ *
  * <h2>The next-use index</h2>
  *
  * Victims come from a max-heap of resident chunks ordered by their expected next use (an
@@ -115,6 +122,8 @@ public final class StrataPolicy implements CachePolicy {
   private long[] size = new long[256];
   private boolean[] resident = new boolean[256];
   private boolean[] pinned = new boolean[256];
+  /** Keys another node of the cluster holds (see {@link #heldElsewhere}). */
+  private boolean[] elsewhere = new boolean[256];
   private int[] freq = new int[256];
   private double[] lastRead = new double[256];
   private double[] gap = new double[256];
@@ -174,6 +183,7 @@ public final class StrataPolicy implements CachePolicy {
       size = Arrays.copyOf(size, n);
       resident = Arrays.copyOf(resident, n);
       pinned = Arrays.copyOf(pinned, n);
+      elsewhere = Arrays.copyOf(elsewhere, n);
       freq = Arrays.copyOf(freq, n);
       lastRead = Arrays.copyOf(lastRead, n);
       gap = Arrays.copyOf(gap, n);
@@ -242,6 +252,24 @@ public final class StrataPolicy implements CachePolicy {
     }
   }
 
+  /**
+   * In a cluster: another node holds {@code key}. Its guessed next uses (the popularity of its
+   * stream, its own history) no longer count, only the reads this node's jobs declared and are
+   * making: a job that comes later copies it from the peer without reading the HDD tier, so hosts
+   * do not all keep the same popular chunks on a guess.
+   */
+  @Override
+  public void heldElsewhere(int key, boolean held) {
+    ensure(key);
+    if (elsewhere[key] == held) {
+      return;
+    }
+    elsewhere[key] = held;
+    if (resident[key] && !pinned[key]) {
+      push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
+    }
+  }
+
   @Override
   public void pin(int key, long bytes, boolean pin) {
     ensure(key);
@@ -261,7 +289,7 @@ public final class StrataPolicy implements CachePolicy {
   double nextUse(int key, double now) {
     double rate = plans.rate(key, accesses);
     rate += streams.passRate(key, groupOf[key], now);
-    double popular = popularNextUse(key, now);
+    double popular = elsewhere[key] ? NEVER : popularNextUse(key, now);
     double best;
     if (rate > 0) {
       // Expected reads per second from every source; a popularity guess adds its own rate.
@@ -269,7 +297,7 @@ public final class StrataPolicy implements CachePolicy {
     } else {
       best = popular;
     }
-    if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !plans.planned(key)) {
+    if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !plans.planned(key) && !elsewhere[key]) {
       double expected = lastRead[key] + gap[key];
       best = expected >= now ? expected : now + Math.max(gap[key], now - lastRead[key]);
     }

@@ -97,6 +97,32 @@ class PolicyTest {
     }
   }
 
+  /**
+   * Job after job reads one chunk of a popular stream: the policy admits its chunks on the
+   * stream's popularity (and their own history), unless another node holds them (a later job
+   * copies them from that peer). Reads a job is making still count (the pass of a job in progress).
+   */
+  @Test
+  void aPopularChunkAnotherNodeHoldsIsNotKeptOnAGuess() {
+    int[] admitted = new int[2];
+    for (int variant = 0; variant < 2; variant++) {
+      StrataPolicy p = new StrataPolicy(1_000_000, 0);
+      for (int k = 0; k < 10; k++) {
+        p.group(k, 0);
+        if (variant == 1) {
+          p.heldElsewhere(k, true);
+        }
+      }
+      for (int job = 0; job < 40; job++) {
+        if (p.access(job * 100.0, job, job % 10, 1000, CachePolicy.Evictions.NONE) == CachePolicy.Outcome.MISS_ADMITTED) {
+          admitted[variant]++;
+        }
+      }
+    }
+    assertTrue(admitted[0] > 0, "a popular stream's chunks are admitted on a guess: " + admitted[0]);
+    assertEquals(0, admitted[1], "held by a peer, they are not kept on a guess");
+  }
+
   @Test
   void chunksNoOneWillReadAgainAreNeverWritten() {
     Trace.Builder b = new Trace.Builder();
