@@ -156,7 +156,17 @@ public final class Batch implements AutoCloseable {
 
   /** The checkpoint that resumes right after this batch. */
   public Checkpoint checkpoint() {
+    if (after != null) {
+      return after;
+    }
     return step + 1 < stepsPerEpoch ? new Checkpoint(epoch, step + 1, planHash) : new Checkpoint(epoch + 1, 0, planHash);
+  }
+
+  /** With substitutable reads, the loader's position after it delivered this batch (set as it delivers it). */
+  private Checkpoint after;
+
+  void checkpointAfter(Checkpoint c) {
+    this.after = c;
   }
 
   /** Bytes of column data (values, offsets, validity). */

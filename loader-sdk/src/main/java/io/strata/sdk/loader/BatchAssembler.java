@@ -29,10 +29,12 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** What a loader's assemblers share. */
   record Shared(Dataset dataset, SegmentSource store, List<String> features, Map<String, DerivedChunkSource> derived,
       TierStats tierStats, Plan plan, int planHash, long stepsPerEpoch, SlabPool slabs, AtomicLong assembled,
-      BatchCache cache, AtomicInteger threadNames, int assemblyThreads) {}
+      BatchCache cache, AtomicInteger threadNames, int assemblyThreads, boolean reportSteps) {}
 
   private final Dataset dataset;
   private final SegmentSource store;
+  /** Whether producing step g tells the store the job reached it (not with substitutable reads: the loader reports what it delivered). */
+  private final boolean reportSteps;
   private final List<String> features;
   private final Map<String, DerivedChunkSource> derived;
   private final TierStats tierStats;
@@ -60,6 +62,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   BatchAssembler(Shared shared, boolean writeCache) {
     this.dataset = shared.dataset();
     this.store = shared.store();
+    this.reportSteps = shared.reportSteps();
     this.features = shared.features();
     this.derived = shared.derived();
     this.tierStats = shared.tierStats();
@@ -134,7 +137,9 @@ final class BatchAssembler implements Prefetcher.Producer {
     int epoch = (int) (g / stepsPerEpoch);
     long step = g % stepsPerEpoch;
     if (store != null) {
-      store.step(g);
+      if (reportSteps) {
+        store.step(g);
+      }
       for (TieredReader reader : readers) {
         reader.refresh();
       }

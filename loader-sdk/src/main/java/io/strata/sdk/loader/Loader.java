@@ -64,6 +64,8 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private final BatchCache cache;
   private final long cacheRunEnd;
   private final Prefetcher prefetcher;
+  /** Substitutable reads: which step each delivered batch is; null when the plan's order is kept. */
+  private final Substitution subst;
   private final SlabPool slabs;
   /** Threads that assemble one batch together (each a group of its features); 1: the producer's own. */
   private final int assemblyThreads;
@@ -116,15 +118,27 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.stepsPerEpoch = plan.stepsPerEpoch();
     this.end = stepsPerEpoch * b.epochs;
     long start = 0;
+    long planStart = 0;
     if (b.resume != null) {
       if (b.resume.planHash() != planHash) {
         throw new IllegalArgumentException(
             "the checkpoint belongs to a different plan (dataset, features, batching, seed or shard changed)");
       }
-      start = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
+      if (b.resume.ahead() != 0 && !b.substitutable) {
+        throw new IllegalArgumentException("the checkpoint was written by a loader with substitutable reads (it delivered steps"
+            + " out of order); resume it with substitutable reads");
+      }
+      planStart = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
+      start = b.substitutable ? Math.min(end, Substitution.start(b.resume, stepsPerEpoch)) : planStart;
     }
+    if (b.substitutable && b.cacheRoot != null) {
+      throw new IllegalArgumentException("substitutable reads change the order of an epoch's batches; the batch cache needs the"
+          + " plan's order: use one or the other");
+    }
+    this.subst = b.substitutable
+        ? new Substitution(plan, dataset, store, storageNames, stepsPerEpoch, b.depth, planHash, b.resume) : null;
     this.next = start;
-    this.program = PlanProgram.of(plan, b.epochs, start);
+    this.program = PlanProgram.of(plan, b.epochs, planStart);
     if (node != null) {
       node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
     }
@@ -144,8 +158,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     }
     String name = "strata-prefetch-" + (b.name != null ? b.name : Integer.toString(LOADERS.incrementAndGet()));
     this.shared = new BatchAssembler.Shared(dataset, store, features, derived, tierStats, plan, planHash, stepsPerEpoch, slabs,
-        assembled, cache, new AtomicInteger(), assemblyThreads);
-    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true));
+        assembled, cache, new AtomicInteger(), assemblyThreads, subst == null);
+    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
+        subst == null ? n -> n : subst::choose);
   }
 
   /** A builder for a loader over {@code dataset}. */
@@ -184,6 +199,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
   /** The checkpoint of the next batch {@link #next()} returns. */
   public Checkpoint position() {
+    if (subst != null) {
+      return subst.position();
+    }
     return new Checkpoint((int) (stepsPerEpoch == 0 ? 0 : next / stepsPerEpoch), stepsPerEpoch == 0 ? 0 : next % stepsPerEpoch, planHash);
   }
 
@@ -256,6 +274,13 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       }
     } else {
       b = prefetcher.take();
+      if (subst != null && b != null) {
+        subst.delivered(b.epoch(), b.step());
+        b.checkpointAfter(subst.position());
+        if (node != null && subst.reached() >= 0) {
+          node.step(subst.reached());
+        }
+      }
     }
     next++;
     if (cache != null) {

@@ -35,6 +35,19 @@ final class Prefetcher implements AutoCloseable {
   private boolean closed;
 
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
+    this(name, threads, depth, first, end, producers, n -> n);
+  }
+
+  /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */
+  private final java.util.function.LongUnaryOperator order;
+
+  /**
+   * As above, the {@code n}-th batch being global step {@code order(n)} ({@code order} is called
+   * once per batch, in order of {@code n}, under the prefetcher's lock).
+   */
+  Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers,
+      java.util.function.LongUnaryOperator order) {
+    this.order = order;
     if (threads < 1 || depth < 1) {
       throw new IllegalArgumentException("prefetch needs at least one thread and a depth of at least one");
     }
@@ -53,6 +66,7 @@ final class Prefetcher implements AutoCloseable {
     try (Producer producer = producers.get()) {
       while (true) {
         long g;
+        long n;
         synchronized (lock) {
           while (!closed && (nextToClaim >= end || nextToClaim >= consumed + depth)) {
             lock.wait();
@@ -60,7 +74,8 @@ final class Prefetcher implements AutoCloseable {
           if (closed) {
             return;
           }
-          g = nextToClaim++;
+          n = nextToClaim++;
+          g = order.applyAsLong(n);
         }
         Result r;
         try {
@@ -75,7 +90,7 @@ final class Prefetcher implements AutoCloseable {
             }
             return;
           }
-          ready.put(g, r);
+          ready.put(n, r);
           lock.notifyAll();
         }
       }

@@ -51,6 +51,14 @@ public interface SegmentSource {
   default void step(long step) {}
 
   /**
+   * Whether {@code feature} of {@code chunk} is on the SSD tier now, as far as this source knows
+   * without mapping anything (substitutable reads prefer steps whose chunks are); false by default.
+   */
+  default boolean resident(Dataset dataset, String feature, int chunk) {
+    return false;
+  }
+
+  /**
    * A reader found the leased segment of {@code feature} of {@code chunk} damaged after it was
    * mapped ({@code problem} says how) and reads the chunk from ORC instead. A source checks the
    * file again and, if it is damaged, drops it so that no reader maps it again; nothing by default.

@@ -187,6 +187,11 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   }
 
   @Override
+  public synchronized boolean resident(Dataset ds, String feature, int chunk) {
+    return residency.containsKey(feature + "\0" + chunk);
+  }
+
+  @Override
   public SegmentSource.Lease lease(Dataset ds, String feature, int chunk) throws IOException {
     Path p;
     synchronized (this) {

@@ -232,6 +232,11 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
   }
 
+  @Override
+  public boolean resident(io.strata.sdk.Dataset dataset, String feature, int chunk) {
+    return find(dataset.name(), dataset.version(), feature, chunk).isPresent();
+  }
+
   /** Whether the catalog's segment holding {@code feature} of the given chunk is {@code file}. */
   @Override
   public boolean stillResident(io.strata.sdk.Dataset dataset, String feature, int chunk, Path file) {

@@ -155,6 +155,115 @@ class LoaderTest {
     return out;
   }
 
+  private static List<Long> sums(Batch b) {
+    List<Long> out = new ArrayList<>();
+    for (Column c : b.columns().values()) {
+      out.add(io.strata.sdk.format.Columns.checksum(c));
+    }
+    return out;
+  }
+
+  /** The share of a step's rows that lie in chunks whose promoted features the SSD tier holds. */
+  private static double residentShare(Plan p, long g, long spe) {
+    Permutation o = p.order((int) (g / spe));
+    long rows = 0;
+    long resident = 0;
+    for (int k = 0; k < p.unitsInStep(g % spe); k++) {
+      long u = p.unit(o, g % spe, k);
+      int r = p.unitRows(u);
+      rows += r;
+      if (List.of(0, 1, 2, 4, 5).contains(dataset.chunkOf(p.unitStart(u)))) {
+        resident += r;
+      }
+    }
+    return rows == 0 ? 0 : (double) resident / rows;
+  }
+
+  @Test
+  void substitutableReadsDeliverEveryStepOnceResidentFirstAndResumeExactly() throws IOException {
+    java.util.function.Supplier<Loader.Builder> builder = () -> base().rowBatches(1000, true).shuffleBlock(500).seed(4).epochs(2);
+    Map<Long, List<Long>> byStep = new HashMap<>();
+    List<Long> plain = new ArrayList<>();
+    long spe;
+    try (Loader l = builder.get().build()) {
+      spe = l.stepsPerEpoch();
+      for (Batch b : l) {
+        try (b) {
+          long g = b.epoch() * spe + b.step();
+          plain.add(g);
+          byStep.put(g, sums(b));
+        }
+      }
+    }
+    List<Long> substituted = new ArrayList<>();
+    try (Loader l = builder.get().substitutable(true).build()) {
+      for (Batch b : l) {
+        try (b) {
+          long g = b.epoch() * spe + b.step();
+          substituted.add(g);
+          assertEquals(byStep.get(g), sums(b), "batch of step " + g + " holds what the plan's order gives it");
+        }
+      }
+    }
+    assertEquals(plain.size(), substituted.size());
+    for (int e = 0; e < 2; e++) {
+      List<Long> epoch = new ArrayList<>(substituted.subList((int) (e * spe), (int) ((e + 1) * spe)));
+      java.util.Collections.sort(epoch);
+      for (int s = 0; s < spe; s++) {
+        assertEquals(e * spe + s, (long) epoch.get(s), "every step of epoch " + e + " exactly once, within the epoch");
+      }
+    }
+    assertNotEquals(plain, substituted, "some steps were taken out of the plan's order");
+    Plan p = builder.get().plan();
+    double plainFirst = 0;
+    double substitutedFirst = 0;
+    for (int e = 0; e < 2; e++) {
+      for (long i = e * spe; i < e * spe + spe / 2; i++) {
+        plainFirst += residentShare(p, plain.get((int) i), spe);
+        substitutedFirst += residentShare(p, substituted.get((int) i), spe);
+      }
+    }
+    assertTrue(substitutedFirst > plainFirst, "the first half of each epoch reads more from the SSD tier: " + substitutedFirst
+        + " vs " + plainFirst);
+
+    // Resume from a checkpoint taken mid-epoch: the rest of the run, each remaining step once.
+    List<Long> before = new ArrayList<>();
+    Checkpoint cp;
+    try (Loader l = builder.get().substitutable(true).build()) {
+      for (int i = 0; i < spe / 2 + 3; i++) {
+        try (Batch b = l.next()) {
+          before.add(b.epoch() * spe + b.step());
+          assertEquals(l.position(), b.checkpoint());
+        }
+      }
+      cp = l.position();
+    }
+    byte[] bytes = cp.toBytes();
+    assertNotEquals(0, cp.ahead(), "steps were delivered ahead of the first one missing: " + before);
+    assertEquals(Checkpoint.BYTES_AHEAD, bytes.length);
+    List<Long> after = new ArrayList<>();
+    try (Loader l = builder.get().substitutable(true).resumeFrom(Checkpoint.parse(bytes)).build()) {
+      for (Batch b : l) {
+        try (b) {
+          long g = b.epoch() * spe + b.step();
+          after.add(g);
+          assertEquals(byStep.get(g), sums(b));
+        }
+      }
+    }
+    List<Long> all = new ArrayList<>(before);
+    all.addAll(after);
+    java.util.Collections.sort(all);
+    List<Long> every = new ArrayList<>();
+    for (long g = 0; g < 2 * spe; g++) {
+      every.add(g);
+    }
+    assertEquals(every, all, "before and after the checkpoint: every step of both epochs exactly once");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> builder.get().resumeFrom(Checkpoint.parse(bytes)).build().close());
+    assertTrue(e.getMessage().contains("substitutable"), e.getMessage());
+  }
+
   /** Checksums of every column of every batch, in order. */
   private static List<List<Long>> checksums(Loader.Builder builder) throws IOException {
     List<List<Long>> out = new ArrayList<>();
