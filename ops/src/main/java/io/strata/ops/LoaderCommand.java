@@ -89,6 +89,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--stride", defaultValue = "1", description = "Rows between window starts (windows mode).")
     int stride;
 
+    @Option(names = "--substitutable",
+        description = "Let the loader reorder each epoch's batches so that those whose chunks are on the SSD tier come first (every batch once; checkpoints record it).")
+    boolean substitutable;
+
     @Option(names = "--no-shuffle", description = "Read units in dataset order.")
     boolean noShuffle;
 
@@ -181,6 +185,7 @@ final class LoaderCommand implements Runnable {
             .shard(rank, world)
             .prefetch(prefetch, threads)
             .assemblyThreads(assemblyThreads)
+            .substitutable(substitutable)
             .shuffle(!noShuffle);
         boolean nodeReachable = true;
         if (node != null) {

@@ -9,8 +9,9 @@ import java.util.List;
  * order, so that steps whose chunks are on the SSD tier now come before those that would be read
  * from ORC. Every step of every epoch is still delivered exactly once; only the order within the
  * epoch changes, and never beyond a window: the next batch is the step, among the first {@code
- * window} not yet chosen, with the largest share of its rows' feature chunks resident (the lowest
- * step among equals, so with nothing resident the order is the plan's). The steps delivered are
+ * window} not yet chosen, with the largest share of its rows' feature chunks resident, when that
+ * share exceeds the next step's by at least {@link #MARGIN} (otherwise the next step: with nothing
+ * resident, or everything alike, the order is the plan's). The steps delivered are
  * what a checkpoint records ({@link Checkpoint#ahead}), so a resumed loader delivers exactly the
  * rest of the epoch.
  *
@@ -26,6 +27,8 @@ final class Substitution {
   private final long stepsPerEpoch;
   private final int window;
   private final int planHash;
+  /** The share of a step's rows a later step must have resident beyond the next step's to be taken first. */
+  static final double MARGIN = 0.1;
 
   // The choosing side.
   private int chooseEpoch = -1;
@@ -100,6 +103,7 @@ final class Substitution {
     }
     long best = -1;
     double bestScore = -1;
+    double first = -1;
     long end = Math.min(stepsPerEpoch, chooseBase + window);
     for (long s = chooseBase; s < end; s++) {
       if (chosen.get((int) s)) {
@@ -114,10 +118,18 @@ final class Substitution {
         scores[slot] = score;
         scoreStep[slot] = s;
       }
+      if (first < 0) {
+        first = score;
+      }
       if (score > bestScore) {
         bestScore = score;
         best = s;
       }
+    }
+    // Out of order only for a clear gain: reordering for a few rows more costs the node its view of
+    // where the job is (it hears the last step before which every step was delivered).
+    if (bestScore < first + MARGIN) {
+      best = chooseBase;
     }
     chosen.set((int) best);
     chooseBase = chosen.nextClearBit((int) chooseBase);

@@ -98,7 +98,7 @@ public final class BenchAll implements Callable<Integer> {
         case "memory" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString(),
             "--processes", quick ? "1,2" : "1,2,4,8"));
         case "policy" -> args.addAll(quick ? List.of("--seeds", "1", "--speed-jobs", "100") : List.of());
-        case "policy-live" -> args.addAll(quick ? List.of("--quick") : List.of());
+        case "policy-live" -> args.addAll(quick ? List.of("--quick") : List.of("--substitution"));
         case "derived" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--later-jobs", quick ? "1" : "3"));
         // From ORC (no SSD tier): where assembling the first batch is slow and the batch cache matters.
         case "restart" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--step-ms", quick ? "2000" : "9000",

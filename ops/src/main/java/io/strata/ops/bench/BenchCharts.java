@@ -349,6 +349,13 @@ final class BenchCharts {
           JsonNode ra = r.path("ratios");
           m.append(String.format(Locale.ROOT, "%nlive/OPT **%.2f**, live/LRU **%s**, flash/LRU **%.2f**.%n%n",
               ra.path("liveVsOpt").asDouble(), x(ra.path("liveVsLru").asDouble()), ra.path("flashVsLru").asDouble()));
+          JsonNode su = r.path("substitution");
+          if (!su.isMissingNode()) {
+            m.append(String.format(Locale.ROOT, "Substitutable reads, the same jobs on a fresh node with the same budget: live byte"
+                + " hit ratio %.3f -> %.3f (**%s**), flash %s -> %s (not a ratio to OPT: the order changed).%n%n",
+                su.path("plainLive").asDouble(), su.path("substitutedLive").asDouble(), x(su.path("substitutedVsPlain").asDouble()),
+                Terminal.bytes(su.path("plainFlashBytes").asLong()), Terminal.bytes(su.path("substitutedFlashBytes").asLong())));
+          }
         }
         case "derived" -> {
           m.append("### 5. Derived features: first job vs later jobs").append(time).append("\n\n");
