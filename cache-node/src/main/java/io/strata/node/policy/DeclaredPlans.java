@@ -169,7 +169,10 @@ final class DeclaredPlans {
     return p.plan.keys();
   }
 
-  /** Consumes {@code job}'s next occurrence of {@code key} and, unless substitutable, moves the job there. */
+  /**
+   * Consumes {@code job}'s next occurrence of {@code key} and moves the job there (forward only: a
+   * substitutable job that read a step ahead has not read the ones it left behind).
+   */
   void consume(int job, int key, double time) {
     Plan p = get(job);
     List<Occurrence> occ = p == null || key >= occurrences.length ? null : occurrences[key];
@@ -181,9 +184,7 @@ final class DeclaredPlans {
         int s = o.nextStep();
         if (s >= 0) {
           o.next++;
-          if (!p.plan.substitutable()) {
-            p.moveTo(s, time);
-          }
+          p.moveTo(s, time);
         }
         return;
       }

@@ -277,9 +277,6 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       if (subst != null && b != null) {
         subst.delivered(b.epoch(), b.step());
         b.checkpointAfter(subst.position());
-        if (node != null && subst.reached() >= 0) {
-          node.step(subst.reached());
-        }
       }
     }
     next++;

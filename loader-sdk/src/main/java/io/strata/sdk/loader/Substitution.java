@@ -133,6 +133,11 @@ final class Substitution {
     }
     chosen.set((int) best);
     chooseBase = chosen.nextClearBit((int) chooseBase);
+    // The node hears, as the loader's steps are produced (as without substitution), the last step
+    // before which every step of the epoch is being produced.
+    if (store != null && epoch * stepsPerEpoch + chooseBase - 1 >= 0) {
+      store.step(epoch * stepsPerEpoch + chooseBase - 1);
+    }
     return epoch * stepsPerEpoch + best;
   }
 
@@ -178,11 +183,6 @@ final class Substitution {
     }
     delivered.set((int) step);
     deliverBase = delivered.nextClearBit((int) deliverBase);
-  }
-
-  /** The global step up to which every step has been delivered (for the node: the job's position), or -1. */
-  long reached() {
-    return deliverEpoch * stepsPerEpoch + deliverBase - 1;
   }
 
   /** The checkpoint that resumes after what was delivered. */
