@@ -230,8 +230,17 @@ final class HazelcastCluster implements Cluster {
       return;
     }
     urls.remove(id);
-    jobs.removeAll(e -> e.getKey().startsWith(id + SEP));
-    reads.removeAll(e -> e.getKey().startsWith(id + SEP));
+    // Key scans here rather than a predicate run on the members (which would have to be serialized there).
+    for (String k : List.copyOf(jobs.keySet())) {
+      if (k.startsWith(id + SEP)) {
+        jobs.remove(k);
+      }
+    }
+    for (String k : List.copyOf(reads.keySet())) {
+      if (k.startsWith(id + SEP)) {
+        reads.remove(k);
+      }
+    }
     for (Map.Entry<String, String> e : residency.entrySet()) {
       if (e.getValue().equals(id) && residency.remove(e.getKey(), id)) {
         cleaned.incrementAndGet();

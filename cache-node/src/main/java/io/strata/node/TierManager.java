@@ -275,6 +275,13 @@ final class TierManager implements AutoCloseable {
 
   /** The plans other nodes shared for this node's ranks that are not installed yet (or changed): installed now. */
   private void installSharedPlans() {
+    // Two samples may overlap (the sampler is not ordered): one installs at a time.
+    synchronized (sharedPlans) {
+      installSharedPlansLocked();
+    }
+  }
+
+  private void installSharedPlansLocked() {
     java.util.Map<String, String> mine;
     try {
       mine = cluster.plansFor(this::isThisHost);
@@ -304,7 +311,7 @@ final class TierManager implements AutoCloseable {
     }
   }
 
-  /** Shared plans installed here (their JSON), or "failed <time>" for a retry 30 s later; touched by the sampler only. */
+  /** Shared plans installed here (their JSON), or "failed <time>" for a retry 30 s later; the sampler's, under its own monitor. */
   private final java.util.Map<String, String> sharedPlans = new java.util.HashMap<>();
   /** This node's URL once it listens. */
   private volatile String url;

@@ -165,6 +165,8 @@ class ClusterTest {
     a.close();
     a = null;
     await(cb, x -> x.path("cluster").path("members").size() == 1, "A to leave");
+    await(cb, x -> !x.path("cluster").path("jobs").toString().contains("job-x")
+        && !x.path("cluster").path("jobs").toString().contains("dist@0"), "A's jobs to leave the cluster's list");
     cb.evict("events", List.of(features.getFirst()), List.of(0));
     cb.promote("events", List.of(features.getFirst()), List.of(0));
     assertTrue(b.awaitIdle(60_000));
