@@ -69,6 +69,7 @@ final class TierManager implements AutoCloseable {
   private final TierReport report;
   private final PlanIntake plans;
   private final Cluster cluster;
+  private final ClusterWork clusterWork;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
   TierManager(NodeConfig config) throws IOException {
@@ -114,6 +115,7 @@ final class TierManager implements AutoCloseable {
     this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
     state.attach(queue);
     this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
+    this.clusterWork = new ClusterWork(cluster, config, state, plans, store, counters, this::now);
     datasets.load(startupNotes);
     restoreResident();
     state.setPolicy(null, null, null, settings.quotas);
@@ -220,101 +222,12 @@ final class TierManager implements AutoCloseable {
     return plans.plan(job, datasetName, features, program, substitutable);
   }
 
-  /**
-   * A distributed job's plan, declared once: the program's shard for each rank goes to the node
-   * of that rank's host ({@code hosts}, one per rank: a cluster address or a node's URL), installed
-   * here for this node's ranks and shared through the cluster for the others (their nodes install
-   * them within a second). Each rank's plan is named {@code job@rank}, the name its loader
-   * declares under; a rank's loader that starts replaces it with its own (the same program).
-   */
+  /** A distributed job's plan, declared once with each rank's host ({@link ClusterWork#plan}). */
   TierViews.DistributedPlanAnswer plan(String job, String datasetName, List<String> features, PlanProgram program,
       boolean substitutable, List<String> hosts) {
-    Jobs.checkName(job);
-    int world = program.world();
-    if (world < 2) {
-      throw NodeException.badRequest("'ranks' is for a distributed job: the program's world must be at least 2, got " + world);
-    }
-    if (hosts.size() != world) {
-      throw NodeException.badRequest("'ranks' names the host of each of the program's " + world + " ranks, got " + hosts.size());
-    }
-    Jobs.checkName(io.strata.sdk.loader.Loader.rankJob(job, world - 1, world));
     checks.check(dataset(datasetName), features, List.of());
-    for (int r = 0; r < world; r++) {
-      if (!isThisHost(hosts.get(r)) && !cluster.clustered()) {
-        throw NodeException.badRequest("rank " + r + "'s host '" + hosts.get(r) + "' is not this node, and this node is not in a"
-            + " cluster: declare the plan on that host's node, or cluster the nodes");
-      }
-    }
-    List<TierViews.RankPlan> out = new ArrayList<>();
-    for (int r = 0; r < world; r++) {
-      String name = io.strata.sdk.loader.Loader.rankJob(job, r, world);
-      PlanProgram shard = program.forRank(r);
-      if (isThisHost(hosts.get(r))) {
-        TierViews.PlanAnswer a = plans.plan(name, datasetName, features, shard, substitutable);
-        out.add(new TierViews.RankPlan(r, hosts.get(r), name, "here", a.steps()));
-      } else {
-        com.fasterxml.jackson.databind.node.ObjectNode p = io.strata.sdk.internal.Json.object().put("dataset", datasetName)
-            .put("substitutable", substitutable);
-        features.forEach(p.putArray("features")::add);
-        p.set("program", shard.toJson());
-        cluster.sharePlan(name, hosts.get(r), io.strata.sdk.internal.Json.compact(p));
-        out.add(new TierViews.RankPlan(r, hosts.get(r), name, "shared", null));
-      }
-    }
-    return new TierViews.DistributedPlanAnswer(job, datasetName, world, out);
+    return clusterWork.plan(job, datasetName, features, program, substitutable, hosts);
   }
-
-  /** Whether {@code host} names this node: its cluster address, its URL, or its address and port. */
-  boolean isThisHost(String host) {
-    String u = url;
-    if (u != null && (host.equals(u) || ("http://" + host).equals(u))) {
-      return true;
-    }
-    return config.cluster() != null ? host.equals(config.cluster().host()) : host.equals(config.bindHost());
-  }
-
-  /** The plans other nodes shared for this node's ranks that are not installed yet (or changed): installed now. */
-  private void installSharedPlans() {
-    // Two samples may overlap (the sampler is not ordered): one installs at a time.
-    synchronized (sharedPlans) {
-      installSharedPlansLocked();
-    }
-  }
-
-  private void installSharedPlansLocked() {
-    java.util.Map<String, String> mine;
-    try {
-      mine = cluster.plansFor(this::isThisHost);
-    } catch (RuntimeException e) {
-      return; // the cluster is unreachable for now; the next second tries again
-    }
-    sharedPlans.keySet().retainAll(mine.keySet());
-    double now = now();
-    for (java.util.Map.Entry<String, String> e : mine.entrySet()) {
-      String done = sharedPlans.get(e.getKey());
-      if (e.getValue().equals(done) || (done != null && done.startsWith("failed ") && now - Double.parseDouble(done.substring(7)) < 30)) {
-        continue;
-      }
-      try {
-        com.fasterxml.jackson.databind.JsonNode p = io.strata.sdk.internal.Json.parse(e.getValue().getBytes(StandardCharsets.UTF_8));
-        List<String> fs = new ArrayList<>();
-        p.path("features").forEach(f -> fs.add(f.asText()));
-        plans.plan(e.getKey(), p.path("dataset").asText(), fs, PlanProgram.fromJson(p.path("program")),
-            p.path("substitutable").asBoolean());
-        sharedPlans.put(e.getKey(), e.getValue());
-        counters.sharedPlansInstalled.increment();
-      } catch (IOException | RuntimeException ex) {
-        sharedPlans.put(e.getKey(), "failed " + now);
-        counters.lastPromotionFailure = "shared plan " + e.getKey() + ": " + ex.getMessage();
-        LOG.log(System.Logger.Level.WARNING, "the plan " + e.getKey() + " shared by another node is not installed: " + ex.getMessage());
-      }
-    }
-  }
-
-  /** Shared plans installed here (their JSON), or "failed <time>" for a retry 30 s later; the sampler's, under its own monitor. */
-  private final java.util.Map<String, String> sharedPlans = new java.util.HashMap<>();
-  /** This node's URL once it listens. */
-  private volatile String url;
 
   /** Changes how long a silent job's plan is kept (tests). */
   void planLease(double seconds) {
@@ -562,24 +475,12 @@ final class TierManager implements AutoCloseable {
 
   /** The node listens at {@code url}: in a cluster, the cluster learns where it is and what its SSD tier holds. */
   void online(String url) {
-    this.url = url;
-    cluster.online(url, store.segments());
-    cluster.watchHeldElsewhere(state::heldElsewhere);
+    clusterWork.online(url);
   }
 
-  /**
-   * A single-feature segment of the current version of a dataset, for a peer to copy (404 when
-   * this node does not hold it: never announced, or evicted since).
-   */
+  /** A single-feature segment this node holds, for a peer to copy ({@link ClusterWork#peerSegment}). */
   Path peerSegment(String dataset, String version, String feature, int chunk) {
-    io.strata.sdk.dataset.Manifest.checkName(dataset);
-    if (chunk < 0) {
-      throw NodeException.badRequest("'chunk' must not be negative");
-    }
-    return store.find(dataset, version, feature, chunk).filter(r -> r.info().columns().size() == 1)
-        .map(SegmentRef::path)
-        .orElseThrow(() -> NodeException.notFound("this node holds no segment of " + dataset + " " + version + " " + feature
-            + " chunk " + chunk));
+    return clusterWork.peerSegment(dataset, version, feature, chunk);
   }
 
   /** A segment was sent to a peer. */
@@ -588,42 +489,10 @@ final class TierManager implements AutoCloseable {
     counters.peerServedBytes.add(bytes);
   }
 
-  /**
-   * In a cluster, places ahead of the jobs the chunks their plans read next that a peer holds
-   * (a copy from a peer reads nothing from the HDD tier), while the SSD budget has room; called
-   * four times a second, it goes on for up to two seconds while it finds chunks to place. Chunks
-   * no peer holds are asked about again after {@link TierState#PEER_RETRY_SECONDS}.
-   */
+  /** In a cluster, one pass of peer prefetch ({@link ClusterWork#peerPrefetch}); the chunks placed. */
   int peerPrefetch() {
-    if (!cluster.clustered() || closed.get()) {
-      return 0;
-    }
-    int placed = 0;
-    long end = System.nanoTime() + 2_000_000_000L;
-    boolean more = true;
-    while (more && System.nanoTime() < end && !closed.get()) {
-      more = false;
-      double now = now();
-      for (TierState.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
-        boolean held;
-        try {
-          held = !cluster.holders(c.info().dataset(), c.info().version(), c.info().feature(), c.info().chunk()).isEmpty();
-        } catch (RuntimeException e) {
-          held = false;
-        }
-        if (!held) {
-          state.noPeer(c.key(), now);
-        } else if (state.placeFromPeer(c.key())) {
-          placed++;
-          more = true;
-        }
-      }
-    }
-    return placed;
+    return closed.get() ? 0 : clusterWork.peerPrefetch(closed::get);
   }
-
-  /** Chunks a prefetch pass looks up at most. */
-  static final int PEER_PREFETCH_BATCH = 256;
 
   // ---------------------------------------------------------------- status
 
@@ -636,7 +505,7 @@ final class TierManager implements AutoCloseable {
     history.sample(now(), counters.snapshot(), store.bytes());
     if (cluster.clustered()) {
       report.publishTo(cluster, config.cluster().host());
-      installSharedPlans();
+      clusterWork.installSharedPlans();
     }
   }
 
