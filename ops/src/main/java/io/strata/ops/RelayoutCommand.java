@@ -30,7 +30,7 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(name = "relayout", mixinStandardHelpOptions = true,
     description = "Reorder a dataset's ORC columns so that features read together are stored together: learned from a"
         + " trace (--from FILE, the CSV of 'strata node trace') or from the node's (--from-node); a new version, verified"
-        + " value for value before it replaces the old one.")
+        + " value for value before it replaces the old one (or, with --out, written as a new directory).")
 final class RelayoutCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
@@ -49,6 +49,10 @@ final class RelayoutCommand implements Callable<Integer> {
   Source source;
 
   @Mixin NodeOptions node;
+
+  @Option(names = "--out", paramLabel = "DIR2",
+      description = "Write the new version as a new dataset directory DIR2 (which must not exist) and leave DIR as it is.")
+  Path outDir;
 
   @Option(names = "--register", description = "Register the new version with the node (implied by --from-node).")
   boolean register;
@@ -98,16 +102,19 @@ final class RelayoutCommand implements Callable<Integer> {
       return 0;
     }
     Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
-    Relayout.Result r = Relayout.rewrite(dir, plan.order(), bar);
+    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.order(), bar)
+        : Relayout.rewriteTo(dir, outDir, plan.order(), bar);
     bar.done();
-    out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds());
+    Path result = (outDir == null ? dir : outDir).toAbsolutePath().normalize();
+    out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds())
+        .put("directory", result.toString());
     if (register || source.fromNode) {
-      JsonNode d = node.client().registerDataset(dir.toAbsolutePath().normalize());
+      JsonNode d = node.client().registerDataset(result);
       out.put("registered", d.path("version").asText());
     }
-    print(w, out, String.format("%s: version %s replaces %s, verified value for value (%s written in %s); %s -> %s reads"
-        + " per stripe per job%s", m.name(), r.manifest().version(), r.previousVersion(), Terminal.bytes(r.bytes()),
-        Terminal.seconds(r.seconds()), f2(plan.runsBefore()), f2(plan.runsAfter()),
+    print(w, out, String.format("%s: version %s %s %s, verified value for value (%s written in %s); %s -> %s reads"
+        + " per stripe per job%s", m.name(), r.manifest().version(), outDir == null ? "replaces" : "written to " + result + " beside",
+        r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(plan.runsBefore()), f2(plan.runsAfter()),
         out.has("registered") ? "; the node serves it now" : ""));
     return 0;
   }

@@ -63,69 +63,18 @@ public final class Relayout {
     Objects.requireNonNull(progress, "progress");
     long t0 = System.nanoTime();
     cleanUp(dir);
-    Manifest old = Manifest.read(dir);
-    for (FeatureInfo f : old.features()) {
-      if (!f.supported() && f.unsupportedReason() != null && f.unsupportedReason().contains("encrypted")) {
-        throw new IllegalArgumentException("dataset " + old.name() + " has a column under ORC column encryption ('"
-            + f.name() + "'): a relayout would store its masked values as data");
-      }
-    }
-    List<String> names = old.features().stream().map(FeatureInfo::name).toList();
-    if (order.size() != names.size() || !new HashSet<>(order).equals(new HashSet<>(names))) {
-      throw new IllegalArgumentException("the new order must name every column of " + old.name() + " once: " + names);
-    }
+    Manifest old = checked(dir, order);
     Path tmp = dir.resolve(TMP_PREFIX + ProcessHandle.current().pid() + "-" + System.nanoTime());
     Files.createDirectory(tmp);
     boolean ok = false;
     try {
-      long total = old.rows() * 2;
-      long[] done = {0};
-      List<Path> written = new ArrayList<>();
-      TypeDescription schema = null;
-      for (int f = 0; f < old.files().size(); f++) {
-        Path src = dir.resolve(old.files().get(f).path());
-        Path dst = tmp.resolve(String.format("part-%05d.orc", f));
-        schema = rewriteFile(src, dst, order, r -> progress.update(done[0] += r, total, "rows"));
-        written.add(dst);
-      }
-      beforeCheck.accept(tmp);
-      for (int f = 0; f < old.files().size(); f++) {
-        verify(dir.resolve(old.files().get(f).path()), written.get(f), r -> progress.update(done[0] += r, total, "rows"));
-      }
-      // The stripe map and checksums of the new files; the chunks must be the old ones, row for row.
-      List<Manifest.OrcFileInfo> infos = new ArrayList<>();
-      List<ChunkInfo> chunks = new ArrayList<>();
-      long row = 0;
-      long bytes = 0;
-      for (int f = 0; f < written.size(); f++) {
-        Path p = written.get(f);
-        long rows;
-        try (Reader reader = OrcIo.open(p)) {
-          rows = DatasetImporter.addStripes(reader, f, row, chunks);
-        }
-        row += rows;
-        bytes += Files.size(p);
-        infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), Files.size(p), rows, DatasetFiles.crc32c(p)));
-      }
-      if (chunks.size() != old.chunks().size()) {
-        throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");
-      }
-      for (int c = 0; c < chunks.size(); c++) {
-        if (chunks.get(c).rows() != old.chunks().get(c).rows() || chunks.get(c).firstRow() != old.chunks().get(c).firstRow()) {
-          throw new IOException("relayout of " + dir + " changed chunk " + c + "'s rows");
-        }
-      }
-      String version = DatasetFiles.version(infos);
-      if (version.equals(old.version())) {
-        throw new IllegalArgumentException("dataset " + old.name() + " is already in this order");
-      }
-      String layout = LAYOUT_PREFIX + version.substring(0, Math.min(16, version.length()));
+      Written w = writeVerified(dir, old, order, tmp, progress);
+      String layout = LAYOUT_PREFIX + w.version().substring(0, Math.min(16, w.version().length()));
       List<Manifest.OrcFileInfo> placed = new ArrayList<>();
-      for (Manifest.OrcFileInfo i : infos) {
+      for (Manifest.OrcFileInfo i : w.infos()) {
         placed.add(new Manifest.OrcFileInfo(layout + "/" + i.path(), i.bytes(), i.rows(), i.crc32c()));
       }
-      List<FeatureInfo> features = DatasetImporter.features(schema);
-      Manifest next = new Manifest(old.name(), version, old.rows(), features, placed, chunks, old.sampleIndex());
+      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex());
       // Commit: the layout directory appears whole (one rename), the old files are listed for
       // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
       Path target = dir.resolve(layout);
@@ -145,12 +94,123 @@ public final class Relayout {
       next.write(dir);
       ok = true;
       cleanUp(dir);
-      return new Result(next, old.version(), List.copyOf(order), bytes, (System.nanoTime() - t0) / 1e9);
+      return new Result(next, old.version(), List.copyOf(order), w.bytes(), (System.nanoTime() - t0) / 1e9);
     } finally {
       if (!ok && Files.exists(tmp)) {
         AtomicFiles.deleteTree(tmp);
       }
     }
+  }
+
+  /**
+   * Writes the dataset in {@code dir} with its columns in {@code order} as a new dataset directory
+   * {@code out} (which must not exist): ORC files, sample index and manifest, checked value for
+   * value against {@code dir} before {@code out} appears, whole, by one rename of a temporary
+   * directory beside it. {@code dir} is not changed; a failure or a kill leaves no {@code out}
+   * (only a {@code .tmp-relayout-*} directory beside it, after a kill).
+   */
+  public static Result rewriteTo(Path dir, Path out, List<String> order, Progress progress) throws IOException {
+    Objects.requireNonNull(progress, "progress");
+    long t0 = System.nanoTime();
+    Manifest old = checked(dir, order);
+    Path target = out.toAbsolutePath().normalize();
+    if (Files.exists(target)) {
+      throw new java.nio.file.FileAlreadyExistsException(target.toString(), null, "the relayout's output directory exists already");
+    }
+    if (target.getParent() == null || !Files.isDirectory(target.getParent())) {
+      throw new java.nio.file.NoSuchFileException(String.valueOf(target.getParent()), null, "no directory to write the relayout in");
+    }
+    Path tmp = target.getParent().resolve(TMP_PREFIX + target.getFileName() + "-" + ProcessHandle.current().pid() + "-"
+        + System.nanoTime());
+    Files.createDirectory(tmp);
+    boolean ok = false;
+    try {
+      Written w = writeVerified(dir, old, order, tmp, progress);
+      if (old.sampleIndex() != null) {
+        Path index = tmp.resolve(old.sampleIndex().path());
+        Files.createDirectories(index.getParent());
+        Files.copy(dir.resolve(old.sampleIndex().path()), index);
+      }
+      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex());
+      next.write(tmp);
+      AtomicFiles.fsyncDirectory(tmp);
+      Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+      AtomicFiles.fsyncDirectory(target.getParent());
+      ok = true;
+      return new Result(next, old.version(), List.copyOf(order), w.bytes(), (System.nanoTime() - t0) / 1e9);
+    } finally {
+      if (!ok && Files.exists(tmp)) {
+        AtomicFiles.deleteTree(tmp);
+      }
+    }
+  }
+
+  /** The dataset's manifest, once its columns and {@code order} allow a relayout. */
+  private static Manifest checked(Path dir, List<String> order) throws IOException {
+    Manifest old = Manifest.read(dir);
+    for (FeatureInfo f : old.features()) {
+      if (!f.supported() && f.unsupportedReason() != null && f.unsupportedReason().contains("encrypted")) {
+        throw new IllegalArgumentException("dataset " + old.name() + " has a column under ORC column encryption ('"
+            + f.name() + "'): a relayout would store its masked values as data");
+      }
+    }
+    List<String> names = old.features().stream().map(FeatureInfo::name).toList();
+    if (order.size() != names.size() || !new HashSet<>(order).equals(new HashSet<>(names))) {
+      throw new IllegalArgumentException("the new order must name every column of " + old.name() + " once: " + names);
+    }
+    return old;
+  }
+
+  /** The new files in a temporary directory, checked, with their stripe map, checksums and version. */
+  private record Written(List<Manifest.OrcFileInfo> infos, List<ChunkInfo> chunks, List<FeatureInfo> features, String version,
+      long bytes) {}
+
+  /**
+   * Writes the files of {@code dir} in {@code order} into {@code tmp} ({@code part-NNNNN.orc}),
+   * compares every value with the old files, and checks the chunks are the old ones, row for row.
+   */
+  private static Written writeVerified(Path dir, Manifest old, List<String> order, Path tmp, Progress progress) throws IOException {
+    long total = old.rows() * 2;
+    long[] done = {0};
+    List<Path> written = new ArrayList<>();
+    TypeDescription schema = null;
+    for (int f = 0; f < old.files().size(); f++) {
+      Path src = dir.resolve(old.files().get(f).path());
+      Path dst = tmp.resolve(String.format("part-%05d.orc", f));
+      schema = rewriteFile(src, dst, order, r -> progress.update(done[0] += r, total, "rows"));
+      written.add(dst);
+    }
+    beforeCheck.accept(tmp);
+    for (int f = 0; f < old.files().size(); f++) {
+      verify(dir.resolve(old.files().get(f).path()), written.get(f), r -> progress.update(done[0] += r, total, "rows"));
+    }
+    List<Manifest.OrcFileInfo> infos = new ArrayList<>();
+    List<ChunkInfo> chunks = new ArrayList<>();
+    long row = 0;
+    long bytes = 0;
+    for (int f = 0; f < written.size(); f++) {
+      Path p = written.get(f);
+      long rows;
+      try (Reader reader = OrcIo.open(p)) {
+        rows = DatasetImporter.addStripes(reader, f, row, chunks);
+      }
+      row += rows;
+      bytes += Files.size(p);
+      infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), Files.size(p), rows, DatasetFiles.crc32c(p)));
+    }
+    if (chunks.size() != old.chunks().size()) {
+      throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");
+    }
+    for (int c = 0; c < chunks.size(); c++) {
+      if (chunks.get(c).rows() != old.chunks().get(c).rows() || chunks.get(c).firstRow() != old.chunks().get(c).firstRow()) {
+        throw new IOException("relayout of " + dir + " changed chunk " + c + "'s rows");
+      }
+    }
+    String version = DatasetFiles.version(infos);
+    if (version.equals(old.version())) {
+      throw new IllegalArgumentException("dataset " + old.name() + " is already in this order");
+    }
+    return new Written(infos, chunks, DatasetImporter.features(schema), version, bytes);
   }
 
   /** Rewrites one ORC file with its columns in {@code order}, stripe for stripe; returns the new schema. */

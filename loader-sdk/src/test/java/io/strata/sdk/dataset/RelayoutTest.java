@@ -104,6 +104,52 @@ class RelayoutTest {
   }
 
   @Test
+  void aRelayoutIntoANewDirectoryLeavesTheOriginalAndWritesAWholeDataset() throws IOException {
+    Path dir = generate("d");
+    Manifest before = Manifest.read(dir);
+    List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
+    Collections.reverse(order);
+    Path out = tmp.resolve("d-relaid");
+    Relayout.Result r = Relayout.rewriteTo(dir, out, order, Progress.NONE);
+    assertEquals(before.version(), Manifest.read(dir).version(), "the original is untouched");
+    for (Manifest.OrcFileInfo f : before.files()) {
+      assertEquals(f.crc32c(), DatasetFiles.crc32c(dir.resolve(f.path())));
+    }
+    Manifest after = Manifest.read(out);
+    assertEquals(r.manifest().version(), after.version());
+    assertNotEquals(before.version(), after.version());
+    assertEquals(before.name(), after.name());
+    assertEquals(order, after.features().stream().map(FeatureInfo::name).toList());
+    try (Dataset a = Dataset.open(dir); Dataset b = Dataset.open(out)) {
+      for (int c = 0; c < a.chunks().size(); c++) {
+        try (Arena arena = Arena.ofConfined()) {
+          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
+          Map<String, Column> y = b.readChunk(c, a.featureNames(), arena);
+          for (String f : a.featureNames()) {
+            assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), "feature " + f + " chunk " + c);
+          }
+        }
+      }
+      assertEquals(a.sampleIndex().orElseThrow().size(), b.sampleIndex().orElseThrow().size());
+    }
+    assertEquals(List.of(), leftovers(tmp));
+    // An existing output directory is refused; a check that fails leaves no output and no temporary directory.
+    assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> Relayout.rewriteTo(dir, out, order, Progress.NONE));
+    Relayout.beforeCheck = d -> {
+      try {
+        Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+    Path bad = tmp.resolve("d-bad");
+    IOException e = assertThrows(IOException.class, () -> Relayout.rewriteTo(dir, bad, order, Progress.NONE));
+    assertTrue(e.getMessage().contains("relayout check failed"), e.getMessage());
+    assertFalse(Files.exists(bad));
+    assertEquals(List.of(), leftovers(tmp));
+  }
+
+  @Test
   void aRewriteThatDoesNotVerifyLeavesTheDatasetAsItWas() throws IOException {
     Path dir = generate("d");
     Manifest before = Manifest.read(dir);
