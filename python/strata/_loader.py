@@ -287,6 +287,14 @@ class _Server:
         self.slabs.clear()
 
 
+def _local_path(location):
+    """A dataset location as the Java side takes it: a path, or a file:// URI (other schemes are refused there)."""
+    text = os.fspath(location)
+    if isinstance(text, str) and text.startswith("file:"):
+        return text
+    return os.path.abspath(text)
+
+
 class Loader:
     """Batches of a Strata dataset, exactly those the Java ``Loader`` returns for the same
     dataset, features, seed, shard and mode (the Java loader assembles them).
@@ -296,24 +304,26 @@ class Loader:
     A batch's memory is recycled once nothing refers to it any more; its schema metadata has
     ``strata.epoch`` and ``strata.step``.
 
-    dataset: the dataset directory. features: column names or derived specs such as
+    dataset: the dataset directory (a path or a ``file://`` URI). features: column names or derived specs such as
     ``"zscore(log1p(amount))"`` (default: every feature). node: a cache node's URL; the job
     declares its plan and reports its reads there, and shares the node's SSD tier. ssd: a local
     SSD tier directory instead (without node or ssd, everything comes from ORC). feature_store:
     the feature store derived features are read from. mode: ``"samples"`` (``batch_samples``
     samples with all their rows), ``"rows"`` (``batch_rows`` rows) or ``"windows"``
     (``batch_samples`` windows of ``window`` rows plus ``lookahead`` label rows, every ``stride``).
+    substitutable: let the loader take, within an epoch, batches whose chunks are on the SSD tier
+    first (every batch once; ``state_dict`` records it).
     """
 
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None, *,
                  mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, window=32, lookahead=1, stride=1,
-                 drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1):
+                 drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1, substitutable=False):
         if mode not in ("samples", "rows", "windows"):
             raise StrataUsageError("strata: mode must be samples, rows or windows, got %r" % (mode,))
         if not (0 <= rank < world):
             raise StrataUsageError("strata: rank must be in 0..world-1, got rank %r of world %r" % (rank, world))
         self._request = {
-            "dataset": os.path.abspath(os.fspath(dataset)),
+            "dataset": _local_path(dataset),
             "features": None if features is None else [str(f) for f in features],
             "mode": mode,
             "batch": int(batch_rows if mode == "rows" else batch_samples),
@@ -333,6 +343,7 @@ class Loader:
             "job": job,
             "prefetch": int(prefetch),
             "threads": int(threads),
+            "substitutable": bool(substitutable),
             "resume": None,
             "token": os.environ.get("STRATA_TOKEN") or None,
         }

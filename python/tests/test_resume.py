@@ -90,3 +90,29 @@ def test_state_dict_round_trip_in_process(dataset):
     same_batch(next(iter(b)), fourth, "the batch after the state")
     a.close()
     b.close()
+
+
+def test_substitutable_loader_gives_every_step_once_and_resumes(dataset, ssd):
+    kw = dict(features=["amount", "merchant_id", "tokens"], batch_samples=7, seed=4, epochs=2, ssd=ssd)
+    plain = {}
+    with strata.Loader(dataset, **kw) as a:
+        for b in a:
+            plain[(b.schema.metadata[b"strata.epoch"], b.schema.metadata[b"strata.step"])] = b
+    seen = []
+    sub = strata.Loader("file://" + os.path.abspath(dataset), substitutable=True, **kw)
+    it = iter(sub)
+    for _ in range(5):
+        b = next(it)
+        key = (b.schema.metadata[b"strata.epoch"], b.schema.metadata[b"strata.step"])
+        same_batch(b, plain[key], "substitutable %r" % (key,))
+        seen.append(key)
+    state = sub.state_dict()
+    sub.close()
+    rest = strata.Loader(dataset, substitutable=True, **kw)
+    rest.load_state_dict(state)
+    for b in rest:
+        key = (b.schema.metadata[b"strata.epoch"], b.schema.metadata[b"strata.step"])
+        same_batch(b, plain[key], "resumed %r" % (key,))
+        seen.append(key)
+    rest.close()
+    assert sorted(seen) == sorted(plain.keys()), "every step of both epochs once"

@@ -229,7 +229,7 @@ public final class LoaderServe {
       if (datasetPath == null) {
         throw new IllegalArgumentException("dataset is required");
       }
-      Dataset ds = Dataset.open(Path.of(datasetPath));
+      Dataset ds = Dataset.open(io.strata.sdk.dataset.Locations.local(datasetPath));
       resources.add(ds);
       String ssd = text(r, "ssd", null);
       String nodeUrl = text(r, "node", null);
@@ -269,6 +269,7 @@ public final class LoaderServe {
           .shard(integer(r, "rank", 0), integer(r, "world", 1))
           .prefetch(depth, threads)
           .shuffle(shuffle)
+          .substitutable(r.path("substitutable").asBoolean(false))
           .dropLast(r.path("dropLast").asBoolean(false));
       String mode = text(r, "mode", "samples");
       switch (mode) {
