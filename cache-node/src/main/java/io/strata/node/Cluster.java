@@ -81,6 +81,11 @@ interface Cluster extends AutoCloseable {
 
   boolean clustered();
 
+  /** A feature chunk as the cluster names it: dataset, version, feature and chunk, separated by U+001F. */
+  static String chunkKey(String dataset, String version, String feature, int chunk) {
+    return dataset + '\u001f' + version + '\u001f' + feature + '\u001f' + chunk;
+  }
+
   /** The node listens at {@code url} and holds {@code resident} (verified): tell the cluster. */
   void online(String url, List<SegmentRef> resident);
 

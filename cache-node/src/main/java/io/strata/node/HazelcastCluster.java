@@ -160,12 +160,8 @@ final class HazelcastCluster implements Cluster {
     }
   }
 
-  static String key(String dataset, String version, String feature, int chunk) {
-    return dataset + SEP + version + SEP + feature + SEP + chunk;
-  }
-
   private static String key(SegmentRef ref) {
-    return key(ref.info().dataset(), ref.info().datasetVersion(), ref.info().columns().getFirst(), ref.info().chunk());
+    return Cluster.chunkKey(ref.info().dataset(), ref.info().datasetVersion(), ref.info().columns().getFirst(), ref.info().chunk());
   }
 
   /** Whether a segment is offered to peers: one feature of a dataset (derived features live in each node's own store). */
@@ -381,7 +377,7 @@ final class HazelcastCluster implements Cluster {
     if (closed) {
       return List.of();
     }
-    Collection<String> ids = residency.get(key(dataset, version, feature, chunk));
+    Collection<String> ids = residency.get(Cluster.chunkKey(dataset, version, feature, chunk));
     if (ids.isEmpty()) {
       return List.of();
     }

@@ -86,13 +86,12 @@ final class TierReport {
     if (!cluster.clustered()) {
       return;
     }
-    TierState.Snapshot s = state.snapshot();
     List<Cluster.Job> js = new ArrayList<>();
-    for (TierViews.JobRow j : s.jobs()) {
+    for (TierViews.JobRow j : state.jobRows()) {
       js.add(new Cluster.Job(host, j.job(), j.dataset(), j.features(), j.stepsDone(), j.steps(), j.ssdBytes(), j.hddBytes()));
     }
     java.util.Map<String, Long> reads = new java.util.TreeMap<>();
-    s.bytesByDataset().forEach((ds, b) -> reads.put(ds, b[0] + b[1]));
+    state.readBytesByDataset().forEach((ds, b) -> reads.put(ds, b[0] + b[1]));
     cluster.publish(js, reads);
   }
 

@@ -93,7 +93,7 @@ final class TierState {
       if (pinned) {
         policy.pin(base + c, keys.bytes(base + c), true);
       }
-      if (!elsewhere.isEmpty() && elsewhere.contains(HazelcastCluster.key(ds.name(), ds.version(), feature, c))) {
+      if (!elsewhere.isEmpty() && elsewhere.contains(Cluster.chunkKey(ds.name(), ds.version(), feature, c))) {
         policy.heldElsewhere(base + c, true);
       }
     }
@@ -105,8 +105,8 @@ final class TierState {
 
   /** In a cluster: whether another node holds this chunk now; the policy stops guessing for it (see StrataPolicy). */
   synchronized void heldElsewhere(String dataset, String version, String feature, int chunk, boolean held) {
-    if (held ? elsewhere.add(HazelcastCluster.key(dataset, version, feature, chunk))
-        : elsewhere.remove(HazelcastCluster.key(dataset, version, feature, chunk))) {
+    if (held ? elsewhere.add(Cluster.chunkKey(dataset, version, feature, chunk))
+        : elsewhere.remove(Cluster.chunkKey(dataset, version, feature, chunk))) {
       int k = keys.find(dataset, version, feature, chunk);
       if (k >= 0) {
         policy.heldElsewhere(k, held);
@@ -607,6 +607,16 @@ final class TierState {
     return new Snapshot(policy.residentBytes(), policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(),
         pending.size(), residency, keys.topStreams(10), jobs.rows(now), jobs.recentRows(now), pins(), quotas(), perDataset,
         keys.readBytesByDataset(), jobs.bytesByJob(), jobs.unlinkedTotal());
+  }
+
+  /** The planned jobs' rows alone (what a clustered node publishes every second; cheaper than a {@link #snapshot}). */
+  synchronized List<TierViews.JobRow> jobRows() {
+    return jobs.rows(clock.getAsDouble());
+  }
+
+  /** Per dataset, the bytes its jobs read from the SSD and the HDD tier. */
+  synchronized Map<String, long[]> readBytesByDataset() {
+    return keys.readBytesByDataset();
   }
 
   /** The SSD bytes resident of one dataset (not counting those in flight). */

@@ -34,12 +34,12 @@ final class Prefetcher implements AutoCloseable {
   private long consumed;
   private boolean closed;
 
+  /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */
+  private final java.util.function.LongUnaryOperator order;
+
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
     this(name, threads, depth, first, end, producers, n -> n);
   }
-
-  /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */
-  private final java.util.function.LongUnaryOperator order;
 
   /**
    * As above, the {@code n}-th batch being global step {@code order(n)} ({@code order} is called

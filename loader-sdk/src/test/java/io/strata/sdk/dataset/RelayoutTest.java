@@ -56,6 +56,34 @@ class RelayoutTest {
     }
   }
 
+  /** Every value of every served feature, chunk by chunk, and the sample count, equal in the two datasets. */
+  private static void assertSameValues(Path first, Path second) throws IOException {
+    try (Dataset a = Dataset.open(first); Dataset b = Dataset.open(second)) {
+      assertEquals(a.featureNames().size(), b.featureNames().size());
+      for (int c = 0; c < a.chunks().size(); c++) {
+        try (Arena arena = Arena.ofConfined()) {
+          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
+          Map<String, Column> y = b.readChunk(c, a.featureNames(), arena);
+          for (String f : a.featureNames()) {
+            assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), "feature " + f + " chunk " + c);
+          }
+        }
+      }
+      assertEquals(a.sampleIndex().orElseThrow().size(), b.sampleIndex().orElseThrow().size());
+    }
+  }
+
+  /** The rewrite's first file will hold other rows (the second file's, same count): the check must catch it. */
+  private static void damageFirstRewrittenFile() {
+    Relayout.beforeCheck = d -> {
+      try {
+        Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    };
+  }
+
   @AfterEach
   void resetHook() {
     Relayout.beforeCheck = p -> {};
@@ -82,19 +110,7 @@ class RelayoutTest {
     }
     assertEquals(List.of(), leftovers(dir));
     // Every value of every served feature, chunk by chunk, against the untouched copy.
-    try (Dataset a = Dataset.open(original); Dataset b = Dataset.open(dir)) {
-      assertEquals(a.featureNames().size(), b.featureNames().size());
-      for (int c = 0; c < a.chunks().size(); c++) {
-        try (Arena arena = Arena.ofConfined()) {
-          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
-          Map<String, Column> y = b.readChunk(c, a.featureNames(), arena);
-          for (String f : a.featureNames()) {
-            assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), "feature " + f + " chunk " + c);
-          }
-        }
-      }
-      assertEquals(a.sampleIndex().orElseThrow().size(), b.sampleIndex().orElseThrow().size());
-    }
+    assertSameValues(original, dir);
     // The same order again is refused; another relayout replaces the layout directory.
     assertThrows(IllegalArgumentException.class, () -> Relayout.rewrite(dir, order, Progress.NONE));
     Relayout.rewrite(dir, before.features().stream().map(FeatureInfo::name).toList(), Progress.NONE);
@@ -120,28 +136,11 @@ class RelayoutTest {
     assertNotEquals(before.version(), after.version());
     assertEquals(before.name(), after.name());
     assertEquals(order, after.features().stream().map(FeatureInfo::name).toList());
-    try (Dataset a = Dataset.open(dir); Dataset b = Dataset.open(out)) {
-      for (int c = 0; c < a.chunks().size(); c++) {
-        try (Arena arena = Arena.ofConfined()) {
-          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
-          Map<String, Column> y = b.readChunk(c, a.featureNames(), arena);
-          for (String f : a.featureNames()) {
-            assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), "feature " + f + " chunk " + c);
-          }
-        }
-      }
-      assertEquals(a.sampleIndex().orElseThrow().size(), b.sampleIndex().orElseThrow().size());
-    }
+    assertSameValues(dir, out);
     assertEquals(List.of(), leftovers(tmp));
     // An existing output directory is refused; a check that fails leaves no output and no temporary directory.
     assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> Relayout.rewriteTo(dir, out, order, Progress.NONE));
-    Relayout.beforeCheck = d -> {
-      try {
-        Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    };
+    damageFirstRewrittenFile();
     Path bad = tmp.resolve("d-bad");
     IOException e = assertThrows(IOException.class, () -> Relayout.rewriteTo(dir, bad, order, Progress.NONE));
     assertTrue(e.getMessage().contains("relayout check failed"), e.getMessage());
@@ -156,13 +155,7 @@ class RelayoutTest {
     List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
     Collections.swap(order, 2, 9);
     // A rewrite whose first file holds other rows (the second file's, same count): the check must catch it.
-    Relayout.beforeCheck = d -> {
-      try {
-        Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    };
+    damageFirstRewrittenFile();
     IOException e = assertThrows(IOException.class, () -> Relayout.rewrite(dir, order, Progress.NONE));
     assertTrue(e.getMessage().contains("relayout check failed"), e.getMessage());
     assertEquals(before.version(), Manifest.read(dir).version());

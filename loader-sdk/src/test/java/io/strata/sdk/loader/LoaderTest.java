@@ -270,11 +270,7 @@ class LoaderTest {
     try (Loader l = builder.build()) {
       for (Batch b : l) {
         try (b) {
-          List<Long> sums = new ArrayList<>();
-          for (Column c : b.columns().values()) {
-            sums.add(io.strata.sdk.format.Columns.checksum(c));
-          }
-          out.add(sums);
+          out.add(sums(b));
         }
       }
     }
