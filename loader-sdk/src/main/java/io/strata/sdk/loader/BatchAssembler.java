@@ -274,9 +274,7 @@ final class BatchAssembler implements Prefetcher.Producer {
     if (singleRows) {
       reader.appendSingleRows(starts, units, builders);
     } else {
-      for (int k = 0; k < units; k++) {
-        reader.appendRows(starts[k], offsets[k + 1] - offsets[k], builders);
-      }
+      reader.appendRanges(starts, offsets, units, builders);
     }
     for (int k = 0; k < pos.length; k++) {
       built[pos[k]] = builders.get(k).build();

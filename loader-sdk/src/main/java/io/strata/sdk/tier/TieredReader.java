@@ -166,6 +166,84 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
+   * Appends the row ranges {@code [starts[k], starts[k] + offsets[k + 1] - offsets[k])} for
+   * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
+   * When every range lies in one chunk and every feature is resident (not derived) in the chunks
+   * the ranges touch, the batch is assembled feature by feature: each feature's ranges are copied
+   * in one pass into its builder (one source column and one destination streamed at a time instead
+   * of every feature's in turn), and its reads are counted once per chunk.
+   */
+  public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
+    refreshResidency();
+    List<ChunkInfo> chunks = dataset.chunks();
+    int[] chunk = new int[units];
+    int[] local = new int[units];
+    boolean[] touched = new boolean[chunks.size()];
+    boolean byFeature = true;
+    for (int k = 0; k < units && byFeature; k++) {
+      long s = starts[k];
+      int n = offsets[k + 1] - offsets[k];
+      if (s < 0 || n < 0 || s + n > dataset.rows()) {
+        break; // appendRows names the bad range
+      }
+      ChunkInfo c = chunks.get(dataset.chunkOf(s));
+      byFeature = s + n <= c.endRow();
+      chunk[k] = c.index();
+      local[k] = (int) (s - c.firstRow());
+      touched[c.index()] = true;
+    }
+    for (int i = 0; i < features.size() && byFeature; i++) {
+      byFeature = derived[i] == null;
+      for (int c = 0; c < touched.length && byFeature; c++) {
+        byFeature = !touched[c] || resident(i, c) != null;
+      }
+    }
+    if (!byFeature || units == 0) {
+      for (int k = 0; k < units; k++) {
+        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
+      }
+      return;
+    }
+    long t0 = System.nanoTime();
+    long bytes = 0;
+    int[] before = new int[features.size()];
+    long[] perChunk = new long[chunks.size()];
+    for (int i = 0; i < features.size(); i++) {
+      ColumnBuilder b = out.get(i);
+      before[i] = b.rows();
+      Column[] cols = columns[i];
+      java.util.Arrays.fill(perChunk, 0);
+      try {
+        for (int k = 0; k < units; k++) {
+          int n = offsets[k + 1] - offsets[k];
+          Column col = cols[chunk[k]];
+          b.appendRange(col, local[k], n);
+          perChunk[chunk[k]] += rangeBytes(col, local[k], n);
+        }
+      } catch (IndexOutOfBoundsException | InternalError fault) {
+        // A segment went bad after it was mapped: undo this batch's appends and take the range by
+        // range path, which finds the damaged chunk and reads it from ORC.
+        for (int j = 0; j <= i; j++) {
+          out.get(j).truncate(before[j]);
+        }
+        for (int k = 0; k < units; k++) {
+          appendRows(starts[k], offsets[k + 1] - offsets[k], out);
+        }
+        return;
+      }
+      for (int c = 0; c < perChunk.length; c++) {
+        if (perChunk[c] > 0) {
+          bytes += perChunk[c];
+          if (store != null) {
+            store.read(dataset, features.get(i), c, perChunk[c], true);
+          }
+        }
+      }
+    }
+    stats.record(TierStats.Tier.SSD, bytes, System.nanoTime() - t0);
+  }
+
+  /**
    * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
    * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. When every feature is
    * fixed-width and resident in every chunk the rows touch, each feature's rows are gathered in one
