@@ -5,8 +5,8 @@
  */
 module io.strata.gpu {
   requires transitive io.strata.sdk;
-  requires org.bytedeco.javacpp;
-  requires org.bytedeco.cuda;
+  requires transitive org.bytedeco.javacpp;
+  requires transitive org.bytedeco.cuda; // streams in the API are bytedeco's CUstream_st
 
   exports io.strata.gpu;
 }

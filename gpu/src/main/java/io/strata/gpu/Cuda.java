@@ -50,6 +50,24 @@ final class Cuda {
     }
   }
 
+  /** A bare pointer to {@code address} (host or device), for the bindings' calls; owns nothing. */
+  static org.bytedeco.javacpp.Pointer at(long address) {
+    return new org.bytedeco.javacpp.Pointer() {
+      {
+        this.address = address;
+      }
+    };
+  }
+
+  /**
+   * Host memory CUDA allocated ({@code cudaHostAlloc}) as a segment of {@code bytes}: giving a
+   * bare address its size is the one unchecked step, and the size is the one just allocated.
+   */
+  @SuppressWarnings("restricted")
+  static java.lang.foreign.MemorySegment segment(long address, long bytes) {
+    return java.lang.foreign.MemorySegment.ofAddress(address).reinterpret(bytes);
+  }
+
   /** Throws an {@link IOException} naming the call when {@code rc} is an error. */
   static void check(int rc, String call) throws IOException {
     if (rc != cudart.cudaSuccess) {

@@ -2,87 +2,129 @@ package io.strata.gpu;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.BatchMemory;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
-import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * Ships batches to a CUDA device through pinned host memory.
+ * Ships batches to a CUDA device with one host copy per byte: the loader assembles each batch
+ * straight into pinned memory ({@link #batchMemory()}, slabs from {@code cudaHostAlloc}), and
+ * the shipper starts one {@code cudaMemcpyAsync} of the batch's part of its slab into a device
+ * slot, on its own stream, and returns.
  *
- * <p>Two slots, each a pinned host staging buffer ({@code cudaHostAlloc}) and a device buffer
- * ({@code cudaMalloc}) allocated once and reused, alternate: {@link #ship} packs batch {@code n}
- * into one slot's staging buffer and starts an asynchronous copy ({@code cudaMemcpyAsync}) on a
- * dedicated stream, then returns, so that the job assembles batch {@code n+1} while batch {@code
- * n} is in flight. Shipping into a slot first waits for that slot's previous copy (recorded with
- * an event). Nothing is allocated per batch.
+ * <p><b>Slots and events.</b> At least three device slots are used in turn, so that while batch
+ * {@code n} is copied and batch {@code n-1} is consumed by the job's kernels, the loader's
+ * prefetch threads assemble batch {@code n+1}. Nothing on the host waits for the device on that
+ * path: a slot's next copy is queued behind the event its consumer recorded when it let go of
+ * the batch ({@link DeviceBatch#release}), and the host batch (its pinned slab) goes back to the
+ * loader once the event of its copy has completed ({@code cudaEventQuery}, polled at each ship).
+ * A batch that is not in pinned memory (the loader's first batches, before it knows their size,
+ * or batches read from the batch cache) is packed into the slot's pinned staging buffer first: a
+ * second host copy, counted in {@link #copiesPerByte()}; packing waits for that staging buffer's
+ * previous copy.
+ *
+ * <p><b>Threads.</b> {@link #ship} and the {@link DeviceBatch} methods are meant for the job's
+ * thread; they hold the shipper's monitor. Pinned slabs are allocated and freed by the loader's
+ * prefetch threads and the job's thread: the registry of pinned slabs is a concurrent map by
+ * address. CUDA calls are thread-safe.
  *
  * <p>{@link #available()} says whether a GPU is usable; without one, {@link #open} fails with the
  * reason and the job keeps using host batches.
  */
 public final class GpuShipper implements AutoCloseable {
   private static final long ALIGN = 64;
+  /** Device slots used in turn: copy, consume and assemble overlap with three. */
+  public static final int DEFAULT_SLOTS = 3;
 
-  /** One staging buffer, one device buffer and the event of the last copy. */
+  /** One device buffer, the staging buffer for batches not in pinned memory, and their events. */
   static final class Slot {
-    final BytePointer host;
-    final MemorySegment hostSegment;
-    final BytePointer device;
-    final CUevent_st done = new CUevent_st();
-    long inFlight = -1;
+    final int index;
+    long device;
+    long deviceBytes;
+    long staging;
+    long stagingBytes;
+    final CUevent_st copied = new CUevent_st();
+    final CUevent_st released = new CUevent_st();
+    /** The token of the batch last copied into this slot, or -1. */
+    long lastCopy = -1;
+    boolean releaseRecorded;
+    boolean stagingInFlight;
 
-    // The pinned host buffer comes from cudaHostAlloc as a bare address: giving it its size is the
-    // one unchecked step, and the size is the one just allocated.
-    @SuppressWarnings("restricted")
-    Slot(long bytes) throws IOException {
-      Pointer h = new Pointer();
-      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocDefault), "cudaHostAlloc(" + bytes + ")");
-      host = new BytePointer(h).capacity(bytes);
-      hostSegment = MemorySegment.ofAddress(h.address()).reinterpret(bytes);
-      Pointer d = new Pointer();
-      int rc = cudart.cudaMalloc(d, bytes);
-      if (rc != cudart.cudaSuccess) {
-        cudart.cudaFreeHost(h);
-        Cuda.check(rc, "cudaMalloc(" + bytes + ")");
-      }
-      device = new BytePointer(d).capacity(bytes);
-      Cuda.check(cudart.cudaEventCreate(done), "cudaEventCreate");
+    Slot(int index, long bytes) throws IOException {
+      this.index = index;
+      Cuda.check(cudart.cudaEventCreateWithFlags(copied, cudart.cudaEventDisableTiming), "cudaEventCreate");
+      Cuda.check(cudart.cudaEventCreateWithFlags(released, cudart.cudaEventDisableTiming), "cudaEventCreate");
+      growDevice(bytes);
     }
 
-    synchronized void await(long token) throws IOException {
-      if (inFlight == token) {
-        Cuda.check(cudart.cudaEventSynchronize(done), "cudaEventSynchronize");
+    void growDevice(long bytes) throws IOException {
+      if (device != 0) {
+        cudart.cudaFree(Cuda.at(device)); // synchronizes with the device: nothing in flight uses it
+        device = 0;
       }
+      Pointer d = new Pointer();
+      Cuda.check(cudart.cudaMalloc(d, bytes), "cudaMalloc(" + bytes + ")");
+      device = d.address();
+      deviceBytes = bytes;
+    }
+
+    void growStaging(long bytes) throws IOException {
+      if (staging != 0) {
+        cudart.cudaFreeHost(Cuda.at(staging));
+        staging = 0;
+      }
+      Pointer h = new Pointer();
+      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocDefault), "cudaHostAlloc(" + bytes + ")");
+      staging = h.address();
+      stagingBytes = bytes;
     }
 
     void free() {
-      cudart.cudaEventDestroy(done);
-      cudart.cudaFree(device);
-      cudart.cudaFreeHost(host);
+      cudart.cudaEventDestroy(copied);
+      cudart.cudaEventDestroy(released);
+      if (device != 0) {
+        cudart.cudaFree(Cuda.at(device));
+      }
+      if (staging != 0) {
+        cudart.cudaFreeHost(Cuda.at(staging));
+      }
     }
   }
 
   private final int device;
-  private final long capacity;
+  private final long initialBytes;
   private final CUstream_st stream = new CUstream_st();
-  private final Slot[] slots = new Slot[2];
+  private final Slot[] slots;
+  /** Pinned slabs handed to loaders: base address to size. */
+  private final ConcurrentSkipListMap<Long, Long> pinned = new ConcurrentSkipListMap<>();
+  /** Shipped batches whose host memory is still held, oldest first. */
+  private final ArrayDeque<DeviceBatch> holding = new ArrayDeque<>();
   private long shipped;
+  private long shippedDirect;
+  private long deliveredBytes;
+  private long packedBytes;
+  private long dmaBytes;
   private boolean closed;
 
-  private GpuShipper(int device, long capacity) throws IOException {
+  private GpuShipper(int device, long initialBytes, int slotCount) throws IOException {
     this.device = device;
-    this.capacity = capacity;
+    this.initialBytes = initialBytes;
+    this.slots = new Slot[slotCount];
     Cuda.check(cudart.cudaSetDevice(device), "cudaSetDevice(" + device + ")");
-    Cuda.check(cudart.cudaStreamCreate(stream), "cudaStreamCreate");
+    Cuda.check(cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking), "cudaStreamCreate");
     boolean ok = false;
     try {
-      slots[0] = new Slot(capacity);
-      slots[1] = new Slot(capacity);
+      for (int i = 0; i < slotCount; i++) {
+        slots[i] = new Slot(i, initialBytes);
+      }
       ok = true;
     } finally {
       if (!ok) {
@@ -102,67 +144,232 @@ public final class GpuShipper implements AutoCloseable {
   }
 
   /**
-   * A shipper to device {@code device} for batches of at most {@code maxBatchBytes} bytes of
-   * column data (plus alignment). Fails with an {@link IOException} naming the reason when no
-   * GPU is usable.
+   * A shipper to device {@code device} with {@link #DEFAULT_SLOTS} slots sized for batches of
+   * about {@code batchBytes} bytes of column data (a slot grows, synchronizing once, when a batch
+   * needs more). Fails with an {@link IOException} naming the reason when no GPU is usable.
    */
-  public static GpuShipper open(int device, long maxBatchBytes) throws IOException {
+  public static GpuShipper open(int device, long batchBytes) throws IOException {
+    return open(device, batchBytes, DEFAULT_SLOTS);
+  }
+
+  /** As {@link #open(int, long)}, with {@code slots} device slots (at least 2). */
+  public static GpuShipper open(int device, long batchBytes, int slots) throws IOException {
     String why = Cuda.unavailableReason();
     if (why != null) {
       throw new IOException("no GPU: " + why);
     }
-    if (maxBatchBytes <= 0) {
-      throw new IllegalArgumentException("maximum batch bytes must be positive, got " + maxBatchBytes);
+    if (batchBytes <= 0) {
+      throw new IllegalArgumentException("batch bytes must be positive, got " + batchBytes);
     }
-    return new GpuShipper(device, maxBatchBytes + 64 * ALIGN);
+    if (slots < 2) {
+      throw new IllegalArgumentException("a shipper needs at least 2 slots, got " + slots);
+    }
+    return new GpuShipper(device, batchBytes + 64 * ALIGN, slots);
   }
 
   public int device() {
     return device;
   }
 
+  /** The stream the copies run on. */
+  public CUstream_st stream() {
+    return stream;
+  }
+
   /**
-   * Packs {@code batch} into the next slot's pinned buffer and starts copying it to the device.
-   * Returns at once; {@link DeviceBatch#await()} waits for the copy. The device memory of the
-   * batch shipped two calls earlier is reused here.
+   * Pinned host memory for a loader's batches ({@code Loader.Builder.batchMemory}): batches
+   * assembled there are copied to the device without another host copy. Slabs are freed when the
+   * loader closes them; close the loader before the shipper.
    */
-  public DeviceBatch ship(Batch batch) throws IOException {
+  public BatchMemory batchMemory() {
+    return bytes -> {
+      if (closed) {
+        throw new IOException("the GPU shipper is closed: no more pinned memory");
+      }
+      Pointer h = new Pointer();
+      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable), "cudaHostAlloc(" + bytes + ")");
+      long base = h.address();
+      pinned.put(base, bytes);
+      return BatchMemory.Slab.of(Cuda.segment(base, bytes), () -> {
+        pinned.remove(base);
+        cudart.cudaFreeHost(Cuda.at(base));
+      });
+    };
+  }
+
+  /**
+   * Starts copying {@code batch} to the device and returns at once. The shipper takes the batch:
+   * it closes it once the copy has completed (at the latest in {@link DeviceBatch#await()} or
+   * {@link DeviceBatch#close()}); a caller that closes it itself must await the copy first. The
+   * device batch stays valid until it is released or closed, or until {@code slots} further
+   * batches have been shipped, whichever comes first.
+   */
+  public synchronized DeviceBatch ship(Batch batch) throws IOException {
     if (closed) {
       throw new IllegalStateException("the GPU shipper is already closed");
     }
-    Slot slot = slots[(int) (shipped & 1)];
-    synchronized (slot) {
-      if (slot.inFlight >= 0) {
-        Cuda.check(cudart.cudaEventSynchronize(slot.done), "cudaEventSynchronize");
+    giveBackCopied();
+    // Bounded: at most one host batch per slot waits for its copy (the loader's slabs are finite).
+    while (holding.size() >= slots.length) {
+      holding.peekFirst().copyDone(true);
+    }
+    long token = shipped;
+    Slot slot = slots[(int) (token % slots.length)];
+    Map<String, MemorySegment[]> parts = new LinkedHashMap<>();
+    long lo = Long.MAX_VALUE;
+    long hi = 0;
+    long data = 0;
+    for (Map.Entry<String, Column> e : batch.columns().entrySet()) {
+      MemorySegment[] p = parts(e.getValue());
+      parts.put(e.getKey(), p);
+      for (MemorySegment s : p) {
+        if (s != null && s.byteSize() > 0) {
+          lo = Math.min(lo, s.address());
+          hi = Math.max(hi, s.address() + s.byteSize());
+          data += s.byteSize();
+        }
       }
-      long at = 0;
-      Map<String, DeviceBatch.Buffers> buffers = new LinkedHashMap<>();
-      long base = slot.device.address();
-      for (Map.Entry<String, Column> e : batch.columns().entrySet()) {
-        Column c = e.getValue();
+    }
+    boolean direct = data > 0 && inOnePinnedSlab(parts, lo, hi);
+    long span = direct ? hi - lo : packedSize(parts);
+    if (span > slot.deviceBytes) {
+      waitForSlot(slot);
+      slot.growDevice(Math.max(span + span / 4, initialBytes));
+    }
+    // The slot's device memory is reused only after its last consumer let go (on the device).
+    if (slot.releaseRecorded) {
+      Cuda.check(cudart.cudaStreamWaitEvent(stream, slot.released, 0), "cudaStreamWaitEvent");
+      slot.releaseRecorded = false;
+    }
+    Map<String, DeviceBatch.Buffers> buffers = new LinkedHashMap<>();
+    if (direct) {
+      for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
+        MemorySegment[] p = e.getValue();
         long[] place = new long[4];
-        MemorySegment[] parts = parts(c);
         for (int i = 0; i < 4; i++) {
-          MemorySegment p = parts[i];
-          if (p == null || p.byteSize() == 0) {
+          place[i] = p[i] == null || p[i].byteSize() == 0 ? -1 : slot.device + (p[i].address() - lo);
+        }
+        buffers.put(e.getKey(), new DeviceBatch.Buffers(place[0], place[1], place[2], place[3],
+            batch.columns().get(e.getKey()).length()));
+      }
+      Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(lo), span, cudart.cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync");
+    } else {
+      if (slot.stagingInFlight) {
+        Cuda.check(cudart.cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
+        slot.stagingInFlight = false;
+      }
+      if (span > slot.stagingBytes) {
+        slot.growStaging(Math.max(span + span / 4, initialBytes));
+      }
+      MemorySegment staging = Cuda.segment(slot.staging, slot.stagingBytes);
+      long at = 0;
+      for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
+        MemorySegment[] p = e.getValue();
+        long[] place = new long[4];
+        for (int i = 0; i < 4; i++) {
+          if (p[i] == null || p[i].byteSize() == 0) {
             place[i] = -1;
             continue;
           }
           at = (at + ALIGN - 1) & -ALIGN;
-          if (at + p.byteSize() > capacity) {
-            throw new IllegalArgumentException("batch of more than " + capacity + " bytes does not fit the shipper's buffers");
-          }
-          MemorySegment.copy(p, 0, slot.hostSegment, at, p.byteSize());
-          place[i] = base + at;
-          at += p.byteSize();
+          MemorySegment.copy(p[i], 0, staging, at, p[i].byteSize());
+          place[i] = slot.device + at;
+          at += p[i].byteSize();
         }
-        buffers.put(e.getKey(), new DeviceBatch.Buffers(place[0], place[1], place[2], place[3], c.length()));
+        buffers.put(e.getKey(), new DeviceBatch.Buffers(place[0], place[1], place[2], place[3],
+            batch.columns().get(e.getKey()).length()));
       }
-      Cuda.check(cudart.cudaMemcpyAsync(slot.device, slot.host, at, cudart.cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-      Cuda.check(cudart.cudaEventRecord(slot.done, stream), "cudaEventRecord");
-      slot.inFlight = shipped;
-      return new DeviceBatch(slot, shipped++, buffers, at);
+      span = at;
+      packedBytes += data;
+      if (span > 0) {
+        Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(slot.staging), span, cudart.cudaMemcpyHostToDevice,
+            stream), "cudaMemcpyAsync");
+      }
+      slot.stagingInFlight = true;
     }
+    Cuda.check(cudart.cudaEventRecord(slot.copied, stream), "cudaEventRecord");
+    slot.lastCopy = token;
+    shipped++;
+    shippedDirect += direct ? 1 : 0;
+    deliveredBytes += data;
+    dmaBytes += span;
+    DeviceBatch d = new DeviceBatch(this, slot, token, batch, buffers, data, span, direct);
+    holding.addLast(d);
+    return d;
+  }
+
+  /** Whether every buffer of the batch lies in one pinned slab. */
+  private boolean inOnePinnedSlab(Map<String, MemorySegment[]> parts, long lo, long hi) {
+    Map.Entry<Long, Long> slab = pinned.floorEntry(lo);
+    return slab != null && hi <= slab.getKey() + slab.getValue();
+  }
+
+  private static long packedSize(Map<String, MemorySegment[]> parts) {
+    long at = 0;
+    for (MemorySegment[] p : parts.values()) {
+      for (MemorySegment s : p) {
+        if (s != null && s.byteSize() > 0) {
+          at = ((at + ALIGN - 1) & -ALIGN) + s.byteSize();
+        }
+      }
+    }
+    return at;
+  }
+
+  /** Waits on the host until the slot's last copy is done and its consumer has let go. */
+  private void waitForSlot(Slot slot) throws IOException {
+    Cuda.check(cudart.cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (slot.releaseRecorded) {
+      Cuda.check(cudart.cudaEventSynchronize(slot.released), "cudaEventSynchronize");
+    }
+  }
+
+  /** Closes the host batches whose copies have completed, oldest first. */
+  private void giveBackCopied() throws IOException {
+    while (!holding.isEmpty()) {
+      if (!holding.peekFirst().copyDone(false)) { // removes it from holding when done
+        return;
+      }
+    }
+  }
+
+  /** Called by a device batch once its copy completed and its host batch was closed. */
+  synchronized void hostReleased(DeviceBatch d) {
+    holding.remove(d);
+  }
+
+  /** Batches shipped. */
+  public synchronized long shipped() {
+    return shipped;
+  }
+
+  /** Batches copied straight from the pinned memory they were assembled in. */
+  public synchronized long shippedDirect() {
+    return shippedDirect;
+  }
+
+  /** Bytes of column data shipped. */
+  public synchronized long deliveredBytes() {
+    return deliveredBytes;
+  }
+
+  /** Bytes of column data that were packed into a staging buffer before the copy. */
+  public synchronized long packedBytes() {
+    return packedBytes;
+  }
+
+  /** Bytes copied to the device (the data plus alignment gaps within a slab). */
+  public synchronized long dmaBytes() {
+    return dmaBytes;
+  }
+
+  /**
+   * Host copies per byte delivered: one from a segment into the batch's memory, plus one more
+   * for the bytes that were packed into a staging buffer.
+   */
+  public synchronized double copiesPerByte() {
+    return deliveredBytes == 0 ? 1.0 : 1.0 + (double) packedBytes / deliveredBytes;
   }
 
   /** The buffers of a column in device order: validity, offsets, values, child offsets (normalized to row 0). */
@@ -192,14 +399,20 @@ public final class GpuShipper implements AutoCloseable {
     return new MemorySegment[] {validity, offsets, child.values().asSlice(0, (child.length() + 7L) / 8), null};
   }
 
-  /** Waits for every copy in flight, then frees the pinned and device buffers and the stream. */
+  /**
+   * Waits for every copy in flight, closes the host batches still held, then frees the device
+   * buffers, staging buffers and the stream. Pinned slabs of loaders are freed by the loaders.
+   */
   @Override
-  public void close() {
+  public synchronized void close() {
     if (closed) {
       return;
     }
     closed = true;
     cudart.cudaStreamSynchronize(stream);
+    while (!holding.isEmpty()) {
+      holding.pollFirst().closeHost();
+    }
     for (Slot s : slots) {
       if (s != null) {
         s.free();

@@ -19,6 +19,9 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
@@ -27,8 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * GPU shipping. Without a GPU (this CI), only the detection test runs and the shipping test is
- * skipped with the reason; on a GPU machine the shipping test copies real batches and checks the
- * device bytes.
+ * skipped with the reason; on a GPU machine the shipping tests copy real batches (packed, and
+ * straight from pinned memory with copies overlapping) and check the device bytes.
  */
 class GpuShipperTest {
   @TempDir Path tmp;
@@ -44,39 +47,97 @@ class GpuShipperTest {
   }
 
   @Test
-  void shipsBatchesDoubleBufferedAndTheDeviceHoldsTheSameBytes() throws IOException {
+  void shipsBatchesAndTheDeviceHoldsTheSameBytes() throws IOException {
     assumeTrue(GpuShipper.available(), "no GPU here: " + GpuShipper.unavailableReason());
     Path dir = tmp.resolve("events");
     DatasetGenerator.generate(dir, DatasetGenerator.Options.of("events", 50_000, 3).withMeanSampleLength(50), Progress.NONE);
     try (Dataset ds = Dataset.open(dir);
-        Loader loader = Loader.builder(ds).features("amount", "merchant_category", "embedding", "score").sampleBatches(64).build();
-        GpuShipper gpu = GpuShipper.open(0, 64 << 20)) {
-      int shipped = 0;
-      for (Batch b : loader) {
-        try (b) {
-          DeviceBatch d = gpu.ship(b);
-          d.await();
-          for (String f : b.featureNames()) {
-            Column c = b.column(f);
-            MemorySegment host = c.type().isFixedWidth() ? c.values().asSlice(0, (long) c.length() * c.type().kind().width())
-                : c.offsets().asSlice(0, 4L * (c.length() + 1));
-            long devAddr = c.type().isFixedWidth() ? d.buffers(f).values() : d.buffers(f).offsets();
-            byte[] back = new byte[(int) host.byteSize()];
-            BytePointer dst = new BytePointer(back.length);
-            Pointer src = new Pointer() {
-              {
-                address = devAddr;
-              }
-            };
-            assertEquals(cudart.cudaSuccess, cudart.cudaMemcpy(dst, src, back.length, cudart.cudaMemcpyDeviceToHost));
-            dst.get(back);
-            dst.close();
-            assertArrayEquals(host.toArray(ValueLayout.JAVA_BYTE), back, f);
-          }
-          shipped++;
-        }
-      }
+        GpuShipper gpu = GpuShipper.open(0, 1 << 20);
+        Loader loader = Loader.builder(ds).features(FEATURES).sampleBatches(64).build()) {
+      int shipped = shipAll(loader, gpu, false);
       assertTrue(shipped > 3);
+      assertEquals(0, gpu.shippedDirect(), "host batches in ordinary memory are packed");
+      assertEquals(2.0, gpu.copiesPerByte(), 1e-9);
+    }
+  }
+
+  @Test
+  void batchesAssembledInPinnedMemoryAreCopiedOnceAndOverlap() throws IOException {
+    assumeTrue(GpuShipper.available(), "no GPU here: " + GpuShipper.unavailableReason());
+    Path dir = tmp.resolve("events");
+    DatasetGenerator.generate(dir, DatasetGenerator.Options.of("events", 50_000, 3).withMeanSampleLength(50), Progress.NONE);
+    try (Dataset ds = Dataset.open(dir); GpuShipper gpu = GpuShipper.open(0, 1 << 20)) {
+      try (Loader loader = Loader.builder(ds).features(FEATURES).sampleBatches(64).prefetch(4, 2)
+          .batchMemory(gpu.batchMemory()).build()) {
+        int shipped = shipAll(loader, gpu, true);
+        assertTrue(gpu.shippedDirect() >= shipped - 8, gpu.shippedDirect() + " of " + shipped + " straight from pinned slabs");
+        assertTrue(gpu.copiesPerByte() < 1.5, "copies per byte: " + gpu.copiesPerByte());
+      }
+    }
+  }
+
+  private static final String[] FEATURES = {"amount", "merchant_category", "embedding", "score"};
+
+  /**
+   * Ships every batch of {@code loader}; each batch's host bytes are kept before it is shipped (the
+   * shipper takes it) and compared with the device's. With {@code overlap}, batches are released
+   * on a consumer stream and checked {@code DEFAULT_SLOTS - 1} ships later, while newer copies run.
+   */
+  private static int shipAll(Loader loader, GpuShipper gpu, boolean overlap) throws IOException {
+    CUstream_st consumer = new CUstream_st();
+    assertEquals(cudart.cudaSuccess, cudart.cudaStreamCreate(consumer));
+    java.util.ArrayDeque<Map.Entry<DeviceBatch, Map<String, byte[]>>> pending = new java.util.ArrayDeque<>();
+    int shipped = 0;
+    try {
+      for (Batch b : loader) {
+        Map<String, byte[]> host = new LinkedHashMap<>();
+        for (String f : b.featureNames()) {
+          host.put(f, firstBuffer(b.column(f)).toArray(ValueLayout.JAVA_BYTE));
+        }
+        DeviceBatch d = gpu.ship(b);
+        d.streamWait(consumer);
+        pending.addLast(Map.entry(d, host));
+        if (!overlap || pending.size() >= GpuShipper.DEFAULT_SLOTS - 1) {
+          var e = pending.pollFirst();
+          e.getKey().await();
+          check(e.getKey(), e.getValue());
+          e.getKey().release(consumer);
+        }
+        shipped++;
+      }
+      while (!pending.isEmpty()) {
+        var e = pending.pollFirst();
+        e.getKey().await();
+        check(e.getKey(), e.getValue());
+        e.getKey().close();
+      }
+      assertEquals(cudart.cudaSuccess, cudart.cudaStreamSynchronize(consumer));
+    } finally {
+      cudart.cudaStreamDestroy(consumer);
+    }
+    return shipped;
+  }
+
+  private static MemorySegment firstBuffer(Column c) {
+    return c.type().isFixedWidth() ? c.values().asSlice(0, (long) c.length() * c.type().kind().width())
+        : c.offsets().asSlice(0, 4L * (c.length() + 1));
+  }
+
+  private static void check(DeviceBatch d, Map<String, byte[]> host) {
+    for (Map.Entry<String, byte[]> e : host.entrySet()) {
+      DeviceBatch.Buffers buf = d.buffers(e.getKey());
+      long devAddr = buf.values() >= 0 && buf.offsets() < 0 ? buf.values() : buf.offsets();
+      byte[] back = new byte[e.getValue().length];
+      BytePointer dst = new BytePointer(back.length);
+      Pointer src = new Pointer() {
+        {
+          address = devAddr;
+        }
+      };
+      assertEquals(cudart.cudaSuccess, cudart.cudaMemcpy(dst, src, back.length, cudart.cudaMemcpyDeviceToHost));
+      dst.get(back);
+      dst.close();
+      assertArrayEquals(e.getValue(), back, e.getKey());
     }
   }
 }

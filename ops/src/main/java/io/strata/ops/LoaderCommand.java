@@ -229,6 +229,10 @@ final class LoaderCommand implements Runnable {
         com.fasterxml.jackson.databind.node.ArrayNode epochStats = Json.array();
         GroundTruth.Checker checker = verifyAgainst == null ? null : new GroundTruth.Checker(GroundTruth.read(verifyAgainst), ds);
         long lastProgress = System.nanoTime();
+        if (gpuUsable) {
+          shipper = GpuShipper.open(gpu, 64L << 20);
+          b.batchMemory(shipper.batchMemory());
+        }
         try (Loader loader = b.build()) {
           first = loader.position();
           EpochMarks marks = new EpochMarks(loader.tierStats(), epochStats);
@@ -260,19 +264,18 @@ final class LoaderCommand implements Runnable {
                     hex.toHexDigits(crc));
                 out.flush();
               }
-              if (gpuUsable) {
-                if (shipper == null) {
-                  shipper = GpuShipper.open(gpu, Math.max(64L << 20, 2 * batchRead.dataBytes()));
-                }
+              rows += batchRead.rows();
+              bytes += batchRead.dataBytes();
+              batches++;
+              if (shipper != null) {
+                // The shipper takes the batch (assembled in its pinned memory) and gives it back
+                // to the loader once the copy is done.
                 long t = System.nanoTime();
                 DeviceBatch d = shipper.ship(batchRead);
                 d.await();
                 shipNanos += System.nanoTime() - t;
                 shippedBytes += d.bytes();
               }
-              rows += batchRead.rows();
-              bytes += batchRead.dataBytes();
-              batches++;
               if (stepMs > 0) {
                 Thread.sleep(stepMs);
               }
@@ -308,6 +311,9 @@ final class LoaderCommand implements Runnable {
           if (gpu != null) {
             j.put("gpu", gpuUsable ? "device " + gpu : GpuShipper.unavailableReason());
             j.put("gpuBytes", shippedBytes).put("gpuSeconds", shipNanos / 1e9);
+            if (shipper != null) {
+              j.put("gpuCopiesPerByte", shipper.copiesPerByte());
+            }
           }
           if (json) {
             out.println(Json.compact(j));
@@ -316,8 +322,9 @@ final class LoaderCommand implements Runnable {
                 batches, Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds(seconds), batches / seconds,
                 Terminal.seconds(loader.timeToFirstBatchNanos() / 1e9), loader.batchesFromCache());
             if (gpuUsable) {
-              out.printf("GPU %d: shipped %s in %s (%.2f GB/s, packing into pinned memory included)%n", gpu,
-                  Terminal.bytes(shippedBytes), Terminal.seconds(shipNanos / 1e9), shippedBytes / 1e9 / Math.max(1e-9, shipNanos / 1e9));
+              out.printf("GPU %d: shipped %s in %s (%.2f GB/s; %.3f host copies per byte)%n", gpu,
+                  Terminal.bytes(shippedBytes), Terminal.seconds(shipNanos / 1e9), shippedBytes / 1e9 / Math.max(1e-9, shipNanos / 1e9),
+                  shipper.copiesPerByte());
             }
             if (checker != null) {
               out.printf("checked %s sample values of %d batches against %s: %d mismatches%n", Terminal.count(checker.values),

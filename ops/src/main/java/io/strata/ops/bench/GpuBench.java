@@ -41,6 +41,9 @@ final class GpuBench implements Callable<Integer> {
   @Option(names = "--seconds", defaultValue = "3", description = "Seconds per CPU measurement; default ${DEFAULT-VALUE}.")
   double seconds;
 
+  @Option(names = "--step-ms", defaultValue = "2", description = "GPU time of the synthetic training step per batch, ms; default ${DEFAULT-VALUE}.")
+  double stepMs;
+
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
@@ -53,9 +56,9 @@ final class GpuBench implements Callable<Integer> {
       res.set("cpu", cpu);
       res.putObject("ratios").put("assemblyVsMemcpy1", cpu.path("assembly1GBps").asDouble() / cpu.path("memcpy1GBps").asDouble())
           .put("assemblyVsMemcpyN", cpu.path("assemblyNGBps").asDouble() / cpu.path("memcpyNGBps").asDouble());
-      // Every byte delivered is copied once from a mapped segment into the batch's memory; on the
-      // GPU path GpuShipper copies it a second time into its pinned staging slot.
-      res.put("copiesPerByte", io.strata.gpu.GpuShipper.available() ? 2.0 : 1.0);
+      // Every byte delivered is copied once from a mapped segment into the batch's memory (on the
+      // GPU path, pinned memory: the GPU part below counts what the shipper packed besides).
+      res.put("copiesPerByte", 1.0);
       if (!json) {
         out.printf("CPU: assembly %.2f GB/s on 1 thread (%.0f %% of memcpy's %.2f GB/s), %.2f GB/s on %d threads (%.0f %% of"
                 + " memcpy's %.2f GB/s; %.2f GB/s with each batch split across them); %.1f copies per byte delivered%n",
@@ -77,47 +80,23 @@ final class GpuBench implements Callable<Integer> {
     if (dataset == null) {
       throw new IllegalArgumentException("--dataset is required when a GPU is available");
     }
-    try (Dataset ds = Dataset.open(dataset);
-        SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER);
-        Loader l = Loader.builder(ds).features(ds.featureNames()).segments(store).sampleBatches(512).epochs(1000)
-            .prefetch(4, 2).name("bench-gpu").build()) {
-      io.strata.gpu.GpuShipper shipper = null;
-      long bytes = 0;
-      long shipNanos = 0;
-      long waitNanos = 0;
-      long t0 = System.nanoTime();
-      try {
-        for (int i = 0; i < batches; i++) {
-          long w = System.nanoTime();
-          Batch b = l.next();
-          waitNanos += System.nanoTime() - w;
-          try (b) {
-            if (shipper == null) {
-              shipper = io.strata.gpu.GpuShipper.open(0, Math.max(64L << 20, 2 * b.dataBytes()));
-            }
-            long t = System.nanoTime();
-            var d = shipper.ship(b);
-            d.await();
-            shipNanos += System.nanoTime() - t;
-            bytes += d.bytes();
-          }
-        }
-      } finally {
-        if (shipper != null) {
-          shipper.close();
-        }
-      }
-      double total = (System.nanoTime() - t0) / 1e9;
-      res.put("available", true).put("batches", batches).put("bytes", bytes).put("h2dGBps", bytes / 1e9 / (shipNanos / 1e9))
-          .put("loaderWaitFraction", waitNanos / 1e9 / total).put("seconds", total);
-      if (json) {
-        out.println(Json.compact(res));
-      } else {
-        out.printf("shipped %d batches (%s) at %.2f GB/s host-to-device; waiting on the loader %.1f%% of the time%n", batches,
-            Terminal.bytes(bytes), bytes / 1e9 / (shipNanos / 1e9), 100 * waitNanos / 1e9 / total);
-      }
-      return 0;
+    ObjectNode gpu = GpuFeed.measure(dataset, ssd, batches, stepMs, threads != null ? threads
+        : Runtime.getRuntime().availableProcessors());
+    res.put("available", true).setAll(gpu);
+    res.withObject("ratios").put("endToEndVsPinnedPeak", gpu.path("endToEndGBps").asDouble() / gpu.path("pinnedPeakGBps").asDouble());
+    res.put("copiesPerByte", gpu.path("copiesPerByte").asDouble());
+    if (json) {
+      out.println(Json.compact(res));
+    } else {
+      out.printf("GPU: end to end %.2f GB/s = %.0f %% of the pinned cudaMemcpyAsync peak (%.2f GB/s) at %s batches;"
+              + " with a %.1f ms step per batch the GPU idles %.1f %% of the time; %.3f host copies per byte (%d of %d"
+              + " batches straight from pinned memory)%n",
+          gpu.path("endToEndGBps").asDouble(), 100 * res.path("ratios").path("endToEndVsPinnedPeak").asDouble(),
+          gpu.path("pinnedPeakGBps").asDouble(), Terminal.bytes(gpu.path("batchBytes").asLong()), gpu.path("stepMs").asDouble(),
+          100 * gpu.path("gpuIdleFraction").asDouble(), gpu.path("copiesPerByte").asDouble(), gpu.path("batchesDirect").asLong(),
+          gpu.path("batchesShipped").asLong());
     }
+    return 0;
   }
 
   /**
