@@ -25,26 +25,33 @@ public final class DeviceBatch implements AutoCloseable {
    * @param values values (for lists: the elements' values)
    * @param childOffsets offsets of list elements that are strings or binaries
    * @param rows rows of the feature
+   * @param nulls null rows
+   * @param childValidity validity of list elements
+   * @param childRows list elements
+   * @param childNulls null list elements
    */
-  public record Buffers(long validity, long offsets, long values, long childOffsets, int rows) {}
+  public record Buffers(long validity, long offsets, long values, long childOffsets, int rows, int nulls, long childValidity,
+      int childRows, int childNulls) {}
 
   private final GpuShipper shipper;
   private final GpuShipper.Slot slot;
   private final long token;
   private final Map<String, Buffers> buffers;
+  private final Map<String, io.strata.sdk.FeatureType> types;
   private final long bytes;
   private final long dmaBytes;
   private final boolean direct;
   private Batch host;
   private boolean released;
 
-  DeviceBatch(GpuShipper shipper, GpuShipper.Slot slot, long token, Batch host, Map<String, Buffers> buffers, long bytes,
-      long dmaBytes, boolean direct) {
+  DeviceBatch(GpuShipper shipper, GpuShipper.Slot slot, long token, Batch host, Map<String, Buffers> buffers,
+      Map<String, io.strata.sdk.FeatureType> types, long bytes, long dmaBytes, boolean direct) {
     this.shipper = shipper;
     this.slot = slot;
     this.token = token;
     this.host = host;
-    this.buffers = Map.copyOf(buffers);
+    this.buffers = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(buffers));
+    this.types = Map.copyOf(types);
     this.bytes = bytes;
     this.dmaBytes = dmaBytes;
     this.direct = direct;
@@ -80,6 +87,28 @@ public final class DeviceBatch implements AutoCloseable {
   /** Whether the batch was copied straight from the pinned memory it was assembled in. */
   public boolean direct() {
     return direct;
+  }
+
+  /**
+   * This batch through the Arrow C Device Data Interface: an {@code ArrowDeviceArray} on the CUDA
+   * device (a struct array, one child per feature, over the slot's device buffers: no copy) whose
+   * {@code sync_event} is the copy's event, and its {@code ArrowSchema}. The consumer waits on the
+   * event before reading, calls both release callbacks when done, and must be done before this
+   * device batch is released or its slot reused; releasing the export does not release the batch.
+   */
+  public io.strata.sdk.loader.ArrowCDevice exportArrowDevice() {
+    java.util.List<io.strata.sdk.format.ArrowCExport.Field> fields = new java.util.ArrayList<>();
+    int rows = 0;
+    for (Map.Entry<String, Buffers> e : buffers.entrySet()) {
+      Buffers b = e.getValue();
+      rows = b.rows();
+      fields.add(new io.strata.sdk.format.ArrowCExport.Field(e.getKey(), types.get(e.getKey()), b.rows(), b.nulls(),
+          Math.max(0, b.validity()), Math.max(0, b.offsets()), Math.max(0, b.values()), b.childRows(), b.childNulls(),
+          Math.max(0, b.childValidity()), Math.max(0, b.childOffsets())));
+    }
+    var x = io.strata.sdk.format.ArrowCExport.export(rows, fields, io.strata.sdk.format.ArrowCExport.DEVICE_CUDA,
+        shipper.device(), slot.copied.address());
+    return new io.strata.sdk.loader.ArrowCDevice(x.deviceArray(), x.schema());
   }
 
   /** Makes {@code consumer} wait (on the device) for this batch's copy; the host does not block. */

@@ -245,12 +245,11 @@ public final class GpuShipper implements AutoCloseable {
     if (direct) {
       for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
         MemorySegment[] p = e.getValue();
-        long[] place = new long[4];
-        for (int i = 0; i < 4; i++) {
+        long[] place = new long[PARTS];
+        for (int i = 0; i < PARTS; i++) {
           place[i] = p[i] == null || p[i].byteSize() == 0 ? -1 : slot.device + (p[i].address() - lo);
         }
-        buffers.put(e.getKey(), new DeviceBatch.Buffers(place[0], place[1], place[2], place[3],
-            batch.columns().get(e.getKey()).length()));
+        buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
       }
       Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(lo), span, cudart.cudaMemcpyHostToDevice, stream),
           "cudaMemcpyAsync");
@@ -266,8 +265,8 @@ public final class GpuShipper implements AutoCloseable {
       long at = 0;
       for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
         MemorySegment[] p = e.getValue();
-        long[] place = new long[4];
-        for (int i = 0; i < 4; i++) {
+        long[] place = new long[PARTS];
+        for (int i = 0; i < PARTS; i++) {
           if (p[i] == null || p[i].byteSize() == 0) {
             place[i] = -1;
             continue;
@@ -277,8 +276,7 @@ public final class GpuShipper implements AutoCloseable {
           place[i] = slot.device + at;
           at += p[i].byteSize();
         }
-        buffers.put(e.getKey(), new DeviceBatch.Buffers(place[0], place[1], place[2], place[3],
-            batch.columns().get(e.getKey()).length()));
+        buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
       }
       span = at;
       packedBytes += data;
@@ -294,7 +292,9 @@ public final class GpuShipper implements AutoCloseable {
     shippedDirect += direct ? 1 : 0;
     deliveredBytes += data;
     dmaBytes += span;
-    DeviceBatch d = new DeviceBatch(this, slot, token, batch, buffers, data, span, direct);
+    Map<String, io.strata.sdk.FeatureType> types = new LinkedHashMap<>();
+    batch.columns().forEach((name, c) -> types.put(name, c.type()));
+    DeviceBatch d = new DeviceBatch(this, slot, token, batch, buffers, types, data, span, direct);
     holding.addLast(d);
     return d;
   }
@@ -372,31 +372,43 @@ public final class GpuShipper implements AutoCloseable {
     return deliveredBytes == 0 ? 1.0 : 1.0 + (double) packedBytes / deliveredBytes;
   }
 
-  /** The buffers of a column in device order: validity, offsets, values, child offsets (normalized to row 0). */
+  private static final int PARTS = 5;
+
+  private static DeviceBatch.Buffers buffers(Column c, long[] place) {
+    Column child = c.child();
+    return new DeviceBatch.Buffers(place[0], place[1], place[2], place[3], c.length(), c.nullCount(), place[4],
+        child == null ? 0 : child.length(), child == null ? 0 : child.nullCount());
+  }
+
+  /**
+   * The buffers of a column in device order: validity, offsets, values (a list's element
+   * values), a list's element offsets, a list's element validity.
+   */
   private static MemorySegment[] parts(Column c) {
     if (c.offset() != 0 || (c.child() != null && c.child().offset() != 0)) {
       throw new IllegalArgumentException("only unsliced columns (as in batches) can be shipped");
     }
     int n = c.length();
     MemorySegment validity = c.hasNulls() ? c.validity().asSlice(0, (n + 7L) / 8) : null;
-    int width = c.type().kind().width();
     if (c.type().isFixedWidth()) {
-      MemorySegment values = width == 0 ? c.values().asSlice(0, (n + 7L) / 8) : c.values().asSlice(0, (long) n * width);
-      return new MemorySegment[] {validity, null, values, null};
+      return new MemorySegment[] {validity, null, fixedValues(c), null, null};
     }
     MemorySegment offsets = c.offsets().asSlice(0, 4L * (n + 1));
     if (c.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, c.values(), null};
+      return new MemorySegment[] {validity, offsets, c.values(), null, null};
     }
     Column child = c.child();
-    int w = child.type().kind().width();
-    if (w > 0) {
-      return new MemorySegment[] {validity, offsets, child.values().asSlice(0, (long) child.length() * w), null};
-    }
+    MemorySegment childValidity = child.hasNulls() ? child.validity().asSlice(0, (child.length() + 7L) / 8) : null;
     if (child.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, child.values(), child.offsets()};
+      return new MemorySegment[] {validity, offsets, child.values(), child.offsets().asSlice(0, 4L * (child.length() + 1)),
+          childValidity};
     }
-    return new MemorySegment[] {validity, offsets, child.values().asSlice(0, (child.length() + 7L) / 8), null};
+    return new MemorySegment[] {validity, offsets, fixedValues(child), null, childValidity};
+  }
+
+  private static MemorySegment fixedValues(Column c) {
+    int width = c.type().kind().width();
+    return width == 0 ? c.values().asSlice(0, (c.length() + 7L) / 8) : c.values().asSlice(0, (long) c.length() * width);
   }
 
   /**

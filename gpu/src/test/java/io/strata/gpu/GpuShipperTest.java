@@ -95,6 +95,9 @@ class GpuShipperTest {
           host.put(f, firstBuffer(b.column(f)).toArray(ValueLayout.JAVA_BYTE));
         }
         DeviceBatch d = gpu.ship(b);
+        if (shipped == 0) {
+          checkExport(d, host.keySet().iterator().next());
+        }
         d.streamWait(consumer);
         pending.addLast(Map.entry(d, host));
         if (!overlap || pending.size() >= GpuShipper.DEFAULT_SLOTS - 1) {
@@ -116,6 +119,35 @@ class GpuShipperTest {
       cudart.cudaStreamDestroy(consumer);
     }
     return shipped;
+  }
+
+  /**
+   * The batch's Arrow C Device export: a struct array on CUDA device 0 over the slot's buffers,
+   * its sync event the copy's; both release callbacks free it.
+   */
+  @SuppressWarnings("restricted")
+  private static void checkExport(DeviceBatch d, String feature) {
+    int live = io.strata.sdk.format.ArrowCExport.live();
+    io.strata.sdk.loader.ArrowCDevice e = d.exportArrowDevice();
+    MemorySegment dev = MemorySegment.ofAddress(e.deviceArray()).reinterpret(128);
+    assertEquals(io.strata.sdk.format.ArrowCExport.DEVICE_CUDA, dev.get(ValueLayout.JAVA_INT, 88), "device_type");
+    assertEquals(0, dev.get(ValueLayout.JAVA_LONG, 80), "device_id");
+    assertTrue(dev.get(ValueLayout.ADDRESS, 96).address() != 0, "sync_event");
+    assertEquals(d.featureNames().size(), dev.get(ValueLayout.JAVA_LONG, 32), "one child per feature");
+    MemorySegment first = dev.get(ValueLayout.ADDRESS, 48).reinterpret(8).get(ValueLayout.ADDRESS, 0).reinterpret(80);
+    MemorySegment bufs = first.get(ValueLayout.ADDRESS, 40).reinterpret(8 * first.get(ValueLayout.JAVA_LONG, 24));
+    DeviceBatch.Buffers b = d.buffers(feature);
+    assertEquals(b.offsets() >= 0 ? b.offsets() : b.values(), bufs.getAtIndex(ValueLayout.JAVA_LONG, 1), "device address");
+    java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+    java.lang.foreign.FunctionDescriptor release = java.lang.foreign.FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
+    MemorySegment schema = MemorySegment.ofAddress(e.schema()).reinterpret(72);
+    try {
+      linker.downcallHandle(dev.get(ValueLayout.ADDRESS, 64), release).invokeExact(dev);
+      linker.downcallHandle(schema.get(ValueLayout.ADDRESS, 56), release).invokeExact(schema);
+    } catch (Throwable t) {
+      throw new AssertionError(t);
+    }
+    assertEquals(live, io.strata.sdk.format.ArrowCExport.live(), "released");
   }
 
   private static MemorySegment firstBuffer(Column c) {

@@ -199,6 +199,21 @@ public final class Batch implements AutoCloseable {
         BatchCodec.metadata(this));
   }
 
+  /**
+   * This batch through the Arrow C Device Data Interface, on the CPU device: an {@code
+   * ArrowDeviceArray} holding a struct array (one child per feature) and its {@code ArrowSchema},
+   * over the batch's own buffers (no copy), for a consumer in this process (pyarrow's {@code
+   * RecordBatch._import_from_c_device}, a framework). The consumer calls both release callbacks
+   * when done, and must be done before the batch is closed: the buffers are the batch's.
+   */
+  public ArrowCDevice exportArrowDevice() {
+    checkOpen();
+    List<io.strata.sdk.format.ArrowCExport.Field> fields = new java.util.ArrayList<>();
+    columns().forEach((name, c) -> fields.add(io.strata.sdk.format.ArrowCExport.hostField(name, c)));
+    var e = io.strata.sdk.format.ArrowCExport.export(rows, fields, io.strata.sdk.format.ArrowCExport.DEVICE_CPU, -1, 0);
+    return new ArrowCDevice(e.deviceArray(), e.schema());
+  }
+
   private void checkOpen() {
     if (closed) {
       throw new IllegalStateException("batch " + epoch + "/" + step + " is already closed");
