@@ -53,7 +53,7 @@ final class PlanIntake {
       stepChunks[k] = new int[] {order.get(k % order.size())};
     }
     install(job, ds, features, stepChunks, 0, Math.max(1, order.size()), substitutable);
-    return new TierViews.PlanAnswer(job, ds.name(), ds.version(), null, null, null, length);
+    return new TierViews.PlanAnswer(job, ds.name(), ds.version(), null, null, null, length, state.plannedJobs());
   }
 
   /**
@@ -79,7 +79,8 @@ final class PlanIntake {
         throw NodeException.badRequest("plan of job '" + job + "': " + e.getMessage());
       }
       int total = install(job, ds, features, stepChunks, program.startStep(), Math.max(1, perEpoch), substitutable);
-      return new TierViews.PlanAnswer(job, ds.name(), ds.version(), stepChunks.length, perEpoch, program.startStep(), total);
+      return new TierViews.PlanAnswer(job, ds.name(), ds.version(), stepChunks.length, perEpoch, program.startStep(), total,
+          state.plannedJobs());
     }
   }
 

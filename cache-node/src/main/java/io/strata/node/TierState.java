@@ -248,6 +248,11 @@ final class TierState {
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
 
+  /** Jobs whose plans the node holds now. */
+  synchronized int plannedJobs() {
+    return planned.size();
+  }
+
   /** Changes how long a silent job's plan is kept (tests). */
   synchronized void planLease(double seconds) {
     jobs.lease(seconds);

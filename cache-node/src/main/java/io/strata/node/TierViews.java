@@ -40,7 +40,7 @@ final class TierViews {
   /** {@code POST /v1/plans}: the steps are given for a program, not for a chunk order. */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record PlanAnswer(String job, String dataset, String version, Integer steps, Long stepsPerEpoch, Long startStep,
-      long reads) {}
+      long reads, int jobsPlanned) {}
 
   /** {@code POST /v1/segments/check}. */
   @JsonInclude(JsonInclude.Include.NON_NULL)

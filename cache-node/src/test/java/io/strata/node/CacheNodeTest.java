@@ -159,6 +159,24 @@ class CacheNodeTest {
   }
 
   @Test
+  void autoAssemblyThreadsShareTheCoresAmongTheJobsTheNodeHasPlansFor() throws Exception {
+    int cores = Runtime.getRuntime().availableProcessors();
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      try (Loader first = job(ds, "auto-1").assemblyThreads(Loader.Builder.AUTO).build();
+          Loader second = job(ds, "auto-2").assemblyThreads(Loader.Builder.AUTO).build()) {
+        assertEquals(1, first.node().jobsPlanned(), "the first job's plan is the node's only one");
+        assertEquals(2, second.node().jobsPlanned());
+        assertEquals(Math.min(SHARED.size(), cores), first.assemblyThreads());
+        assertEquals(Math.min(SHARED.size(), Math.max(1, cores / 2)), second.assemblyThreads());
+      }
+      try (Loader alone = Loader.builder(ds).features(SHARED).sampleBatches(64).prefetch(2, 2)
+          .assemblyThreads(Loader.Builder.AUTO).build()) {
+        assertEquals(Math.min(SHARED.size(), Math.max(1, cores / 2)), alone.assemblyThreads(), "no node: this job alone, 2 workers");
+      }
+    }
+  }
+
+  @Test
   void theNodeExpandsAJobsProgramAndRecordsAReplayableTrace() throws Exception {
     try (Dataset ds = Dataset.open(datasetDir)) {
       io.strata.sdk.loader.PlanProgram program;

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -117,9 +118,29 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--threads", defaultValue = "1", description = "Prefetch threads; default ${DEFAULT-VALUE}.")
     int threads;
 
-    @Option(names = "--assembly-threads", defaultValue = "1",
-        description = "Threads that assemble each batch together, a group of its features each; default ${DEFAULT-VALUE}.")
-    int assemblyThreads;
+    @Option(names = "--assembly-threads", paramLabel = "N|auto",
+        description = "Threads that assemble each batch together, a group of its features each, or auto (the cores shared"
+            + " among the jobs the node has plans for); default 1, auto with --gpu.")
+    String assemblyThreads;
+
+    private int assemblyThreadsOption() {
+      if (assemblyThreads == null) {
+        return gpu != null ? Loader.Builder.AUTO : 1;
+      }
+      if (assemblyThreads.equals("auto")) {
+        return Loader.Builder.AUTO;
+      }
+      try {
+        int n = Integer.parseInt(assemblyThreads);
+        if (n >= 1) {
+          return n;
+        }
+      } catch (NumberFormatException e) {
+        // the message below
+      }
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--assembly-threads must be a number from 1 to 256 or auto, got '" + assemblyThreads + "'");
+    }
 
     @Option(names = "--checkpoint", description = "Resume from this file if it exists; rewrite it after every batch.")
     Path checkpoint;
@@ -184,7 +205,7 @@ final class LoaderCommand implements Runnable {
             .epochs(epochs)
             .shard(rank, world)
             .prefetch(prefetch, threads)
-            .assemblyThreads(assemblyThreads)
+            .assemblyThreads(assemblyThreadsOption())
             .substitutable(substitutable)
             .shuffle(!noShuffle);
         boolean nodeReachable = true;
@@ -290,7 +311,7 @@ final class LoaderCommand implements Runnable {
           ObjectNode j = Json.object();
           j.put("batches", batches).put("rows", rows).put("bytes", bytes).put("seconds", seconds);
           j.put("startEpoch", first.epoch()).put("startStep", first.step());
-          j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6);
+          j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6).put("assemblyThreads", loader.assemblyThreads());
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))

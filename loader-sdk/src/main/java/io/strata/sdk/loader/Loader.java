@@ -143,7 +143,8 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
     }
     this.slabs = new SlabPool(b.depth + b.threads + 2, b.batchMemory);
-    this.assemblyThreads = Math.min(b.assemblyThreads, features.size());
+    this.assemblyThreads = Math.min(b.assemblyThreads == Builder.AUTO ? autoAssemblyThreads(b.threads) : b.assemblyThreads,
+        features.size());
     if (b.cacheRoot != null) {
       cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
       cache.cleanTemporaries();
@@ -161,6 +162,20 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
         assembled, cache, new AtomicInteger(), assemblyThreads, subst == null);
     this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
         subst == null ? n -> n : subst::choose);
+  }
+
+  /**
+   * Assembly threads per batch when the job asks the loader to choose: the cores shared among the
+   * jobs planned on this host's node (1 without a node) and this loader's prefetch threads.
+   */
+  private int autoAssemblyThreads(int prefetchThreads) {
+    int jobs = node == null ? 1 : Math.max(1, node.jobsPlanned());
+    return Math.max(1, Runtime.getRuntime().availableProcessors() / (jobs * prefetchThreads));
+  }
+
+  /** Threads each batch is assembled on (chosen at build when the builder asked for {@link Builder#AUTO}). */
+  public int assemblyThreads() {
+    return assemblyThreads;
   }
 
   /** A builder for a loader over {@code dataset}. */
@@ -473,15 +488,20 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       return this;
     }
 
+    /** {@link #assemblyThreads}: let the loader choose from the cores and the jobs on the host. */
+    public static final int AUTO = 0;
+
     /**
      * Assemble each batch on {@code threads} threads at once, each filling a group of the
-     * features of about equal bytes per row (1, the default: one thread per batch). The batches
-     * are the same either way; splitting shortens each batch's assembly, for a job that waits on
-     * one batch at a time or a GPU that wants batches sooner.
+     * features of about equal bytes per row (1, the default: one thread per batch; {@link #AUTO}:
+     * the host's cores divided among the jobs its node has plans for and this loader's prefetch
+     * threads, at most one per feature). The batches are the same either way; splitting shortens
+     * each batch's assembly, for a job that waits on one batch at a time or a GPU that wants
+     * batches sooner.
      */
     public Builder assemblyThreads(int threads) {
-      if (threads < 1 || threads > 256) {
-        throw new IllegalArgumentException("assembly threads must be 1 to 256, got " + threads);
+      if (threads < 0 || threads > 256) {
+        throw new IllegalArgumentException("assembly threads must be 1 to 256 (or AUTO), got " + threads);
       }
       this.assemblyThreads = threads;
       return this;

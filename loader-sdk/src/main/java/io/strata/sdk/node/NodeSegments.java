@@ -79,11 +79,20 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     sendPlan();
   }
 
+  /** Jobs with plans on the node when this job last declared its own (0: not known). */
+  private volatile int jobsPlanned;
+
+  /** Jobs with plans on the node (this one included) when this job declared its plan; 0 when not known. */
+  public int jobsPlanned() {
+    return jobsPlanned;
+  }
+
   private synchronized void sendPlan() {
     if (connected && plan != null && !plan.features().isEmpty()) {
       long at = Math.max(plan.program().startStep(), step.get());
       try {
-        client.declarePlan(job, dataset.name(), plan.features(), plan.program().from(at), plan.substitutable());
+        JsonNode answer = client.declarePlan(job, dataset.name(), plan.features(), plan.program().from(at), plan.substitutable());
+        jobsPlanned = answer.path("jobsPlanned").asInt(0);
       } catch (NodeClient.NodeRequestException e) {
         // The node refused the plan (too large to expand, say): the job reads on without one.
         lastError = "the node refused the plan: " + e.getMessage();
