@@ -395,15 +395,20 @@ public final class GpuShipper implements AutoCloseable {
     }
     MemorySegment offsets = c.offsets().asSlice(0, 4L * (n + 1));
     if (c.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, c.values(), null, null};
+      return new MemorySegment[] {validity, offsets, usedBytes(c), null, null};
     }
     Column child = c.child();
     MemorySegment childValidity = child.hasNulls() ? child.validity().asSlice(0, (child.length() + 7L) / 8) : null;
     if (child.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, child.values(), child.offsets().asSlice(0, 4L * (child.length() + 1)),
+      return new MemorySegment[] {validity, offsets, usedBytes(child), child.offsets().asSlice(0, 4L * (child.length() + 1)),
           childValidity};
     }
     return new MemorySegment[] {validity, offsets, fixedValues(child), null, childValidity};
+  }
+
+  /** The bytes a string or binary column's rows use (its buffer may be larger: a builder's capacity). */
+  private static MemorySegment usedBytes(Column c) {
+    return c.values().asSlice(0, c.length() == 0 ? 0 : c.end(c.length() - 1));
   }
 
   private static MemorySegment fixedValues(Column c) {
