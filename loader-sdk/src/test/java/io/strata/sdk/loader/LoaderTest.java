@@ -290,8 +290,10 @@ class LoaderTest {
       assertTrue(one.size() > 10, "batches: " + one.size());
       assertEquals(one, three, "3 assembly threads");
       assertEquals(one, many, "more assembly threads than features");
+      assertEquals(one, checksums(mode.get().assemblyThreads(Loader.Builder.AUTO)), "as many as the loader chooses");
     }
-    assertThrows(IllegalArgumentException.class, () -> Loader.builder(dataset).assemblyThreads(0));
+    assertThrows(IllegalArgumentException.class, () -> Loader.builder(dataset).assemblyThreads(-1));
+    assertThrows(IllegalArgumentException.class, () -> Loader.builder(dataset).assemblyThreads(257));
   }
 
   @Test

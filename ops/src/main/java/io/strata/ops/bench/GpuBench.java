@@ -32,7 +32,7 @@ final class GpuBench implements Callable<Integer> {
   @Option(names = "--ssd", description = "SSD tier with the features promoted.")
   Path ssd;
 
-  @Option(names = "--batches", defaultValue = "200", description = "Batches shipped; default ${DEFAULT-VALUE}.")
+  @Option(names = "--batches", defaultValue = "1000", description = "Batches shipped per GPU measurement; default ${DEFAULT-VALUE}.")
   int batches;
 
   @Option(names = "--threads", description = "Assembly and memcpy threads of the N-thread figures; default: the cores.")
