@@ -184,7 +184,11 @@ public final class TieredReader implements AutoCloseable {
       long s = starts[k];
       int n = offsets[k + 1] - offsets[k];
       if (s < 0 || n < 0 || s + n > dataset.rows()) {
-        break; // appendRows names the bad range
+        byFeature = false; // appendRows names the bad range
+        break;
+      }
+      if (n == 0) {
+        continue; // nothing to copy, no chunk to hold
       }
       ChunkInfo c = chunks.get(dataset.chunkOf(s));
       byFeature = s + n <= c.endRow();
@@ -216,6 +220,9 @@ public final class TieredReader implements AutoCloseable {
       try {
         for (int k = 0; k < units; k++) {
           int n = offsets[k + 1] - offsets[k];
+          if (n == 0) {
+            continue;
+          }
           Column col = cols[chunk[k]];
           b.appendRange(col, local[k], n);
           perChunk[chunk[k]] += rangeBytes(col, local[k], n);

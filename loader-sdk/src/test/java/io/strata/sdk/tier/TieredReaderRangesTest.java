@@ -1,6 +1,7 @@
 package io.strata.sdk.tier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
@@ -57,6 +58,12 @@ class TieredReaderRangesTest {
         assertEquals(0, stats.bytes(TierStats.Tier.HDD), "nothing from ORC");
         // A range crossing chunks 0 and 1 takes the range by range path.
         same(orc, read(reader, starts, lengths, arena));
+        // An empty range adds nothing; one beyond the dataset is refused by name.
+        same(orcInChunks, read(reader, new long[] {6_100, 17, 9_000, 3_000, 8_999, 450}, new int[] {300, 41, 0, 77, 1, 120},
+            arena));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> read(reader, new long[] {17, 8_990}, new int[] {5, 20}, arena));
+        assertTrue(e.getMessage().contains("8990"), e.getMessage());
 
         // The string offsets of chunk 2 damaged while the reader has the segment mapped.
         SegmentRef victim = store.segments().stream()
