@@ -160,6 +160,18 @@ final class HazelcastCluster implements Cluster {
     }
   }
 
+  /**
+   * Removes the entries member {@code id} published: a key scan here rather than a predicate run
+   * on the members (which would have to be serialized there).
+   */
+  private static void removeKeysOf(IMap<String, ?> map, String id) {
+    for (String k : List.copyOf(map.keySet())) {
+      if (k.startsWith(id + SEP)) {
+        map.remove(k);
+      }
+    }
+  }
+
   private static String key(SegmentRef ref) {
     return Cluster.chunkKey(ref.info().dataset(), ref.info().datasetVersion(), ref.info().columns().getFirst(), ref.info().chunk());
   }
@@ -226,17 +238,8 @@ final class HazelcastCluster implements Cluster {
       return;
     }
     urls.remove(id);
-    // Key scans here rather than a predicate run on the members (which would have to be serialized there).
-    for (String k : List.copyOf(jobs.keySet())) {
-      if (k.startsWith(id + SEP)) {
-        jobs.remove(k);
-      }
-    }
-    for (String k : List.copyOf(reads.keySet())) {
-      if (k.startsWith(id + SEP)) {
-        reads.remove(k);
-      }
-    }
+    removeKeysOf(jobs, id);
+    removeKeysOf(reads, id);
     for (Map.Entry<String, String> e : residency.entrySet()) {
       if (e.getValue().equals(id) && residency.remove(e.getKey(), id)) {
         cleaned.incrementAndGet();

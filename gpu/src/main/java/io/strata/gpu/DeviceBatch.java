@@ -37,21 +37,23 @@ public final class DeviceBatch implements AutoCloseable {
   private final GpuShipper.Slot slot;
   private final long token;
   private final Map<String, Buffers> buffers;
-  private final Map<String, io.strata.sdk.FeatureType> types;
+  private final Map<String, io.strata.sdk.FeatureType> types = new java.util.HashMap<>();
+  private final int rows;
   private final long bytes;
   private final long dmaBytes;
   private final boolean direct;
   private Batch host;
   private boolean released;
 
-  DeviceBatch(GpuShipper shipper, GpuShipper.Slot slot, long token, Batch host, Map<String, Buffers> buffers,
-      Map<String, io.strata.sdk.FeatureType> types, long bytes, long dmaBytes, boolean direct) {
+  DeviceBatch(GpuShipper shipper, GpuShipper.Slot slot, long token, Batch host, Map<String, Buffers> buffers, long bytes,
+      long dmaBytes, boolean direct) {
     this.shipper = shipper;
     this.slot = slot;
     this.token = token;
     this.host = host;
     this.buffers = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(buffers));
-    this.types = Map.copyOf(types);
+    host.columns().forEach((name, c) -> types.put(name, c.type()));
+    this.rows = host.rows();
     this.bytes = bytes;
     this.dmaBytes = dmaBytes;
     this.direct = direct;
@@ -98,10 +100,8 @@ public final class DeviceBatch implements AutoCloseable {
    */
   public io.strata.sdk.loader.ArrowCDevice exportArrowDevice() {
     java.util.List<io.strata.sdk.format.ArrowCExport.Field> fields = new java.util.ArrayList<>();
-    int rows = 0;
     for (Map.Entry<String, Buffers> e : buffers.entrySet()) {
       Buffers b = e.getValue();
-      rows = b.rows();
       fields.add(new io.strata.sdk.format.ArrowCExport.Field(e.getKey(), types.get(e.getKey()), b.rows(), b.nulls(),
           Math.max(0, b.validity()), Math.max(0, b.offsets()), Math.max(0, b.values()), b.childRows(), b.childNulls(),
           Math.max(0, b.childValidity()), Math.max(0, b.childOffsets())));

@@ -46,7 +46,6 @@ public final class GpuShipper implements AutoCloseable {
 
   /** One device buffer, the staging buffer for batches not in pinned memory, and their events. */
   static final class Slot {
-    final int index;
     long device;
     long deviceBytes;
     long staging;
@@ -58,8 +57,7 @@ public final class GpuShipper implements AutoCloseable {
     boolean releaseRecorded;
     boolean stagingInFlight;
 
-    Slot(int index, long bytes) throws IOException {
-      this.index = index;
+    Slot(long bytes) throws IOException {
       Cuda.check(cudart.cudaEventCreateWithFlags(copied, cudart.cudaEventDisableTiming), "cudaEventCreate");
       Cuda.check(cudart.cudaEventCreateWithFlags(released, cudart.cudaEventDisableTiming), "cudaEventCreate");
       growDevice(bytes);
@@ -123,7 +121,7 @@ public final class GpuShipper implements AutoCloseable {
     boolean ok = false;
     try {
       for (int i = 0; i < slotCount; i++) {
-        slots[i] = new Slot(i, initialBytes);
+        slots[i] = new Slot(initialBytes);
       }
       ok = true;
     } finally {
@@ -241,19 +239,10 @@ public final class GpuShipper implements AutoCloseable {
       Cuda.check(cudart.cudaStreamWaitEvent(stream, slot.released, 0), "cudaStreamWaitEvent");
       slot.releaseRecorded = false;
     }
-    Map<String, DeviceBatch.Buffers> buffers = new LinkedHashMap<>();
-    if (direct) {
-      for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
-        MemorySegment[] p = e.getValue();
-        long[] place = new long[PARTS];
-        for (int i = 0; i < PARTS; i++) {
-          place[i] = p[i] == null || p[i].byteSize() == 0 ? -1 : slot.device + (p[i].address() - lo);
-        }
-        buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
-      }
-      Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(lo), span, cudart.cudaMemcpyHostToDevice, stream),
-          "cudaMemcpyAsync");
-    } else {
+    // Direct: the buffers keep their places relative to the batch's first byte in its slab.
+    // Packed: they are copied one after another (64-byte aligned) into the slot's staging buffer.
+    MemorySegment staging = null;
+    if (!direct) {
       if (slot.stagingInFlight) {
         Cuda.check(cudart.cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
         slot.stagingInFlight = false;
@@ -261,30 +250,35 @@ public final class GpuShipper implements AutoCloseable {
       if (span > slot.stagingBytes) {
         slot.growStaging(Math.max(span + span / 4, initialBytes));
       }
-      MemorySegment staging = Cuda.segment(slot.staging, slot.stagingBytes);
-      long at = 0;
-      for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
-        MemorySegment[] p = e.getValue();
-        long[] place = new long[PARTS];
-        for (int i = 0; i < PARTS; i++) {
-          if (p[i] == null || p[i].byteSize() == 0) {
-            place[i] = -1;
-            continue;
-          }
+      staging = Cuda.segment(slot.staging, slot.stagingBytes);
+    }
+    Map<String, DeviceBatch.Buffers> buffers = new LinkedHashMap<>();
+    long at = 0;
+    for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
+      MemorySegment[] p = e.getValue();
+      long[] place = new long[PARTS];
+      for (int i = 0; i < PARTS; i++) {
+        if (p[i] == null || p[i].byteSize() == 0) {
+          place[i] = -1;
+        } else if (direct) {
+          place[i] = slot.device + (p[i].address() - lo);
+        } else {
           at = (at + ALIGN - 1) & -ALIGN;
           MemorySegment.copy(p[i], 0, staging, at, p[i].byteSize());
           place[i] = slot.device + at;
           at += p[i].byteSize();
         }
-        buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
       }
+      buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
+    }
+    if (!direct) {
       span = at;
       packedBytes += data;
-      if (span > 0) {
-        Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(slot.staging), span, cudart.cudaMemcpyHostToDevice,
-            stream), "cudaMemcpyAsync");
-      }
       slot.stagingInFlight = true;
+    }
+    if (span > 0) {
+      Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(direct ? lo : slot.staging), span,
+          cudart.cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
     }
     Cuda.check(cudart.cudaEventRecord(slot.copied, stream), "cudaEventRecord");
     slot.lastCopy = token;
@@ -292,9 +286,7 @@ public final class GpuShipper implements AutoCloseable {
     shippedDirect += direct ? 1 : 0;
     deliveredBytes += data;
     dmaBytes += span;
-    Map<String, io.strata.sdk.FeatureType> types = new LinkedHashMap<>();
-    batch.columns().forEach((name, c) -> types.put(name, c.type()));
-    DeviceBatch d = new DeviceBatch(this, slot, token, batch, buffers, types, data, span, direct);
+    DeviceBatch d = new DeviceBatch(this, slot, token, batch, buffers, data, span, direct);
     holding.addLast(d);
     return d;
   }

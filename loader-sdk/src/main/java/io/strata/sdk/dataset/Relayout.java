@@ -194,9 +194,10 @@ public final class Relayout {
       try (Reader reader = OrcIo.open(p)) {
         rows = DatasetImporter.addStripes(reader, f, row, chunks);
       }
+      long size = Files.size(p);
       row += rows;
-      bytes += Files.size(p);
-      infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), Files.size(p), rows, DatasetFiles.crc32c(p)));
+      bytes += size;
+      infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), size, rows, DatasetFiles.crc32c(p)));
     }
     if (chunks.size() != old.chunks().size()) {
       throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");

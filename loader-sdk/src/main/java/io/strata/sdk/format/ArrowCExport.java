@@ -240,7 +240,6 @@ public final class ArrowCExport {
     release(base.reinterpret(SCHEMA_BYTES), 56, 64, 40, 32);
   }
 
-  @SuppressWarnings("restricted")
   private static void release(MemorySegment s, long releaseAt, long idAt, long childrenAt, long countAt) {
     long id = s.get(ValueLayout.JAVA_LONG, idAt);
     markReleased(s, releaseAt, childrenAt, countAt, s.byteSize());

@@ -169,17 +169,17 @@ final class GpuBench implements Callable<Integer> {
       long[] window = new long[2];
       for (int t = 0; t < n; t++) {
         done.add(pool.submit(() -> {
-          try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            java.lang.foreign.MemorySegment from = arena.allocate(size, 64);
-            java.lang.foreign.MemorySegment to = arena.allocate(size, 64);
+          try (Arena arena = Arena.ofConfined()) {
+            MemorySegment from = arena.allocate(size, 64);
+            MemorySegment to = arena.allocate(size, 64);
             from.fill((byte) 7);
-            java.lang.foreign.MemorySegment.copy(from, 0, to, 0, size); // touch both
+            MemorySegment.copy(from, 0, to, 0, size); // touch both
             start.await();
             long t0 = System.nanoTime();
             long end = t0 + (long) (seconds * 1e9);
             long copied = 0;
             while (System.nanoTime() < end) {
-              java.lang.foreign.MemorySegment.copy(from, 0, to, 0, size);
+              MemorySegment.copy(from, 0, to, 0, size);
               copied += size;
             }
             synchronized (window) {
