@@ -177,6 +177,8 @@ public final class OrcTable implements AutoCloseable {
     private final List<Integer> columns;
     private final Map<Integer, RecordReader> open = new HashMap<>();
     private final Map<Integer, Long> position = new HashMap<>();
+    /** Chunks whose open reader was opened to seek (see {@link OrcIo#enableSeeking}). */
+    private final java.util.Set<Integer> seeking = new java.util.HashSet<>();
     private VectorizedRowBatch batch;
 
     private Cursor(List<String> names, List<Integer> columns) {
@@ -243,11 +245,22 @@ public final class OrcTable implements AutoCloseable {
       Path file = filePath(c.file());
       try {
         RecordReader rr = open.get(c.index());
+        boolean seek = rr == null ? firstRow != c.firstRow() : position.get(c.index()) != firstRow;
+        if (rr != null && seek && !seeking.contains(c.index())) {
+          // Opened for reading from its start; a seek needs the reader that can seek.
+          forget(c.index());
+          rr = null;
+        }
         if (rr == null) {
           Reader reader = reader(c.file());
           Reader.Options options =
               reader.options().include(include(reader.getSchema(), columns)).range(c.offset(), c.length());
-          OrcIo.enableSeeking(options, reader.getSchema());
+          if (seek) {
+            // Only a reader that seeks gets the search argument: with it, orc-core reads the
+            // stripe's row index (one more request) whenever its column is projected.
+            OrcIo.enableSeeking(options, reader.getSchema());
+            seeking.add(c.index());
+          }
           rr = rows(reader, options);
           open.put(c.index(), rr);
           position.put(c.index(), c.firstRow());
@@ -255,8 +268,7 @@ public final class OrcTable implements AutoCloseable {
             batch = reader.getSchema().createRowBatch(TypeDescription.RowBatchVersion.USE_DECIMAL64, BATCH_ROWS);
           }
         }
-        long pos = position.get(c.index());
-        if (pos != firstRow) {
+        if (seek) {
           rr.seekToRow(firstRow - fileFirstRow[c.file()]);
         }
         int done = 0;
@@ -296,6 +308,7 @@ public final class OrcTable implements AutoCloseable {
     private void forget(int chunk) {
       RecordReader rr = open.remove(chunk);
       position.remove(chunk);
+      seeking.remove(chunk);
       if (rr != null) {
         try {
           rr.close();
@@ -319,6 +332,7 @@ public final class OrcTable implements AutoCloseable {
       }
       open.clear();
       position.clear();
+      seeking.clear();
       if (first != null) {
         throw first;
       }

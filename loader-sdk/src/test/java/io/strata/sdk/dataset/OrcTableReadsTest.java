@@ -1,0 +1,71 @@
+package io.strata.sdk.dataset;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
+import io.strata.sdk.format.Columns;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The read requests a chunk read issues, and seeking cursors that reopen what they opened to read from the start. */
+class OrcTableReadsTest {
+  @TempDir Path tmp;
+
+  private Path generate() throws Exception {
+    Path dir = tmp.resolve("ds");
+    DatasetGenerator.generate(dir,
+        DatasetGenerator.Options.of("reads", 30_000, 3).withFeatures(12).withChunking(5_000, 3), Progress.NONE);
+    return dir;
+  }
+
+  @Test
+  void aChunkReadIssuesTheStripeFooterAndOneReadPerRunOfColumnsAndNoRowIndexRead() throws Exception {
+    Path dir = generate();
+    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
+      List<FeatureInfo> cols = ds.columns();
+      // The first column of the file (the one a seeking reader's search argument names) and its neighbour: one run.
+      List<String> adjacent = List.of(cols.get(0).name(), cols.get(1).name());
+      ds.orc().readChunk(0, adjacent, arena); // opens the file: its tail and statistics
+      long r0 = OrcReads.requests();
+      ds.orc().readChunk(1, adjacent, arena);
+      assertEquals(2, OrcReads.requests() - r0, "stripe footer + one run of two adjacent columns");
+      // Two columns apart: two runs.
+      List<String> apart = List.of(cols.get(0).name(), cols.get(2).name());
+      long r1 = OrcReads.requests();
+      ds.orc().readChunk(2, apart, arena);
+      assertEquals(3, OrcReads.requests() - r1, "stripe footer + two runs");
+    }
+  }
+
+  @Test
+  void aCursorThatReadFromAChunksStartSeeksBackAndForwardWithTheSameValues() throws Exception {
+    Path dir = generate();
+    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
+      List<String> names = ds.featureNames();
+      try (OrcTable.Cursor cursor = ds.orc().cursor(names)) {
+        // Opened to read from the start of chunk 0 (no seeking), then asked for rows behind and ahead.
+        Map<String, Column> head = cursor.readRows(0, 1_000, arena);
+        Map<String, Column> back = cursor.readRows(200, 300, arena);
+        Map<String, Column> ahead = cursor.readRows(3_000, 1_500, arena);
+        Map<String, Column> next = cursor.readRows(4_500, 1_000, arena); // continues into chunk 1
+        for (String n : names) {
+          assertSame(ds.orc().readRows(0, 1_000, List.of(n), arena).get(n), head.get(n), n + " head");
+          assertSame(ds.orc().readRows(200, 300, List.of(n), arena).get(n), back.get(n), n + " back");
+          assertSame(ds.orc().readRows(3_000, 1_500, List.of(n), arena).get(n), ahead.get(n), n + " ahead");
+          assertSame(ds.orc().readRows(4_500, 1_000, List.of(n), arena).get(n), next.get(n), n + " next");
+        }
+      }
+    }
+  }
+
+  private static void assertSame(Column expected, Column actual, String what) {
+    assertEquals(-1, Columns.firstDifference(expected, actual), what);
+  }
+}
