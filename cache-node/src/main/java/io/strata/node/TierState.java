@@ -44,12 +44,12 @@ final class TierState {
   private final Jobs jobs;
   private final TraceRecorder trace;
   private final Reservations reserved = new Reservations();
-  /** Per dataset, the bytes its current version's readers read per job and feature: what a relayout would learn from. */
+  /** Per dataset, the chunk reads its current version's readers made per job and feature: what a relayout would learn from. */
   private final Map<String, CoAccess> coAccess = new HashMap<>();
   /** Jobs per dataset whose reads are kept for the co-access (the first ones). */
   static final int CO_ACCESS_JOBS = 256;
 
-  /** What the jobs read of one version of a dataset: job to feature to bytes. */
+  /** What the jobs read of one version of a dataset: job to feature to chunk reads. */
   record CoAccess(String version, Map<String, Map<String, Long>> reads) {}
   private PromotionQueue queue;
   /** The plans in force, by job name (what peer prefetch looks ahead in). */
@@ -213,7 +213,7 @@ final class TierState {
       features = new HashMap<>();
       byJob.put(job, features);
     }
-    features.merge(r.feature(), r.bytes(), Long::sum);
+    features.merge(r.feature(), 1L, Long::sum);
   }
 
   /** The version of {@code dataset} whose reads {@link #coAccess} holds, or null before any read. */

@@ -97,7 +97,7 @@ final class RelayoutCommand implements Callable<Integer> {
     }
     if (dryRun) {
       out.put("changed", false);
-      print(w, out, String.format("%s: %s -> %s reads per stripe per job (bytes-weighted, %d jobs); order: %s", m.name(),
+      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs); order: %s", m.name(),
           f2(plan.runsBefore()), f2(plan.runsAfter()), plan.jobs(), String.join(",", plan.order())));
       return 0;
     }

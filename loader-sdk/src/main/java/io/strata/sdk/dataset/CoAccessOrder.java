@@ -10,37 +10,47 @@ import java.util.TreeSet;
 
 /**
  * A column order in which the features jobs read together sit together, learned from what jobs
- * read (bytes per job and feature).
+ * read (chunk reads per job and feature).
  *
  * <p>A job that projects the features {@code S} of a stripe issues about one read per maximal run
  * of {@code S}'s columns in the stripe's column order (adjacent column streams are contiguous in
- * the file). The cost of an order is therefore the sum over jobs of the job's bytes read times the
- * number of runs its features form; the best possible is one run per job. The method: features
+ * the file), whatever the number of features or their bytes. The cost of an order is therefore
+ * the sum over jobs of the stripes the job reads times the number of runs its features form; the
+ * best possible is one run per job. A job's stripe reads are taken as its reads per feature (its
+ * total over its feature count): weighting by bytes instead would favour jobs that read many or
+ * wide features, which issue no more requests per stripe than the others. The method: features
  * read by exactly the same jobs (the same <em>signature</em>) are interchangeable and kept
  * together as one group, in their present order; features no job read form the last group. The
  * groups are chained greedily (start with the group read most; repeatedly attach, at either end of
- * the chain, the group with the most bytes of jobs in common with that end), and the chain is
+ * the chain, the group with the most weight of jobs in common with that end), and the chain is
  * then improved by local search (moving a segment of one to three groups elsewhere, reversed or
- * not, and reversing a segment in place) until no move lowers the cost. On a co-access graph that admits one run per job this finds it often; in general it is a
- * heuristic (the exact problem, the consecutive-ones arrangement with the fewest breaks, is
- * NP-hard). Deterministic: the same input gives the same order.
+ * not, and reversing a segment in place) until no move lowers the cost, then by seeded simulated
+ * annealing (2,000 steps per group, at most some 50 M group-job visits; segment reversals and single moves, temperature from 1 to
+ * 0.01 runs per job) followed by the same local search, kept only if it is better. On a co-access
+ * graph that admits one run per job this finds it often; in general it is a heuristic (the exact
+ * problem, the consecutive-ones arrangement with the fewest breaks, is NP-hard). Deterministic:
+ * the same input gives the same order.
  */
 public final class CoAccessOrder {
   private CoAccessOrder() {}
 
-  /** A proposed order and its cost (bytes-weighted runs per job) before and after; the lower bound is 1. */
+  /**
+   * A proposed order and its cost before and after: runs per stripe read (a job's runs weighted by
+   * its stripe reads), about the requests per stripe a job issues for its data; the lower bound is 1.
+   */
   public record Plan(List<String> order, double runsBefore, double runsAfter, int jobs, int groups) {}
 
   /**
    * The order for {@code columns} (the dataset's columns in their present order) given what each
-   * job read: job to feature to bytes (features not among {@code columns} are ignored).
+   * job read: job to feature to chunk reads (features not among {@code columns} are ignored; any
+   * measure proportional to the chunk reads of a feature serves).
    */
   public static Plan plan(List<String> columns, Map<String, Map<String, Long>> reads) {
     Map<String, Integer> index = new HashMap<>();
     for (int i = 0; i < columns.size(); i++) {
       index.put(columns.get(i), i);
     }
-    // Jobs that read the same features count as one, weighted by their bytes together.
+    // Jobs that read the same features count as one, weighted by their stripe reads together.
     Map<Set<Integer>, Double> bySet = new LinkedHashMap<>();
     for (String job : new TreeSet<>(reads.keySet())) {
       Set<Integer> s = new TreeSet<>();
@@ -53,7 +63,7 @@ public final class CoAccessOrder {
         }
       }
       if (!s.isEmpty()) {
-        bySet.merge(s, w, Double::sum);
+        bySet.merge(s, w / s.size(), Double::sum);
       }
     }
     List<Set<Integer>> sets = new ArrayList<>(bySet.keySet());
@@ -140,8 +150,27 @@ public final class CoAccessOrder {
         }
       }
     }
-    // Local search while a move lowers the cost: a segment of one to three groups moved
-    // elsewhere (reversed or not), or a segment reversed in place.
+    chain = improve(chain, signatures, weight);
+    chain = anneal(chain, signatures, weight);
+    List<String> order = new ArrayList<>();
+    for (int a : chain) {
+      for (int c : groups.get(a)) {
+        order.add(columns.get(c));
+      }
+    }
+    if (unread != null) {
+      for (int c : unread) {
+        order.add(columns.get(c));
+      }
+    }
+    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), reads.size(), g);
+  }
+
+  /**
+   * Local search while a move lowers the cost: a segment of one to three groups moved elsewhere
+   * (reversed or not), or a segment reversed in place.
+   */
+  private static List<Integer> improve(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
     double cost = cost(chain, signatures, weight);
     for (int pass = 0; pass < 200; pass++) {
       double before = cost;
@@ -186,21 +215,64 @@ public final class CoAccessOrder {
         break;
       }
     }
-    List<String> order = new ArrayList<>();
-    for (int a : chain) {
-      for (int c : groups.get(a)) {
-        order.add(columns.get(c));
-      }
-    }
-    if (unread != null) {
-      for (int c : unread) {
-        order.add(columns.get(c));
-      }
-    }
-    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), reads.size(), g);
+    return chain;
   }
 
-  /** Bytes-weighted runs per job of {@code chain} (groups in order). */
+  /** Annealing steps per group of the chain (bounded: the node recomputes its advice every 30 s). */
+  private static final int ANNEAL_STEPS_PER_GROUP = 2_000;
+
+  /**
+   * Simulated annealing from {@code chain} (moves: reverse a segment, move one group), then local
+   * search on the best order it visited; the result is never worse than {@code chain}. Local
+   * search alone stops in the first local minimum, which on tangled co-access graphs is often a
+   * run or more per job above what an order allows. Seeded: deterministic.
+   */
+  private static List<Integer> anneal(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
+    int g = chain.size();
+    if (g < 4) {
+      return chain;
+    }
+    double total = 0;
+    for (double w : weight) {
+      total += w;
+    }
+    java.util.Random rnd = new java.util.Random(g * 31L + weight.length);
+    List<Integer> cur = new ArrayList<>(chain);
+    double cc = cost(cur, signatures, weight) / total;
+    List<Integer> best = new ArrayList<>(cur);
+    double bc = cc;
+    // Each step costs about groups x jobs: bounded to some 50 M of those (tens of milliseconds).
+    int steps = (int) Math.min((long) ANNEAL_STEPS_PER_GROUP * g, 50_000_000L / ((long) g * weight.length));
+    double t0 = 1.0;
+    double t1 = 0.01;
+    for (int step = 0; step < steps; step++) {
+      double t = t0 * Math.pow(t1 / t0, (double) step / steps);
+      int i = rnd.nextInt(g);
+      int j = rnd.nextInt(g);
+      if (i == j) {
+        continue;
+      }
+      List<Integer> cand = new ArrayList<>(cur);
+      if (rnd.nextBoolean()) {
+        java.util.Collections.reverse(cand.subList(Math.min(i, j), Math.max(i, j) + 1));
+      } else {
+        cand.add(j, cand.remove(i));
+      }
+      double c = cost(cand, signatures, weight) / total;
+      if (c <= cc || rnd.nextDouble() < Math.exp((cc - c) / t)) {
+        cur = cand;
+        cc = c;
+        if (cc < bc - 1e-12) {
+          bc = cc;
+          best = new ArrayList<>(cur);
+        }
+      }
+    }
+    best = improve(best, signatures, weight);
+    return cost(best, signatures, weight) < cost(chain, signatures, weight) - 1e-9 ? best : chain;
+  }
+
+  /** Runs per job of {@code chain} (groups in order), weighted by the jobs' stripe reads. */
   private static double cost(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
     double total = 0;
     for (int j = 0; j < weight.length; j++) {
@@ -219,8 +291,9 @@ public final class CoAccessOrder {
   }
 
   /**
-   * The bytes-weighted mean number of runs the jobs' features form in {@code order}: about the
-   * read requests per stripe a job issues (1 is the least possible); 0 without reads.
+   * The mean number of runs the jobs' features form in {@code order}, weighted by the jobs' stripe
+   * reads (reads per feature, as {@link #plan}): about the data read requests per stripe a job
+   * issues (1 is the least possible); 0 without reads.
    */
   public static double runs(List<String> order, List<String> columns, Map<String, Map<String, Long>> reads) {
     Set<String> known = new TreeSet<>(columns);
@@ -228,14 +301,17 @@ public final class CoAccessOrder {
     double weights = 0;
     for (Map<String, Long> r : reads.values()) {
       double w = 0;
+      int features = 0;
       for (Map.Entry<String, Long> e : r.entrySet()) {
         if (known.contains(e.getKey()) && e.getValue() > 0) {
           w += e.getValue();
+          features++;
         }
       }
       if (w == 0) {
         continue;
       }
+      w /= features;
       int runs = 0;
       boolean in = false;
       for (String c : order) {
@@ -253,9 +329,9 @@ public final class CoAccessOrder {
   }
 
   /**
-   * Bytes read per job and feature of {@code dataset} in a trace in the CSV of docs/FORMAT.md §5
-   * (read records only: plan, step and end records carry no bytes); {@code what} names the source
-   * in errors.
+   * Chunk reads per job and feature of {@code dataset} in a trace in the CSV of docs/FORMAT.md §5
+   * (read records, one per job, feature and chunk read; plan, step and end records are skipped, and
+   * so are reads of no bytes); {@code what} names the source in errors.
    */
   public static Map<String, Map<String, Long>> readsFromTrace(String csv, String dataset, String what) throws java.io.IOException {
     Map<String, Map<String, Long>> out = new java.util.TreeMap<>();
@@ -285,7 +361,9 @@ public final class CoAccessOrder {
         } catch (NumberFormatException e) {
           throw new java.io.IOException(what + " line " + n + ": bytes '" + p[5] + "' is not a number");
         }
-        out.computeIfAbsent(p[1], j -> new java.util.TreeMap<>()).merge(p[3], Math.max(0, bytes), Long::sum);
+        if (bytes > 0) {
+          out.computeIfAbsent(p[1], j -> new java.util.TreeMap<>()).merge(p[3], 1L, Long::sum);
+        }
       }
     }
     return out;

@@ -52,4 +52,25 @@ class CoAccessOrderTest {
     assertEquals(1, Math.abs(a - c), "the heavy job's features are adjacent: " + p.order());
     assertTrue(p.runsAfter() <= p.runsBefore());
   }
+
+  @Test
+  void jobsCountByTheirStripeReadsNotByTheirFeatures() {
+    // Both jobs read every chunk 4 times; one reads two features in two runs, one four in one run.
+    // Each issues its runs per stripe read whatever its feature count: the mean is 1.5 requests
+    // per stripe read (bytes or feature counts as weights would say 1.33).
+    List<String> order = List.of("a", "b", "c", "d");
+    Map<String, Map<String, Long>> r = new TreeMap<>();
+    r.put("narrow", Map.of("a", 4L, "c", 4L));
+    r.put("wide", Map.of("a", 4L, "b", 4L, "c", 4L, "d", 4L));
+    assertEquals(1.5, CoAccessOrder.runs(order, order, r), 1e-9);
+  }
+
+  @Test
+  void aTraceGivesChunkReadsPerJobAndFeature() throws Exception {
+    String csv = "time,job,dataset,feature,chunk,bytes\n"
+        + "0,j1,ds,a,0,800\n1,j1,ds,a,1,800\n2,j1,ds,b,0,80\n3,j2,ds,a,0,800\n"
+        + "4,j2,other,a,0,800\n5,j2,ds,@plan,0,0\n6,j2,ds,b,3,0\n";
+    Map<String, Map<String, Long>> r = CoAccessOrder.readsFromTrace(csv, "ds", "t.csv");
+    assertEquals(Map.of("j1", Map.of("a", 2L, "b", 1L), "j2", Map.of("a", 1L)), r);
+  }
 }
