@@ -72,6 +72,16 @@ final class RelayoutBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
+  @Option(names = "--emulate-hdd", description = "Put both copies on an emulated HDD (a loop-mounted ext4 whose reads"
+      + " the blkio cgroup throttles; needs root): cold epochs then pay per request as on a disk that seeks.")
+  boolean emulateHdd;
+
+  @Option(names = "--hdd-iops", defaultValue = "100", description = "Requests per second of the emulated HDD; default ${DEFAULT-VALUE}.")
+  int hddIops;
+
+  @Option(names = "--hdd-mbps", defaultValue = "150", description = "MB/s of the emulated HDD; default ${DEFAULT-VALUE}.")
+  int hddMbps;
+
   /** One job: the features it reads. */
   private record Job(String name, List<String> features) {}
 
@@ -87,14 +97,23 @@ final class RelayoutBench implements Callable<Integer> {
       rounds = 1;
       jobs = Math.min(jobs, 8);
     }
-    if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000) {
-      throw new IllegalArgumentException("need --features >= 20, --jobs >= 1, --rounds >= 1 and --rows >= 1000");
+    if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000 || hddIops < 1 || hddMbps < 1) {
+      throw new IllegalArgumentException(
+          "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
     }
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-relayout") : work;
+    EmulatedHdd hdd = null;
     try {
-      Path before = dir.resolve("before");
-      Path after = dir.resolve("after");
+      if (emulateHdd) {
+        // Two copies of about 110 bytes per row per 16 features, the relayout's new files and ext4's own.
+        long bytes = Math.max(256L << 20, 4 * rows * features * 8 + (64L << 20));
+        hdd = EmulatedHdd.create(dir, bytes, hddIops, hddMbps * 1_000_000L);
+        log.println("emulated HDD: " + hdd.describe());
+      }
+      Path data = hdd != null ? hdd.root() : dir;
+      Path before = data.resolve("before");
+      Path after = data.resolve("after");
       log.println("generating " + Terminal.count(rows) + " rows x " + features + " columns ...");
       int chunkRows = (int) Math.max(1000, rows / 20);
       DatasetGenerator.Options o = DatasetGenerator.Options.of("relayout", rows, seed).withFeatures(features)
@@ -122,8 +141,8 @@ final class RelayoutBench implements Callable<Integer> {
       Epochs b = null;
       Epochs a = null;
       for (int round = 0; round < rounds; round++) {
-        b = epochs(before, js, dropper);
-        a = epochs(after, js, dropper);
+        b = epochs(before, js, dropper, hdd);
+        a = epochs(after, js, dropper, hdd);
         beforeSecs.add(b.seconds());
         afterSecs.add(a.seconds());
         log.printf("round %d/%d: before %d requests %s, after %d requests %s%n", round + 1, rounds, b.requests(),
@@ -138,6 +157,12 @@ final class RelayoutBench implements Callable<Integer> {
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
       o2.put("cold", dropper != null ? "posix_fadvise(DONTNEED) on every ORC file before each job's epoch"
           : "not dropped (no python3 with os.posix_fadvise): warm page cache");
+      if (hdd != null) {
+        o2.putObject("disk").put("emulatedHdd", true).put("iops", hdd.iops()).put("bytesPerSecond", hdd.bytesPerSecond())
+            .put("readAheadKiB", EmulatedHdd.READ_AHEAD_KIB).put("what", hdd.describe());
+      } else {
+        o2.putObject("disk").put("emulatedHdd", false).put("what", "the working directory's own disk");
+      }
       o2.putObject("before").put("requestsPerEpoch", b.requests()).put("bytesPerEpoch", b.bytes()).put("epochSeconds", tb);
       o2.putObject("after").put("requestsPerEpoch", a.requests()).put("bytesPerEpoch", a.bytes()).put("epochSeconds", ta);
       o2.put("identical", identical);
@@ -159,6 +184,9 @@ final class RelayoutBench implements Callable<Integer> {
       }
       return 0;
     } finally {
+      if (hdd != null) {
+        hdd.close();
+      }
       if (temporary) {
         Processes.deleteTree(dir);
       }
@@ -210,7 +238,7 @@ final class RelayoutBench implements Callable<Integer> {
   }
 
   /** Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the page cache. */
-  private static Epochs epochs(Path dir, List<Job> js, String dropper) throws IOException, InterruptedException {
+  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd) throws IOException, InterruptedException {
     long requests = 0;
     long bytes = 0;
     double seconds = 0;
@@ -226,16 +254,25 @@ final class RelayoutBench implements Callable<Integer> {
         }
         long r0 = OrcReads.requests();
         long b0 = OrcReads.bytes();
+        if (hdd != null) {
+          hdd.enter();
+        }
         long t0 = System.nanoTime();
-        for (int c = 0; c < ds.chunks().size(); c++) {
-          try (Arena arena = Arena.ofConfined()) {
-            Map<String, Column> cols = ds.orc().readChunk(c, j.features(), arena);
-            for (String f : j.features()) {
-              checksum = checksum * 31 + Columns.checksum(cols.get(f));
+        try {
+          for (int c = 0; c < ds.chunks().size(); c++) {
+            try (Arena arena = Arena.ofConfined()) {
+              Map<String, Column> cols = ds.orc().readChunk(c, j.features(), arena);
+              for (String f : j.features()) {
+                checksum = checksum * 31 + Columns.checksum(cols.get(f));
+              }
             }
           }
+        } finally {
+          seconds += (System.nanoTime() - t0) / 1e9;
+          if (hdd != null) {
+            hdd.leave();
+          }
         }
-        seconds += (System.nanoTime() - t0) / 1e9;
         requests += OrcReads.requests() - r0;
         bytes += OrcReads.bytes() - b0;
       }

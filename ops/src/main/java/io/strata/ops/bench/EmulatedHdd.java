@@ -1,0 +1,176 @@
+package io.strata.ops.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A disk that costs what an HDD costs per request, for benchmarks on machines without one: an
+ * ext4 file system in a loop device whose reads are throttled by the cgroup v1 blkio controller
+ * to {@code iops} requests and {@code bytesPerSecond} per second (a 7,200 rpm disk does about 100
+ * random reads per second and 150 MB/s sequentially), with the device's read-ahead at 128 KiB (a
+ * common disk default). Only the loop device is throttled, and only while this process is inside
+ * the cgroup ({@link #enter()} to {@link #leave()}); what it reads elsewhere runs at full speed.
+ *
+ * <p>What it models and what it does not: every block request the kernel sends to the device
+ * waits its turn in a budget of {@code iops} per second, as a seek would, and bytes flow at most
+ * at {@code bytesPerSecond}; requests larger than the device's largest (1.25 MiB for a loop
+ * device) count as several, where one seek would do on a real disk (so long reads are charged
+ * more than an HDD would charge them), and there is no rotational or seek-distance model. Needs
+ * root, {@code losetup}, {@code mkfs.ext4} and {@code /sys/fs/cgroup/blkio}.
+ *
+ * <p>Not thread-safe: one benchmark thread sets it up, moves the process in and out, and closes
+ * it. {@link #close()} undoes every step that succeeded (cgroup, mount, loop device, image), in
+ * reverse order, also after a failed {@link #create}.
+ */
+final class EmulatedHdd implements AutoCloseable {
+  static final Path BLKIO = Path.of("/sys/fs/cgroup/blkio");
+  static final int READ_AHEAD_KIB = 128;
+
+  private final Path image;
+  private final Path mount;
+  private final int iops;
+  private final long bytesPerSecond;
+  private String loop;
+  private boolean mounted;
+  private Path cgroup;
+  private boolean inside;
+
+  private EmulatedHdd(Path image, Path mount, int iops, long bytesPerSecond) {
+    this.image = image;
+    this.mount = mount;
+    this.iops = iops;
+    this.bytesPerSecond = bytesPerSecond;
+  }
+
+  /**
+   * An emulated HDD of {@code bytes} in {@code dir} (its image file and mount point are created
+   * there), or an exception naming what this machine lacks.
+   */
+  static EmulatedHdd create(Path dir, long bytes, int iops, long bytesPerSecond) throws IOException, InterruptedException {
+    if (!Files.isDirectory(BLKIO) || !Files.isWritable(BLKIO.resolve("cgroup.procs"))) {
+      throw new IOException("--emulate-hdd needs root and the cgroup v1 blkio controller at " + BLKIO);
+    }
+    EmulatedHdd hdd = new EmulatedHdd(dir.resolve("hdd.img"), dir.resolve("hdd"), iops, bytesPerSecond);
+    boolean ok = false;
+    try {
+      try (var f = new java.io.RandomAccessFile(hdd.image.toFile(), "rw")) {
+        f.setLength(bytes);
+      }
+      run("mkfs.ext4", "-q", "-F", hdd.image.toString());
+      hdd.loop = run("losetup", "-f", "--show", hdd.image.toString()).strip();
+      String name = Path.of(hdd.loop).getFileName().toString();
+      Files.writeString(Path.of("/sys/block", name, "queue", "read_ahead_kb"), Integer.toString(READ_AHEAD_KIB));
+      String device = Files.readString(Path.of("/sys/block", name, "dev")).strip();
+      Files.createDirectories(hdd.mount);
+      run("mount", hdd.loop, hdd.mount.toString());
+      hdd.mounted = true;
+      hdd.cgroup = BLKIO.resolve("strata-hdd-" + ProcessHandle.current().pid());
+      Files.createDirectory(hdd.cgroup);
+      Files.writeString(hdd.cgroup.resolve("blkio.throttle.read_iops_device"), device + " " + iops);
+      Files.writeString(hdd.cgroup.resolve("blkio.throttle.read_bps_device"), device + " " + bytesPerSecond);
+      ok = true;
+      return hdd;
+    } finally {
+      if (!ok) {
+        hdd.close();
+      }
+    }
+  }
+
+  /** Where the emulated disk is mounted. */
+  Path root() {
+    return mount;
+  }
+
+  /** From now on this process's reads from the disk are throttled. */
+  void enter() throws IOException {
+    Files.writeString(cgroup.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
+    inside = true;
+  }
+
+  /** This process back in the blkio root: its reads run at the device's speed. */
+  void leave() throws IOException {
+    if (inside) {
+      Files.writeString(BLKIO.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
+      inside = false;
+    }
+  }
+
+  /** What the disk is, for a benchmark's report. */
+  String describe() {
+    return "loop-mounted ext4 throttled by blkio to " + iops + " requests/s and " + bytesPerSecond / 1_000_000
+        + " MB/s, read-ahead " + READ_AHEAD_KIB + " KiB";
+  }
+
+  int iops() {
+    return iops;
+  }
+
+  long bytesPerSecond() {
+    return bytesPerSecond;
+  }
+
+  @Override
+  public void close() throws IOException {
+    List<String> failures = new ArrayList<>();
+    try {
+      leave();
+    } catch (IOException e) {
+      failures.add("leaving the cgroup: " + e.getMessage());
+    }
+    if (cgroup != null) {
+      try {
+        Files.deleteIfExists(cgroup);
+      } catch (IOException e) {
+        failures.add("removing " + cgroup + ": " + e.getMessage());
+      }
+    }
+    if (mounted) {
+      try {
+        run("umount", mount.toString());
+        mounted = false;
+      } catch (IOException e) {
+        failures.add(e.getMessage());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        failures.add("interrupted while unmounting " + mount);
+      }
+    }
+    if (loop != null && !mounted) {
+      try {
+        run("losetup", "-d", loop);
+        loop = null;
+      } catch (IOException e) {
+        failures.add(e.getMessage());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        failures.add("interrupted while detaching " + loop);
+      }
+    }
+    if (!mounted && loop == null) {
+      Files.deleteIfExists(image);
+      Files.deleteIfExists(mount);
+    }
+    if (!failures.isEmpty()) {
+      throw new IOException("cleaning up the emulated HDD failed: " + String.join("; ", failures));
+    }
+  }
+
+  private static String run(String... cmd) throws IOException, InterruptedException {
+    Process p;
+    try {
+      p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    } catch (IOException e) {
+      throw new IOException("--emulate-hdd needs " + cmd[0] + ": " + e.getMessage(), e);
+    }
+    String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (p.waitFor() != 0) {
+      throw new IOException(String.join(" ", cmd) + " failed: " + text.strip());
+    }
+    return text;
+  }
+}
