@@ -35,6 +35,7 @@ final class EmulatedHdd implements AutoCloseable {
   private final int iops;
   private final long bytesPerSecond;
   private String loop;
+  private String device;
   private boolean mounted;
   private Path cgroup;
   private boolean inside;
@@ -65,6 +66,7 @@ final class EmulatedHdd implements AutoCloseable {
       String name = Path.of(hdd.loop).getFileName().toString();
       Files.writeString(Path.of("/sys/block", name, "queue", "read_ahead_kb"), Integer.toString(READ_AHEAD_KIB));
       String device = Files.readString(Path.of("/sys/block", name, "dev")).strip();
+      hdd.device = device;
       Files.createDirectories(hdd.mount);
       run("mount", hdd.loop, hdd.mount.toString());
       hdd.mounted = true;
@@ -98,6 +100,25 @@ final class EmulatedHdd implements AutoCloseable {
       Files.writeString(BLKIO.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
       inside = false;
     }
+  }
+
+  /**
+   * Read requests and bytes the device has served to this process while in the cgroup, as the
+   * kernel counts them below the page cache (read-ahead included; a request split into several
+   * counts as several): what the disk saw.
+   */
+  long[] deviceReads() throws IOException {
+    return new long[] {readCounter("blkio.throttle.io_serviced"), readCounter("blkio.throttle.io_service_bytes")};
+  }
+
+  private long readCounter(String file) throws IOException {
+    for (String line : Files.readAllLines(cgroup.resolve(file))) {
+      String[] p = line.strip().split("\\s+");
+      if (p.length == 3 && p[0].equals(device) && p[1].equals("Read")) {
+        return Long.parseLong(p[2]);
+      }
+    }
+    return 0;
   }
 
   /** What the disk is, for a benchmark's report. */

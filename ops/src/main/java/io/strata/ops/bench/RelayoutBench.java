@@ -40,7 +40,9 @@ import picocli.CommandLine.Spec;
  * learned from their trace. Two copies of one generated dataset, one relaid out, read in
  * alternating rounds; read requests and bytes counted where the ORC reader issues them ({@link
  * OrcReads}); cold epochs with the files dropped from the page cache first
- * ({@code posix_fadvise(DONTNEED)}, which needs no root); values compared by checksum.
+ * ({@code posix_fadvise(DONTNEED)}, which needs no root); each job opens the dataset itself (as its
+ * own process would); values compared by checksum. With {@code --emulate-hdd} both copies live on
+ * an {@link EmulatedHdd} and the requests the device saw are counted too.
  */
 @Command(name = "relayout", mixinStandardHelpOptions = true,
     description = "Read requests and cold-epoch time from ORC for jobs reading 5-20 of 60+ features (Zipf popularity),"
@@ -86,7 +88,7 @@ final class RelayoutBench implements Callable<Integer> {
   private record Job(String name, List<String> features) {}
 
   /** What one epoch of every job cost on one copy. */
-  private record Epochs(long requests, long bytes, double seconds, long checksum) {}
+  private record Epochs(long requests, long bytes, double seconds, long checksum, long deviceRequests, long deviceBytes) {}
 
   @Override
   public Integer call() throws Exception {
@@ -145,8 +147,9 @@ final class RelayoutBench implements Callable<Integer> {
         a = epochs(after, js, dropper, hdd);
         beforeSecs.add(b.seconds());
         afterSecs.add(a.seconds());
-        log.printf("round %d/%d: before %d requests %s, after %d requests %s%n", round + 1, rounds, b.requests(),
-            Terminal.seconds(b.seconds()), a.requests(), Terminal.seconds(a.seconds()));
+        log.printf("round %d/%d: before %d requests %s, after %d requests %s%s%n", round + 1, rounds, b.requests(),
+            Terminal.seconds(b.seconds()), a.requests(), Terminal.seconds(a.seconds()),
+            hdd == null ? "" : " (the device saw " + b.deviceRequests() + " and " + a.deviceRequests() + ")");
       }
       boolean identical = a.checksum() == b.checksum();
       double tb = median(beforeSecs);
@@ -163,13 +166,23 @@ final class RelayoutBench implements Callable<Integer> {
       } else {
         o2.putObject("disk").put("emulatedHdd", false).put("what", "the working directory's own disk");
       }
-      o2.putObject("before").put("requestsPerEpoch", b.requests()).put("bytesPerEpoch", b.bytes()).put("epochSeconds", tb);
-      o2.putObject("after").put("requestsPerEpoch", a.requests()).put("bytesPerEpoch", a.bytes()).put("epochSeconds", ta);
+      ObjectNode ob = o2.putObject("before").put("requestsPerEpoch", b.requests()).put("bytesPerEpoch", b.bytes())
+          .put("epochSeconds", tb);
+      ObjectNode oa = o2.putObject("after").put("requestsPerEpoch", a.requests()).put("bytesPerEpoch", a.bytes())
+          .put("epochSeconds", ta);
+      if (hdd != null) {
+        ob.put("deviceRequestsPerEpoch", b.deviceRequests()).put("deviceBytesPerEpoch", b.deviceBytes());
+        oa.put("deviceRequestsPerEpoch", a.deviceRequests()).put("deviceBytesPerEpoch", a.deviceBytes());
+      }
       o2.put("identical", identical);
       o2.putObject("ratios")
           .put("readsAfterVsBefore", b.requests() == 0 ? 0 : (double) a.requests() / b.requests())
           .put("bytesAfterVsBefore", b.bytes() == 0 ? 0 : (double) a.bytes() / b.bytes())
           .put("epochTimeAfterVsBefore", tb == 0 ? 0 : ta / tb);
+      if (hdd != null) {
+        ((ObjectNode) o2.get("ratios")).put("deviceReadsAfterVsBefore",
+            b.deviceRequests() == 0 ? 0 : (double) a.deviceRequests() / b.deviceRequests());
+      }
       if (!identical) {
         throw new IllegalStateException("the relaid-out dataset read different values than the original");
       }
@@ -243,6 +256,8 @@ final class RelayoutBench implements Callable<Integer> {
     long bytes = 0;
     double seconds = 0;
     long checksum = 0;
+    long deviceRequests = 0;
+    long deviceBytes = 0;
     try (Dataset ds = Dataset.open(dir)) {
       List<String> files = new ArrayList<>();
       for (Manifest.OrcFileInfo f : ds.manifest().files()) {
@@ -254,14 +269,17 @@ final class RelayoutBench implements Callable<Integer> {
         }
         long r0 = OrcReads.requests();
         long b0 = OrcReads.bytes();
+        long[] d0 = hdd != null ? hdd.deviceReads() : new long[2];
         if (hdd != null) {
           hdd.enter();
         }
         long t0 = System.nanoTime();
-        try {
-          for (int c = 0; c < ds.chunks().size(); c++) {
+        // Each job opens the dataset itself, as a job's own process would: its ORC readers read
+        // the files' tails again.
+        try (Dataset jd = Dataset.open(dir)) {
+          for (int c = 0; c < jd.chunks().size(); c++) {
             try (Arena arena = Arena.ofConfined()) {
-              Map<String, Column> cols = ds.orc().readChunk(c, j.features(), arena);
+              Map<String, Column> cols = jd.orc().readChunk(c, j.features(), arena);
               for (String f : j.features()) {
                 checksum = checksum * 31 + Columns.checksum(cols.get(f));
               }
@@ -271,13 +289,16 @@ final class RelayoutBench implements Callable<Integer> {
           seconds += (System.nanoTime() - t0) / 1e9;
           if (hdd != null) {
             hdd.leave();
+            long[] d1 = hdd.deviceReads();
+            deviceRequests += d1[0] - d0[0];
+            deviceBytes += d1[1] - d0[1];
           }
         }
         requests += OrcReads.requests() - r0;
         bytes += OrcReads.bytes() - b0;
       }
     }
-    return new Epochs(requests, bytes, seconds, checksum);
+    return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes);
   }
 
   /** The Python that drops files from the page cache, or null where there is none. */
