@@ -199,6 +199,9 @@ final class TierState {
   }
 
   private void noteCoAccess(Dataset ds, String job, Read r) {
+    if (r.bytes() <= 0) {
+      return;
+    }
     CoAccess ca = coAccess.get(ds.name());
     if (ca == null || !ca.version().equals(ds.version())) {
       ca = new CoAccess(ds.version(), new HashMap<>());

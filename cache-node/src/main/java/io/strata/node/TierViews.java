@@ -118,8 +118,9 @@ final class TierViews {
   record DatasetBrief(String name, long orcBytes, long ssdBytes, long quotaBytes, Layout layout) {}
 
   /**
-   * The dataset's column order against the one its readers' co-access suggests: the
-   * read requests per stripe read (weighted by the jobs' stripe reads) now and after a relayout, and whether the node suggests one.
+   * The dataset's column order against the one its readers' co-access suggests: the data read
+   * requests per stripe read (jobs weighted by their stripe reads) now and after a relayout, and
+   * whether the node suggests one.
    */
   record Layout(int jobs, double runsPerStripeNow, double runsPerStripeLearned, boolean relayoutSuggested) {}
 }

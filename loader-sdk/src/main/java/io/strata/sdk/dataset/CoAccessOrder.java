@@ -25,8 +25,9 @@ import java.util.TreeSet;
  * the chain, the group with the most weight of jobs in common with that end), and the chain is
  * then improved by local search (moving a segment of one to three groups elsewhere, reversed or
  * not, and reversing a segment in place) until no move lowers the cost, then by seeded simulated
- * annealing (2,000 steps per group, at most some 50 M group-job visits; segment reversals and single moves, temperature from 1 to
- * 0.01 runs per job) followed by the same local search, kept only if it is better. On a co-access
+ * annealing (2,000 steps per group, at most some 50 M group-job visits; segment reversals and
+ * single moves; temperature from 1 to 0.01 runs per job) followed by the same local search, kept
+ * only if it is better. On a co-access
  * graph that admits one run per job this finds it often; in general it is a heuristic (the exact
  * problem, the consecutive-ones arrangement with the fewest breaks, is NP-hard). Deterministic:
  * the same input gives the same order.

@@ -38,6 +38,8 @@ final class EmulatedHdd implements AutoCloseable {
   private String device;
   private boolean mounted;
   private Path cgroup;
+  /** The blkio cgroup this process was in before {@link #enter()}. */
+  private Path home;
   private boolean inside;
 
   private EmulatedHdd(Path image, Path mount, int iops, long bytesPerSecond) {
@@ -90,14 +92,23 @@ final class EmulatedHdd implements AutoCloseable {
 
   /** From now on this process's reads from the disk are throttled. */
   void enter() throws IOException {
+    if (home == null) {
+      home = BLKIO;
+      for (String line : Files.readAllLines(Path.of("/proc/self/cgroup"))) {
+        String[] p = line.split(":", 3);
+        if (p.length == 3 && java.util.Arrays.asList(p[1].split(",")).contains("blkio")) {
+          home = BLKIO.resolve(p[2].replaceFirst("^/", ""));
+        }
+      }
+    }
     Files.writeString(cgroup.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
     inside = true;
   }
 
-  /** This process back in the blkio root: its reads run at the device's speed. */
+  /** This process back in the blkio cgroup it came from: its reads run at the device's speed. */
   void leave() throws IOException {
     if (inside) {
-      Files.writeString(BLKIO.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
+      Files.writeString(home.resolve("cgroup.procs"), Long.toString(ProcessHandle.current().pid()));
       inside = false;
     }
   }

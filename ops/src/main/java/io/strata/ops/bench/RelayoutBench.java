@@ -108,7 +108,7 @@ final class RelayoutBench implements Callable<Integer> {
     EmulatedHdd hdd = null;
     try {
       if (emulateHdd) {
-        // Two copies of about 110 bytes per row per 16 features, the relayout's new files and ext4's own.
+        // Room for two copies, the relayout's rewrite and ext4's own, at up to 8 bytes a value.
         long bytes = Math.max(256L << 20, 4 * rows * features * 8 + (64L << 20));
         hdd = EmulatedHdd.create(dir, bytes, hddIops, hddMbps * 1_000_000L);
         log.println("emulated HDD: " + hdd.describe());
