@@ -25,9 +25,11 @@ import java.util.TreeSet;
  * the chain, the group with the most weight of jobs in common with that end), and the chain is
  * then improved by local search (moving a segment of one to three groups elsewhere, reversed or
  * not, and reversing a segment in place) until no move lowers the cost, then by seeded simulated
- * annealing (2,000 steps per group, at most some 50 M group-job visits; segment reversals and
- * single moves; temperature from 1 to 0.01 runs per job) followed by the same local search, kept
- * only if it is better. On a co-access
+ * annealing (20,000 steps per group; segment reversals and single moves; temperature from 1 to
+ * 0.01 runs per job) followed by the same local search, kept only if it is better. The cost of a
+ * chain is the weight of its groups' jobs less the weight neighbours share (a maximum-weight
+ * path through the groups), evaluated in time linear in the groups; the whole search is bounded
+ * to 400 M group visits (well under a second), whatever the number of features and jobs. On a co-access
  * graph that admits one run per job this finds it often; in general it is a heuristic (the exact
  * problem, the consecutive-ones arrangement with the fewest breaks, is NP-hard). Deterministic:
  * the same input gives the same order.
@@ -151,8 +153,20 @@ public final class CoAccessOrder {
         }
       }
     }
-    chain = improve(chain, signatures, weight);
-    chain = anneal(chain, signatures, weight);
+    // The cost of a chain is the total weight of its groups' jobs less the weight shared by each
+    // pair of neighbours (a job's run goes on across a neighbour it also reads): O(groups) to
+    // evaluate, whatever the number of jobs.
+    double base = 0;
+    for (double w : groupWeight) {
+      base += w;
+    }
+    Work work = new Work();
+    chain = improve(chain, base, affinity, work);
+    double jobsWeight = 0;
+    for (double w : weight) {
+      jobsWeight += w;
+    }
+    chain = anneal(chain, base, affinity, jobsWeight, work);
     List<String> order = new ArrayList<>();
     for (int a : chain) {
       for (int c : groups.get(a)) {
@@ -171,12 +185,12 @@ public final class CoAccessOrder {
    * Local search while a move lowers the cost: a segment of one to three groups moved elsewhere
    * (reversed or not), or a segment reversed in place.
    */
-  private static List<Integer> improve(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
-    double cost = cost(chain, signatures, weight);
-    for (int pass = 0; pass < 200; pass++) {
+  private static List<Integer> improve(List<Integer> chain, double base, double[][] affinity, Work work) {
+    double cost = cost(chain, base, affinity);
+    for (int pass = 0; pass < 200 && work.left(); pass++) {
       double before = cost;
       for (int len = 1; len <= 3; len++) {
-        for (int i = 0; i + len <= chain.size(); i++) {
+        for (int i = 0; i + len <= chain.size() && work.left(); i++) {
           List<Integer> segment = new ArrayList<>(chain.subList(i, i + len));
           List<Integer> rest = new ArrayList<>(chain);
           rest.subList(i, i + len).clear();
@@ -189,7 +203,8 @@ public final class CoAccessOrder {
                 java.util.Collections.reverse(seg);
               }
               cand.addAll(at, seg);
-              double c = cost(cand, signatures, weight);
+              double c = cost(cand, base, affinity);
+              work.spend(cand.size());
               if (c < cost - 1e-9) {
                 cost = c;
                 best = cand;
@@ -201,11 +216,12 @@ public final class CoAccessOrder {
           }
         }
       }
-      for (int i = 0; i < chain.size(); i++) {
+      for (int i = 0; i < chain.size() && work.left(); i++) {
         for (int j = i + 2; j <= chain.size(); j++) {
           List<Integer> cand = new ArrayList<>(chain);
           java.util.Collections.reverse(cand.subList(i, j));
-          double c = cost(cand, signatures, weight);
+          double c = cost(cand, base, affinity);
+          work.spend(cand.size());
           if (c < cost - 1e-9) {
             cost = c;
             chain = cand;
@@ -220,7 +236,7 @@ public final class CoAccessOrder {
   }
 
   /** Annealing steps per group of the chain (bounded: the node recomputes its advice every 30 s). */
-  private static final int ANNEAL_STEPS_PER_GROUP = 2_000;
+  private static final int ANNEAL_STEPS_PER_GROUP = 20_000;
 
   /**
    * Simulated annealing from {@code chain} (moves: reverse a segment, move one group), then local
@@ -228,22 +244,22 @@ public final class CoAccessOrder {
    * search alone stops in the first local minimum, which on tangled co-access graphs is often a
    * run or more per job above what an order allows. Seeded: deterministic.
    */
-  private static List<Integer> anneal(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
+  private static List<Integer> anneal(List<Integer> chain, double base, double[][] affinity, double jobsWeight, Work work) {
     int g = chain.size();
     if (g < 4) {
       return chain;
     }
-    double total = 0;
-    for (double w : weight) {
-      total += w;
+    // Costs in runs per job, so that the temperature means the same whatever the weights.
+    double total = jobsWeight;
+    if (total <= 0) {
+      return chain;
     }
-    java.util.Random rnd = new java.util.Random(g * 31L + weight.length);
+    java.util.Random rnd = new java.util.Random(g * 31L + 7);
     List<Integer> cur = new ArrayList<>(chain);
-    double cc = cost(cur, signatures, weight) / total;
+    double cc = cost(cur, base, affinity) / total;
     List<Integer> best = new ArrayList<>(cur);
     double bc = cc;
-    // Each step costs about groups x jobs: bounded to some 50 M of those (tens of milliseconds).
-    int steps = (int) Math.min((long) ANNEAL_STEPS_PER_GROUP * g, 50_000_000L / ((long) g * weight.length));
+    int steps = (int) Math.min((long) ANNEAL_STEPS_PER_GROUP * g, Work.LIMIT / 4 / g);
     double t0 = 1.0;
     double t1 = 0.01;
     for (int step = 0; step < steps; step++) {
@@ -259,7 +275,8 @@ public final class CoAccessOrder {
       } else {
         cand.add(j, cand.remove(i));
       }
-      double c = cost(cand, signatures, weight) / total;
+      double c = cost(cand, base, affinity) / total;
+      work.spend(g);
       if (c <= cc || rnd.nextDouble() < Math.exp((cc - c) / t)) {
         cur = cand;
         cc = c;
@@ -269,26 +286,38 @@ public final class CoAccessOrder {
         }
       }
     }
-    best = improve(best, signatures, weight);
-    return cost(best, signatures, weight) < cost(chain, signatures, weight) - 1e-9 ? best : chain;
+    best = improve(best, base, affinity, work);
+    return cost(best, base, affinity) < cost(chain, base, affinity) - 1e-9 ? best : chain;
   }
 
-  /** Runs per job of {@code chain} (groups in order), weighted by the jobs' stripe reads. */
-  private static double cost(List<Integer> chain, List<boolean[]> signatures, double[] weight) {
-    double total = 0;
-    for (int j = 0; j < weight.length; j++) {
-      int runs = 0;
-      boolean in = false;
-      for (int a : chain) {
-        boolean reads = signatures.get(a)[j];
-        if (reads && !in) {
-          runs++;
-        }
-        in = reads;
-      }
-      total += weight[j] * runs;
+  /**
+   * The search's budget, in group visits of chain evaluations (about a nanosecond each): with
+   * thousands of features an exhaustive local search would take minutes, and the node recomputes
+   * its layout advice while serving. Deterministic: counted, not timed.
+   */
+  private static final class Work {
+    static final long LIMIT = 400_000_000L;
+    private long spent;
+
+    void spend(long visits) {
+      spent += visits;
     }
-    return total;
+
+    boolean left() {
+      return spent < LIMIT;
+    }
+  }
+
+  /**
+   * Runs per job of {@code chain} (groups in order), weighted by the jobs' stripe reads: the
+   * weight of every group's jobs ({@code base}) less what neighbours share.
+   */
+  private static double cost(List<Integer> chain, double base, double[][] affinity) {
+    double shared = 0;
+    for (int k = 1; k < chain.size(); k++) {
+      shared += affinity[chain.get(k - 1)][chain.get(k)];
+    }
+    return base - shared;
   }
 
   /**
