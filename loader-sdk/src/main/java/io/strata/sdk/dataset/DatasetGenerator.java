@@ -384,13 +384,15 @@ public final class DatasetGenerator {
     for (int f = 0; f < files; f++) {
       Path path = paths.get(f);
       long fileRows;
+      String crc = DatasetFiles.crc32c(path);
       try (Reader reader = OrcIo.open(path)) {
         fileRows = DatasetImporter.addStripes(reader, f, row, chunks);
+        StripeFooters.write(path, reader, crc);
       }
       row += fileRows;
       long size = Files.size(path);
       bytes += size;
-      fileInfos.add(new Manifest.OrcFileInfo(path.getFileName().toString(), size, fileRows, DatasetFiles.crc32c(path)));
+      fileInfos.add(new Manifest.OrcFileInfo(path.getFileName().toString(), size, fileRows, crc));
     }
     long[] ids = new long[samples];
     long[] ends = new long[samples];

@@ -66,10 +66,31 @@ public final class DatasetImporter {
     try {
       Manifest m = importInto(o, files, progress);
       ok = true;
+      writeSidecars(o.datasetDir(), m);
       return m;
     } finally {
       if (!ok && created) {
         deleteTree(o.datasetDir());
+      }
+    }
+  }
+
+  /**
+   * The stripe-footer sidecars ({@link StripeFooters}) of the imported files that live inside the
+   * dataset directory (Strata writes nothing beside files elsewhere). Best effort, after the
+   * import: a file without one reads as before, one footer request per stripe.
+   */
+  private static void writeSidecars(Path dir, Manifest m) {
+    Path root = dir.toAbsolutePath().normalize();
+    for (Manifest.OrcFileInfo info : m.files()) {
+      Path f = root.resolve(info.path()).normalize();
+      if (!f.startsWith(root)) {
+        continue;
+      }
+      try (Reader reader = OrcIo.open(f)) {
+        StripeFooters.write(f, reader, info.crc32c());
+      } catch (IOException ignored) {
+        // The dataset is imported; the sidecar only spares requests.
       }
     }
   }

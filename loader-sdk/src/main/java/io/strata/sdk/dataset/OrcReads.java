@@ -22,7 +22,8 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * adjacent features still issues one request per stream. The streams of a file opened here are
  * read through {@link Counting#readVectored}, which merges ranges that touch (or overlap) into one
  * read and slices the result, so adjacent columns cost one request per run of columns; that is
- * what makes a relayout ({@link Relayout}) pay on the HDD tier.
+ * what makes a relayout ({@link Relayout}) pay on the HDD tier. A stripe footer that a file's
+ * sidecar holds ({@link StripeFooters}) is served from memory without a request.
  *
  * <p>Counted where requests leave the reader: each call that reads file bytes is one request,
  * with its bytes. Process-wide totals; take differences around what you measure. Thread-safe
@@ -50,6 +51,31 @@ public final class OrcReads {
   /** The most bytes one coalesced read takes. */
   static final int MAX_READ = 64 << 20;
 
+  /** Counts one request of {@code bytes} made outside orc-core (a sidecar, a shape check). */
+  static void countRequest(long bytes) {
+    count(bytes);
+  }
+
+  /**
+   * Stripe footers known without a request, by the file's absolute path: registered by the table
+   * that opened the file ({@link StripeFooters}), consulted by every stream orc-core opens on it.
+   */
+  private static final java.util.concurrent.ConcurrentHashMap<String, StripeFooters> FOOTERS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  static String key(java.nio.file.Path file) {
+    return file.toAbsolutePath().normalize().toString();
+  }
+
+  static void remember(java.nio.file.Path file, StripeFooters footers) {
+    FOOTERS.put(key(file), footers);
+  }
+
+  /** Forgets {@code footers} of {@code file}, unless another table has registered its own since. */
+  static void forget(java.nio.file.Path file, StripeFooters footers) {
+    FOOTERS.remove(key(file), footers);
+  }
+
   private static void count(long bytes) {
     REQUESTS.increment();
     BYTES.add(bytes);
@@ -68,7 +94,7 @@ public final class OrcReads {
   static final class CountingFileSystem extends RawLocalFileSystem {
     @Override
     public FSDataInputStream open(Path f, int bufferSize) throws IOException {
-      return new FSDataInputStream(new Counting(super.open(f, bufferSize)));
+      return new FSDataInputStream(new Counting(super.open(f, bufferSize), key(pathToFile(f).toPath())));
     }
   }
 
@@ -83,11 +109,13 @@ public final class OrcReads {
     /** The largest positioned read kept for an identical repeat. */
     private static final int KEEP = 64 << 10;
     private final FSDataInputStream in;
+    private final String file;
     private long keptPosition = -1;
     private byte[] kept;
 
-    Counting(FSDataInputStream in) {
+    Counting(FSDataInputStream in, String file) {
       this.in = in;
+      this.file = file;
     }
 
     @Override
@@ -136,6 +164,12 @@ public final class OrcReads {
     public void readFully(long position, byte[] buffer, int offset, int length) throws IOException {
       if (kept != null && position == keptPosition && length == kept.length) {
         System.arraycopy(kept, 0, buffer, offset, length);
+        return;
+      }
+      StripeFooters footers = FOOTERS.get(file);
+      byte[] footer = footers == null ? null : footers.at(position, length);
+      if (footer != null) {
+        System.arraycopy(footer, 0, buffer, offset, length);
         return;
       }
       in.readFully(position, buffer, offset, length);

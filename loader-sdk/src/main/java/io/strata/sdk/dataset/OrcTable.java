@@ -36,6 +36,8 @@ public final class OrcTable implements AutoCloseable {
   private final Path dir;
   private final Manifest manifest;
   private final Reader[] readers;
+  /** Per file, the stripe footers its sidecar gave (null: none, or not opened yet). */
+  private final StripeFooters[] footers;
   private final List<?>[] stripeStats;
   private final long[] fileFirstRow;
   private final Map<String, Integer> columnIndex = new HashMap<>();
@@ -45,6 +47,7 @@ public final class OrcTable implements AutoCloseable {
     this.dir = dir;
     this.manifest = manifest;
     this.readers = new Reader[manifest.files().size()];
+    this.footers = new StripeFooters[manifest.files().size()];
     this.stripeStats = new List<?>[manifest.files().size()];
     this.fileFirstRow = new long[manifest.files().size()];
     long row = 0;
@@ -67,7 +70,15 @@ public final class OrcTable implements AutoCloseable {
       throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
     }
     if (readers[file] == null) {
-      readers[file] = OrcIo.open(filePath(file));
+      Path path = filePath(file);
+      Reader reader = OrcIo.open(path);
+      Manifest.OrcFileInfo info = manifest.files().get(file);
+      StripeFooters sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes());
+      if (sf != null) {
+        OrcReads.remember(path, sf);
+        footers[file] = sf;
+      }
+      readers[file] = reader;
     }
     return readers[file];
   }
@@ -343,6 +354,10 @@ public final class OrcTable implements AutoCloseable {
   public synchronized void close() throws IOException {
     closed = true;
     for (int i = 0; i < readers.length; i++) {
+      if (footers[i] != null) {
+        OrcReads.forget(filePath(i), footers[i]);
+        footers[i] = null;
+      }
       if (readers[i] != null) {
         readers[i].close();
         readers[i] = null;

@@ -191,13 +191,15 @@ public final class Relayout {
     for (int f = 0; f < written.size(); f++) {
       Path p = written.get(f);
       long rows;
+      String crc = DatasetFiles.crc32c(p);
       try (Reader reader = OrcIo.open(p)) {
         rows = DatasetImporter.addStripes(reader, f, row, chunks);
+        StripeFooters.write(p, reader, crc);
       }
       long size = Files.size(p);
       row += rows;
       bytes += size;
-      infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), size, rows, DatasetFiles.crc32c(p)));
+      infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), size, rows, crc));
     }
     if (chunks.size() != old.chunks().size()) {
       throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");
@@ -359,6 +361,7 @@ public final class Relayout {
           Path file = dir.resolve(p).normalize();
           if (file.startsWith(dir.normalize())) {
             Files.deleteIfExists(file);
+            Files.deleteIfExists(StripeFooters.sidecar(file));
             Path parent = file.getParent();
             if (!parent.equals(dir.normalize()) && parent.getFileName().toString().startsWith(LAYOUT_PREFIX)
                 && isEmpty(parent)) {

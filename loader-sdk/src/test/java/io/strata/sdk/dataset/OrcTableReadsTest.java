@@ -25,9 +25,16 @@ class OrcTableReadsTest {
     return dir;
   }
 
+  private static void removeSidecars(Path dir) throws Exception {
+    for (var f : io.strata.sdk.dataset.Manifest.read(dir).files()) {
+      java.nio.file.Files.delete(StripeFooters.sidecar(dir.resolve(f.path())));
+    }
+  }
+
   @Test
   void aChunkReadIssuesTheStripeFooterAndOneReadPerRunOfColumnsAndNoRowIndexRead() throws Exception {
     Path dir = generate();
+    removeSidecars(dir);
     try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
       List<FeatureInfo> cols = ds.columns();
       // The first column of the file (the one a seeking reader's search argument names) and its neighbour: one run.
@@ -41,6 +48,61 @@ class OrcTableReadsTest {
       long r1 = OrcReads.requests();
       ds.orc().readChunk(2, apart, arena);
       assertEquals(3, OrcReads.requests() - r1, "stripe footer + two runs");
+    }
+  }
+
+  @Test
+  void withTheFilesSidecarsAChunkReadIssuesOnlyItsRuns() throws Exception {
+    Path dir = generate();
+    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
+      List<FeatureInfo> cols = ds.columns();
+      List<String> adjacent = List.of(cols.get(0).name(), cols.get(1).name());
+      long r = OrcReads.requests();
+      ds.orc().readChunk(0, adjacent, arena);
+      // Opening the file: its shape check (2), its tail, its sidecar; then the chunk's one run.
+      assertEquals(5, OrcReads.requests() - r, "open + one run");
+      long r0 = OrcReads.requests();
+      ds.orc().readChunk(1, adjacent, arena);
+      assertEquals(1, OrcReads.requests() - r0, "one run of two adjacent columns, the footer from the sidecar");
+      long r1 = OrcReads.requests();
+      ds.orc().readChunk(2, List.of(cols.get(0).name(), cols.get(2).name()), arena);
+      assertEquals(2, OrcReads.requests() - r1, "two runs");
+    }
+  }
+
+  @Test
+  void aDamagedOrForeignSidecarIsIgnoredAndTheValuesStayRight() throws Exception {
+    Path dir = generate();
+    try (Arena arena = Arena.ofShared()) {
+      List<String> names;
+      Map<String, Column> expected;
+      try (Dataset ds = Dataset.open(dir)) { // closed before the damage: its footers go with it
+        names = ds.featureNames();
+        expected = ds.orc().readChunk(4, names, arena);
+      }
+      Manifest m = Manifest.read(dir);
+      Path first = StripeFooters.sidecar(dir.resolve(m.files().get(0).path()));
+      Path second = StripeFooters.sidecar(dir.resolve(m.files().get(1).path()));
+      // File 0's sidecar: one byte of a footer flipped. File 1's: file 0's sidecar in its place.
+      byte[] damaged = java.nio.file.Files.readAllBytes(first);
+      java.nio.file.Files.copy(first, second, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      damaged[damaged.length / 2] ^= 0x40;
+      java.nio.file.Files.write(first, damaged);
+      for (int chunk : new int[] {1, 4}) { // chunk 1 is in file 0, chunk 4 in file 1
+        try (Dataset fresh = Dataset.open(dir); Arena a = Arena.ofConfined()) {
+          fresh.orc().readChunk(chunk - 1, names.subList(0, 1), a); // opens the file
+          long r = OrcReads.requests();
+          Map<String, Column> got = fresh.orc().readChunk(chunk, names.subList(0, 2), a);
+          assertEquals(2, OrcReads.requests() - r, "chunk " + chunk + ": the footer read from the file again");
+          if (chunk == 4) {
+            for (String n : names) {
+              assertSame(expected.get(n), fresh.orc().readChunk(4, names, a).get(n), n);
+            }
+          } else {
+            assertEquals(2, got.size());
+          }
+        }
+      }
     }
   }
 

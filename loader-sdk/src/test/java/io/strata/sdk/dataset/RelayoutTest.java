@@ -3,6 +3,7 @@ package io.strata.sdk.dataset;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -107,6 +108,14 @@ class RelayoutTest {
     assertEquals(before.sampleIndex(), after.sampleIndex());
     for (Manifest.OrcFileInfo f : before.files()) {
       assertFalse(Files.exists(dir.resolve(f.path())), "the old file " + f.path() + " is removed");
+      assertFalse(Files.exists(StripeFooters.sidecar(dir.resolve(f.path()))), "and its stripe footers");
+    }
+    for (Manifest.OrcFileInfo f : after.files()) {
+      Path file = dir.resolve(f.path());
+      try (org.apache.orc.Reader reader = OrcIo.open(file)) {
+        assertNotNull(StripeFooters.load(file, f.crc32c(), f.bytes(), reader.getStripes()),
+            "the new file " + f.path() + " has stripe footers that match it");
+      }
     }
     assertEquals(List.of(), leftovers(dir));
     // Every value of every served feature, chunk by chunk, against the untouched copy.
