@@ -48,11 +48,17 @@ final class OrcIo {
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
     }
-    checkShape(file);
+    if (Files.size(file) == 0) {
+      // orc-core would open it as an ORC file of no rows (Hive writes such files).
+      checkShape(file);
+    }
     try {
       return OrcFile.createReader(
           hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(FS).useUTCTimestamp(true));
     } catch (IOException | RuntimeException e) {
+      // Only now look at the file's shape (two more reads, which a file that opens never pays):
+      // the plain cases get their own message rather than orc-core's.
+      checkShape(file);
       throw new CorruptFileException(file, "not a readable ORC file: " + describe(e), e);
     }
   }
@@ -60,9 +66,10 @@ final class OrcIo {
   private static final byte[] MAGIC = {'O', 'R', 'C'};
 
   /**
-   * Names the plain cases before orc-core sees the file (it would report them as a protobuf or
-   * type-id error): an empty file, a file without ORC's "ORC" header, and a truncated one, whose
-   * last bytes are not the postscript's "ORC" followed by the postscript's length.
+   * Names the plain cases: an empty file (which orc-core would take for an ORC file of no rows),
+   * and, once orc-core failed on a file (it reports them as a protobuf or type-id error), a file
+   * without ORC's "ORC" header and a truncated one, whose last bytes are not the postscript's "ORC"
+   * followed by the postscript's length.
    */
   static void checkShape(java.nio.file.Path file) throws IOException {
     long size = Files.size(file);

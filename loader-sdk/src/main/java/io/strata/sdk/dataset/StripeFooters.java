@@ -19,7 +19,7 @@ import org.apache.orc.StripeInformation;
 
 /**
  * The stripe footers of one ORC file, kept beside it ({@code part-00000.orc.footers},
- * docs/FORMAT.md §1.2) so that a reader gets all of them with one request when it opens the file,
+ * docs/FORMAT.md §1.4) so that a reader gets all of them with one request when it opens the file,
  * instead of one request per stripe it reads: on an HDD each of those is a seek, and with a few
  * columns read per stripe they are a good part of the requests (DWRF keeps a similar stripe cache
  * in the file's tail).
