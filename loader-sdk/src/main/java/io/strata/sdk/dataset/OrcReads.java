@@ -57,23 +57,31 @@ public final class OrcReads {
   }
 
   /**
-   * Stripe footers known without a request, by the file's absolute path: registered by the table
-   * that opened the file ({@link StripeFooters}), consulted by every stream orc-core opens on it.
+   * Stripe footers known without a request, by file ({@link #key}): registered by the table that
+   * opened the file ({@link StripeFooters}), consulted by every stream orc-core opens on it.
    */
   private static final java.util.concurrent.ConcurrentHashMap<String, StripeFooters> FOOTERS =
       new java.util.concurrent.ConcurrentHashMap<>();
 
-  static String key(java.nio.file.Path file) {
-    return file.toAbsolutePath().normalize().toString();
+  /**
+   * A file as it is now: its absolute path, inode, size and modification time (metadata only, no
+   * read). A file replaced under the same name gets another key, so footers registered for the
+   * old one never serve the new one.
+   */
+  static String key(java.nio.file.Path file) throws IOException {
+    java.nio.file.Path p = file.toAbsolutePath().normalize();
+    java.nio.file.attribute.BasicFileAttributes a =
+        java.nio.file.Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class);
+    return p + "|" + a.fileKey() + "|" + a.size() + "|" + a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
-  static void remember(java.nio.file.Path file, StripeFooters footers) {
-    FOOTERS.put(key(file), footers);
+  static void remember(String key, StripeFooters footers) {
+    FOOTERS.put(key, footers);
   }
 
-  /** Forgets {@code footers} of {@code file}, unless another table has registered its own since. */
-  static void forget(java.nio.file.Path file, StripeFooters footers) {
-    FOOTERS.remove(key(file), footers);
+  /** Forgets {@code footers} of the file {@code key} names, unless another table has registered its own since. */
+  static void forget(String key, StripeFooters footers) {
+    FOOTERS.remove(key, footers);
   }
 
   private static void count(long bytes) {

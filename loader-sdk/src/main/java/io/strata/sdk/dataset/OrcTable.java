@@ -36,8 +36,9 @@ public final class OrcTable implements AutoCloseable {
   private final Path dir;
   private final Manifest manifest;
   private final Reader[] readers;
-  /** Per file, the stripe footers its sidecar gave (null: none, or not opened yet). */
+  /** Per file, the stripe footers its sidecar gave (null: none, or not opened yet), and their key. */
   private final StripeFooters[] footers;
+  private final String[] footerKeys;
   private final List<?>[] stripeStats;
   private final long[] fileFirstRow;
   private final Map<String, Integer> columnIndex = new HashMap<>();
@@ -48,6 +49,7 @@ public final class OrcTable implements AutoCloseable {
     this.manifest = manifest;
     this.readers = new Reader[manifest.files().size()];
     this.footers = new StripeFooters[manifest.files().size()];
+    this.footerKeys = new String[manifest.files().size()];
     this.stripeStats = new List<?>[manifest.files().size()];
     this.fileFirstRow = new long[manifest.files().size()];
     long row = 0;
@@ -75,7 +77,8 @@ public final class OrcTable implements AutoCloseable {
       Manifest.OrcFileInfo info = manifest.files().get(file);
       StripeFooters sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes());
       if (sf != null) {
-        OrcReads.remember(path, sf);
+        footerKeys[file] = OrcReads.key(path);
+        OrcReads.remember(footerKeys[file], sf);
         footers[file] = sf;
       }
       readers[file] = reader;
@@ -355,8 +358,9 @@ public final class OrcTable implements AutoCloseable {
     closed = true;
     for (int i = 0; i < readers.length; i++) {
       if (footers[i] != null) {
-        OrcReads.forget(filePath(i), footers[i]);
+        OrcReads.forget(footerKeys[i], footers[i]);
         footers[i] = null;
+        footerKeys[i] = null;
       }
       if (readers[i] != null) {
         readers[i].close();

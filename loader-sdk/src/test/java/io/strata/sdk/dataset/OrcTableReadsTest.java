@@ -1,6 +1,7 @@
 package io.strata.sdk.dataset;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -104,6 +105,18 @@ class OrcTableReadsTest {
         }
       }
     }
+  }
+
+  @Test
+  void footersAreKnownByTheFileAsItIsSoAFileReplacedUnderItsNameGetsNone() throws Exception {
+    Path dir = generate();
+    Path part = dir.resolve(Manifest.read(dir).files().get(0).path());
+    String before = OrcReads.key(part);
+    assertEquals(before, OrcReads.key(part), "the same file, the same key");
+    Path other = tmp.resolve("other.orc");
+    java.nio.file.Files.copy(part, other);
+    java.nio.file.Files.move(other, part, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    assertNotEquals(before, OrcReads.key(part), "the same bytes under the same name, but another file");
   }
 
   @Test
