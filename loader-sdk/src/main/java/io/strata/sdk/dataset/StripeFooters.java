@@ -28,7 +28,8 @@ import org.apache.orc.StripeInformation;
  * for files inside the dataset directory), after the file and before the manifest that names it,
  * and is tied to the file by the file's CRC32C as the manifest records it, its length and every
  * stripe's place and footer length. A reader uses it only if all of those match and its own
- * checksum holds; otherwise (absent, stale, damaged) orc-core reads each footer from the file, as
+ * checksum holds, and only if it is a regular file (not a link) in the ORC file's own directory;
+ * otherwise (absent, stale, damaged, elsewhere) orc-core reads each footer from the file, as
  * without it. Immutable once loaded: shared by the streams of all threads.
  */
 final class StripeFooters {
@@ -113,7 +114,9 @@ final class StripeFooters {
     }
     byte[] all;
     try {
-      if (Files.size(p) != expected) {
+      // Confined like the ORC file: a regular file in the ORC file's own directory, not a link.
+      if (!Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+          || !p.toRealPath().getParent().equals(orc.toRealPath().getParent()) || Files.size(p) != expected) {
         return null;
       }
       all = Files.readAllBytes(p);

@@ -120,6 +120,24 @@ class OrcTableReadsTest {
   }
 
   @Test
+  void aSidecarThatIsALinkIsNotRead() throws Exception {
+    Path dir = generate();
+    Manifest.OrcFileInfo info = Manifest.read(dir).files().get(0);
+    Path part = dir.resolve(info.path());
+    Path sidecar = StripeFooters.sidecar(part);
+    Path elsewhere = tmp.resolve("elsewhere.footers");
+    java.nio.file.Files.move(sidecar, elsewhere);
+    java.nio.file.Files.createSymbolicLink(sidecar, elsewhere);
+    try (org.apache.orc.Reader reader = OrcIo.open(part)) {
+      assertEquals(null, StripeFooters.load(part, info.crc32c(), info.bytes(), reader.getStripes()), "a link is refused");
+      java.nio.file.Files.delete(sidecar);
+      java.nio.file.Files.move(elsewhere, sidecar);
+      assertEquals(reader.getStripes().size(),
+          StripeFooters.load(part, info.crc32c(), info.bytes(), reader.getStripes()).stripes(), "the same bytes in place are read");
+    }
+  }
+
+  @Test
   void aCursorThatReadFromAChunksStartSeeksBackAndForwardWithTheSameValues() throws Exception {
     Path dir = generate();
     try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
