@@ -50,6 +50,29 @@ final class EmulatedHdd implements AutoCloseable {
   }
 
   /**
+   * Why an emulated HDD cannot be built on this machine, or null if it can (root, a writable cgroup
+   * v1 blkio controller, loop devices, {@code losetup}, {@code mkfs.ext4}, {@code mount}).
+   */
+  static String unavailable() {
+    if (!Files.isWritable(BLKIO.resolve("cgroup.procs"))) {
+      return "no writable cgroup v1 blkio controller (root is needed)";
+    }
+    if (!Files.exists(Path.of("/dev/loop-control"))) {
+      return "no loop devices";
+    }
+    for (String tool : new String[] {"losetup", "mkfs.ext4", "mount", "umount"}) {
+      boolean found = false;
+      for (String d : System.getenv().getOrDefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":")) {
+        found |= !d.isEmpty() && Files.isExecutable(Path.of(d, tool));
+      }
+      if (!found) {
+        return "no " + tool;
+      }
+    }
+    return null;
+  }
+
+  /**
    * An emulated HDD of {@code bytes} in {@code dir} (its image file and mount point are created
    * there), or an exception naming what this machine lacks.
    */
