@@ -184,27 +184,11 @@ final class EmulatedHdd implements AutoCloseable {
         failures.add("removing " + cgroup + ": " + e.getMessage());
       }
     }
-    if (mounted) {
-      try {
-        run("umount", mount.toString());
-        mounted = false;
-      } catch (IOException e) {
-        failures.add(e.getMessage());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        failures.add("interrupted while unmounting " + mount);
-      }
+    if (mounted && undo(failures, "unmounting " + mount, "umount", mount.toString())) {
+      mounted = false;
     }
-    if (loop != null && !mounted) {
-      try {
-        run("losetup", "-d", loop);
-        loop = null;
-      } catch (IOException e) {
-        failures.add(e.getMessage());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        failures.add("interrupted while detaching " + loop);
-      }
+    if (loop != null && !mounted && undo(failures, "detaching " + loop, "losetup", "-d", loop)) {
+      loop = null;
     }
     if (!mounted && loop == null) {
       Files.deleteIfExists(image);
@@ -213,6 +197,20 @@ final class EmulatedHdd implements AutoCloseable {
     if (!failures.isEmpty()) {
       throw new IOException("cleaning up the emulated HDD failed: " + String.join("; ", failures));
     }
+  }
+
+  /** Runs one clean-up command; true if it succeeded, else its failure is added to failures. */
+  private static boolean undo(List<String> failures, String what, String... cmd) {
+    try {
+      run(cmd);
+      return true;
+    } catch (IOException e) {
+      failures.add(e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      failures.add("interrupted while " + what);
+    }
+    return false;
   }
 
   private static String run(String... cmd) throws IOException, InterruptedException {

@@ -258,45 +258,43 @@ final class RelayoutBench implements Callable<Integer> {
     long checksum = 0;
     long deviceRequests = 0;
     long deviceBytes = 0;
-    try (Dataset ds = Dataset.open(dir)) {
-      List<String> files = new ArrayList<>();
-      for (Manifest.OrcFileInfo f : ds.manifest().files()) {
-        files.add(dir.resolve(f.path()).toString());
+    List<String> files = new ArrayList<>();
+    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
+      files.add(dir.resolve(f.path()).toString());
+    }
+    for (Job j : js) {
+      if (dropper != null) {
+        drop(dropper, files);
       }
-      for (Job j : js) {
-        if (dropper != null) {
-          drop(dropper, files);
-        }
-        long r0 = OrcReads.requests();
-        long b0 = OrcReads.bytes();
-        long[] d0 = hdd != null ? hdd.deviceReads() : new long[2];
-        if (hdd != null) {
-          hdd.enter();
-        }
-        long t0 = System.nanoTime();
-        // Each job opens the dataset itself, as a job's own process would: its ORC readers read
-        // the files' tails again.
-        try (Dataset jd = Dataset.open(dir)) {
-          for (int c = 0; c < jd.chunks().size(); c++) {
-            try (Arena arena = Arena.ofConfined()) {
-              Map<String, Column> cols = jd.orc().readChunk(c, j.features(), arena);
-              for (String f : j.features()) {
-                checksum = checksum * 31 + Columns.checksum(cols.get(f));
-              }
+      long r0 = OrcReads.requests();
+      long b0 = OrcReads.bytes();
+      long[] d0 = hdd != null ? hdd.deviceReads() : new long[2];
+      if (hdd != null) {
+        hdd.enter();
+      }
+      long t0 = System.nanoTime();
+      // Each job opens the dataset itself, as a job's own process would: its ORC readers read
+      // the files' tails again.
+      try (Dataset jd = Dataset.open(dir)) {
+        for (int c = 0; c < jd.chunks().size(); c++) {
+          try (Arena arena = Arena.ofConfined()) {
+            Map<String, Column> cols = jd.orc().readChunk(c, j.features(), arena);
+            for (String f : j.features()) {
+              checksum = checksum * 31 + Columns.checksum(cols.get(f));
             }
           }
-        } finally {
-          seconds += (System.nanoTime() - t0) / 1e9;
-          if (hdd != null) {
-            hdd.leave();
-            long[] d1 = hdd.deviceReads();
-            deviceRequests += d1[0] - d0[0];
-            deviceBytes += d1[1] - d0[1];
-          }
         }
-        requests += OrcReads.requests() - r0;
-        bytes += OrcReads.bytes() - b0;
+      } finally {
+        seconds += (System.nanoTime() - t0) / 1e9;
+        if (hdd != null) {
+          hdd.leave();
+          long[] d1 = hdd.deviceReads();
+          deviceRequests += d1[0] - d0[0];
+          deviceBytes += d1[1] - d0[1];
+        }
       }
+      requests += OrcReads.requests() - r0;
+      bytes += OrcReads.bytes() - b0;
     }
     return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes);
   }
