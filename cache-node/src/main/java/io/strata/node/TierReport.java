@@ -124,18 +124,22 @@ final class TierReport {
       return null;
     }
     List<String> columns;
+    List<String> stored;
     try {
       io.strata.sdk.Dataset ds = datasets.dataset(name);
       if (!ds.version().equals(ca.version())) {
         return null;
       }
       columns = ds.columns().stream().map(io.strata.sdk.FeatureInfo::name).toList();
+      stored = ds.manifest().layout();
     } catch (RuntimeException e) {
       return null;
     }
     io.strata.sdk.dataset.CoAccessOrder.Plan p = io.strata.sdk.dataset.CoAccessOrder.plan(columns, ca.reads());
-    TierViews.Layout l = new TierViews.Layout(p.jobs(), p.runsBefore(), p.runsAfter(),
-        p.jobs() >= 2 && p.runsBefore() >= RELAYOUT_GAIN * p.runsAfter());
+    // Now: the stored order, second copies included (a relayout may have stored some twice).
+    double runsNow = io.strata.sdk.dataset.CoAccessOrder.runs(stored, columns, ca.reads());
+    TierViews.Layout l = new TierViews.Layout(p.jobs(), runsNow, p.runsAfter(),
+        p.jobs() >= 2 && runsNow >= RELAYOUT_GAIN * p.runsAfter());
     advice.put(name, new Advice(ca.version(), now, l));
     return l;
   }

@@ -31,7 +31,7 @@ import picocli.CommandLine.Model.CommandSpec;
     description = "Reorder a dataset's ORC columns so that features read together are stored together: learned from a"
         + " trace (--from FILE, the CSV of 'strata node trace') or from the node's (--from-node); a new version, verified"
         + " value for value before it replaces the old one (or, with --out, written as a new directory).")
-final class RelayoutCommand implements Callable<Integer> {
+public final class RelayoutCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
 
   @Parameters(paramLabel = "DIR", description = "Dataset directory.")
@@ -57,6 +57,11 @@ final class RelayoutCommand implements Callable<Integer> {
   @Option(names = "--register", description = "Register the new version with the node (implied by --from-node).")
   boolean register;
 
+  @Option(names = "--replicas", paramLabel = "PCT", defaultValue = "0%",
+      description = "Store features twice where that saves read requests, up to this share of the dataset's ORC bytes"
+          + " (e.g. 10%%); default ${DEFAULT-VALUE}: every feature once.")
+  String replicas;
+
   @Option(names = "--dry-run", description = "Print the order and the expected saving; change nothing.")
   boolean dryRun;
 
@@ -66,6 +71,7 @@ final class RelayoutCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
+    double share = replicaShare(replicas);
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new java.nio.file.NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
     }
@@ -84,26 +90,39 @@ final class RelayoutCommand implements Callable<Integer> {
       throw new IllegalArgumentException("the trace has no reads of dataset " + m.name() + ": nothing to learn from");
     }
     List<String> columns = m.features().stream().map(FeatureInfo::name).toList();
-    CoAccessOrder.Plan plan = CoAccessOrder.plan(columns, reads);
+    CoAccessOrder.Plan plan;
+    long datasetBytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+    if (share > 0) {
+      plan = CoAccessOrder.plan(columns, reads, Relayout.columnBytes(dir), (long) (share / 100 * datasetBytes));
+    } else {
+      plan = CoAccessOrder.plan(columns, reads);
+    }
+    // Before: the dataset's present layout, second copies included.
+    double before = CoAccessOrder.runs(m.layout(), columns, reads);
     ObjectNode out = Json.object();
     out.put("dataset", m.name()).put("previousVersion", m.version()).put("jobs", plan.jobs()).put("groups", plan.groups());
-    out.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
+    out.put("runsPerStripeBefore", before).put("runsPerStripeAfter", plan.runsAfter());
     out.set("order", Json.MAPPER.valueToTree(plan.order()));
-    if (plan.order().equals(columns)) {
+    out.set("replicated", Json.MAPPER.valueToTree(plan.replicated()));
+    out.put("replicaBytes", plan.replicaBytes()).put("datasetBytes", datasetBytes);
+    String copies = plan.replicated().isEmpty() ? ""
+        : String.format("; %d features stored twice (%s, %.1f%% of the dataset)", plan.replicated().size(),
+            Terminal.bytes(plan.replicaBytes()), 100.0 * plan.replicaBytes() / Math.max(1, datasetBytes));
+    if (plan.layout().equals(m.layout())) {
       out.put("changed", false);
-      print(w, out, "the columns of " + m.name() + " are already in the learned order (" + f2(plan.runsBefore())
+      print(w, out, "the columns of " + m.name() + " are already in the learned order (" + f2(before)
           + " reads per stripe per job); nothing to do");
       return 0;
     }
     if (dryRun) {
       out.put("changed", false);
-      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs); order: %s", m.name(),
-          f2(plan.runsBefore()), f2(plan.runsAfter()), plan.jobs(), String.join(",", plan.order())));
+      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs)%s; order: %s", m.name(),
+          f2(before), f2(plan.runsAfter()), plan.jobs(), copies, String.join(",", plan.layout())));
       return 0;
     }
     Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
-    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.order(), bar)
-        : Relayout.rewriteTo(dir, outDir, plan.order(), bar);
+    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.layout(), bar)
+        : Relayout.rewriteTo(dir, outDir, plan.layout(), bar);
     bar.done();
     Path result = (outDir == null ? dir : outDir).toAbsolutePath().normalize();
     out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds())
@@ -113,10 +132,28 @@ final class RelayoutCommand implements Callable<Integer> {
       out.put("registered", d.path("version").asText());
     }
     print(w, out, String.format("%s: version %s %s %s, verified value for value (%s written in %s); %s -> %s reads"
-        + " per stripe per job%s", m.name(), r.manifest().version(), outDir == null ? "replaces" : "written to " + result + " beside",
-        r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(plan.runsBefore()), f2(plan.runsAfter()),
+        + " per stripe per job%s%s", m.name(), r.manifest().version(), outDir == null ? "replaces" : "written to " + result + " beside",
+        r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()), copies,
         out.has("registered") ? "; the node serves it now" : ""));
     return 0;
+  }
+
+  /** A share of the dataset's bytes, in percent: "10%" or "10", 0 to 100. */
+  public static double replicaShare(String v) {
+    String t = v.strip();
+    if (t.endsWith("%")) {
+      t = t.substring(0, t.length() - 1).strip();
+    }
+    double share;
+    try {
+      share = Double.parseDouble(t);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("bad --replicas '" + v + "' (examples: 10%, 0%)");
+    }
+    if (!(share >= 0 && share <= 100)) {
+      throw new IllegalArgumentException("--replicas must be between 0% and 100% of the dataset's bytes, got " + v);
+    }
+    return share;
   }
 
   private void print(PrintWriter w, ObjectNode out, String text) {

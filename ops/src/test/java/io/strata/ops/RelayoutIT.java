@@ -115,6 +115,53 @@ class RelayoutIT {
         + " identical%n", before.version(), after.version(), truth.samples, truth.features.size());
   }
 
+  @Test
+  void replicasWithinTheirBudgetGiveEveryJobOneRunAndKeepEveryValue() throws Exception {
+    Path ds = tmp.resolve("small");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "60000", "--features", "8",
+        "--rows-per-chunk", "10000", "--seed", "3").code());
+    Manifest before = Manifest.read(ds);
+    List<String> n = before.features().stream().map(f -> f.name()).toList();
+    Path trace = tmp.resolve("trace.csv");
+    // A triangle of jobs: no order gives all three one run.
+    Files.writeString(trace, trace(before.name(), List.of(List.of(n.get(0), n.get(3)), List.of(n.get(3), n.get(6)),
+        List.of(n.get(0), n.get(6))), before.chunks().size()), StandardCharsets.UTF_8);
+    GroundTruth truth;
+    try (Dataset d = Dataset.open(ds)) {
+      truth = GroundTruth.compute(d);
+    }
+    Cli.Result bad = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "120%");
+    assertEquals(2, bad.code(), bad.err());
+    assertTrue(bad.err().contains("--replicas"), bad.err());
+    Cli.Result plain = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--dry-run", "--json");
+    assertEquals(4.0 / 3, Json.MAPPER.readTree(plain.out()).path("runsPerStripeAfter").asDouble(), 1e-9, plain.out());
+    Cli.Result r = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");
+    assertEquals(0, r.code(), r.err());
+    JsonNode out = Json.MAPPER.readTree(r.out());
+    assertEquals(1.0, out.path("runsPerStripeAfter").asDouble(), 1e-9, r.out());
+    assertEquals(1, out.path("replicated").size(), r.out());
+    assertTrue(out.path("replicaBytes").asLong() <= 0.3 * out.path("datasetBytes").asLong(), r.out());
+    Manifest after = Manifest.read(ds);
+    assertEquals(1, after.replicas().size());
+    GroundTruth again;
+    try (Dataset d = Dataset.open(ds)) {
+      again = GroundTruth.compute(d);
+    }
+    assertEquals(truth.samples, again.samples);
+    for (int f = 0; f < truth.features.size(); f++) {
+      int g = again.features.indexOf(truth.features.get(f));
+      for (int s = 0; s < truth.samples; s++) {
+        assertEquals(truth.sums[s * truth.features.size() + f], again.sums[s * again.features.size() + g],
+            "feature " + truth.features.get(f) + " sample " + s);
+      }
+    }
+    // Learned again from the same trace: the dataset is already in that layout.
+    Cli.Result same = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");
+    assertEquals(0, same.code(), same.err());
+    assertTrue(!Json.MAPPER.readTree(same.out()).path("changed").asBoolean(), same.out());
+    assertEquals(1.0, Json.MAPPER.readTree(same.out()).path("runsPerStripeBefore").asDouble(), 1e-9, same.out());
+  }
+
   /** Whether a relayout's temporary directory holds a file with bytes in it: the rewrite is under way. */
   private static boolean rewriting(Path dir) throws Exception {
     try (Stream<Path> s = Files.list(dir)) {

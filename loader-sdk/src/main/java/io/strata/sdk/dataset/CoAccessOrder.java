@@ -41,14 +41,39 @@ public final class CoAccessOrder {
    * A proposed order and its cost before and after: runs per stripe read (a job's runs weighted by
    * its stripe reads), about the requests per stripe a job issues for its data; the lower bound is 1.
    */
-  public record Plan(List<String> order, double runsBefore, double runsAfter, int jobs, int groups) {}
+  public record Plan(List<String> order, double runsBefore, double runsAfter, int jobs, int groups, List<String> layout,
+      long replicaBytes) {
+    /** The features stored twice: those named twice in {@link #layout}. */
+    public List<String> replicated() {
+      Set<String> seen = new java.util.HashSet<>();
+      List<String> twice = new ArrayList<>();
+      for (String f : layout) {
+        if (!seen.add(f)) {
+          twice.add(f);
+        }
+      }
+      return twice;
+    }
+  }
 
   /**
    * The order for {@code columns} (the dataset's columns in their present order) given what each
    * job read: job to feature to chunk reads (features not among {@code columns} are ignored; any
-   * measure proportional to the chunk reads of a feature serves).
+   * measure proportional to the chunk reads of a feature serves). No feature is stored twice.
    */
   public static Plan plan(List<String> columns, Map<String, Map<String, Long>> reads) {
+    return plan(columns, reads, Map.of(), 0);
+  }
+
+  /**
+   * As {@link #plan(List, Map)}, then second copies of features placed where they save the most
+   * runs per byte, while their bytes ({@code columnBytes}: each column's bytes in the dataset's
+   * files; a column not named is never copied) fit in {@code replicaBudget} bytes. A job then reads
+   * whichever copies give it the fewest runs ({@link FieldCover}); {@link Plan#layout} is the
+   * stored order, second copies included.
+   */
+  public static Plan plan(List<String> columns, Map<String, Map<String, Long>> reads, Map<String, Long> columnBytes,
+      long replicaBudget) {
     Map<String, Integer> index = new HashMap<>();
     for (int i = 0; i < columns.size(); i++) {
       index.put(columns.get(i), i);
@@ -178,7 +203,187 @@ public final class CoAccessOrder {
         order.add(columns.get(c));
       }
     }
-    return new Plan(order, runs(columns, columns, reads), runs(order, columns, reads), reads.size(), g);
+    List<String> layout = order;
+    long replicaBytes = 0;
+    if (replicaBudget > 0 && !sets.isEmpty()) {
+      int[] fields = new int[order.size()];
+      for (int i = 0; i < fields.length; i++) {
+        fields[i] = index.get(order.get(i));
+      }
+      long[] bytes = new long[columns.size()];
+      for (int c = 0; c < bytes.length; c++) {
+        bytes[c] = columnBytes.getOrDefault(columns.get(c), 0L);
+      }
+      Replicas r = replicate(fields, sets, weight, bytes, replicaBudget, work);
+      layout = new ArrayList<>();
+      for (int f : r.fields()) {
+        layout.add(columns.get(f));
+      }
+      replicaBytes = r.bytes();
+    }
+    return new Plan(order, runs(columns, columns, reads), runs(layout, columns, reads), reads.size(), g, List.copyOf(layout),
+        replicaBytes);
+  }
+
+  private record Replicas(int[] fields, long bytes) {}
+
+  /** The most copies of one feature a layout stores. */
+  static final int MAX_COPIES = 2;
+
+  /**
+   * Greedy placement of second copies: each step inserts the copy that lowers the jobs' weighted
+   * runs the most per byte, until none lowers them or the budget is spent. Candidates: one feature
+   * (read by some job, not yet stored twice, whose bytes fit in what is left) next to a field
+   * holding a feature read with it; and, for each job, a copy of one of its runs (every feature in
+   * it stored once so far) at either end of another of its runs, which merges the two for that
+   * job (a run of several features needs all of them copied at once to go away). Only the jobs that
+   * read a copied feature or whose run the insertion cuts are re-evaluated.
+   */
+  private static Replicas replicate(int[] fields, List<Set<Integer>> sets, double[] weight, long[] bytes, long budget,
+      Work work) {
+    int features = bytes.length;
+    int jobs = sets.size();
+    boolean[][] wanted = new boolean[jobs][features];
+    for (int j = 0; j < jobs; j++) {
+      for (int c : sets.get(j)) {
+        wanted[j][c] = true;
+      }
+    }
+    // Features read together with each feature by some job.
+    boolean[][] together = new boolean[features][features];
+    for (Set<Integer> s : sets) {
+      for (int a : s) {
+        for (int b : s) {
+          together[a][b] = true;
+        }
+      }
+    }
+    double[] runs = new double[jobs];
+    for (int j = 0; j < jobs; j++) {
+      runs[j] = FieldCover.count(fields, wanted[j]);
+    }
+    int[] copies = new int[features];
+    for (int f : fields) {
+      copies[f]++;
+    }
+    long left = budget;
+    long used = 0;
+    while (work.left()) {
+      List<int[]> blocks = new ArrayList<>();
+      List<Integer> places = new ArrayList<>();
+      for (int f = 0; f < features; f++) {
+        if (copies[f] >= MAX_COPIES || bytes[f] <= 0 || bytes[f] > left) {
+          continue;
+        }
+        for (int at = 0; at <= fields.length; at++) {
+          boolean nearLeft = at > 0 && together[f][fields[at - 1]] && fields[at - 1] != f;
+          boolean nearRight = at < fields.length && together[f][fields[at]] && fields[at] != f;
+          if (nearLeft || nearRight) {
+            blocks.add(new int[] {f});
+            places.add(at);
+          }
+        }
+      }
+      for (int j = 0; j < jobs; j++) {
+        List<int[]> jr = new ArrayList<>();
+        int start = -1;
+        for (int i = 0; i <= fields.length; i++) {
+          boolean in = i < fields.length && wanted[j][fields[i]];
+          if (in && start < 0) {
+            start = i;
+          } else if (!in && start >= 0) {
+            jr.add(new int[] {start, i});
+            start = -1;
+          }
+        }
+        for (int[] r : jr) {
+          // The features only this run gives the job: copied next to another run, this one is not needed.
+          List<Integer> own = new ArrayList<>();
+          for (int i = r[0]; i < r[1]; i++) {
+            int f = fields[i];
+            boolean elsewhere = false;
+            for (int[] o : jr) {
+              for (int x = o[0]; x < o[1] && o != r && !elsewhere; x++) {
+                elsewhere = fields[x] == f;
+              }
+            }
+            if (!elsewhere && !own.contains(f)) {
+              own.add(f);
+            }
+          }
+          if (own.size() < 2) {
+            continue; // none, or one feature: a candidate above
+          }
+          int[] block = own.stream().mapToInt(Integer::intValue).toArray();
+          long b = 0;
+          boolean once = true;
+          for (int f : block) {
+            b += bytes[f];
+            once &= copies[f] < MAX_COPIES && bytes[f] > 0;
+          }
+          if (!once || b > left) {
+            continue;
+          }
+          for (int[] other : jr) {
+            if (other != r) {
+              blocks.add(block);
+              places.add(other[0]);
+              blocks.add(block);
+              places.add(other[1]);
+            }
+          }
+        }
+      }
+      double bestScore = 0;
+      int best = -1;
+      for (int k = 0; k < blocks.size() && work.left(); k++) {
+        int[] block = blocks.get(k);
+        int at = places.get(k);
+        int[] cand = insert(fields, at, block);
+        double delta = 0;
+        long b = 0;
+        for (int f : block) {
+          b += bytes[f];
+        }
+        for (int j = 0; j < jobs; j++) {
+          boolean cut = at > 0 && at < fields.length && wanted[j][fields[at - 1]] && wanted[j][fields[at]];
+          boolean reads = false;
+          for (int f : block) {
+            reads |= wanted[j][f];
+          }
+          if (reads || cut) {
+            delta += weight[j] * (FieldCover.count(cand, wanted[j]) - runs[j]);
+            work.spend(cand.length);
+          }
+        }
+        double score = -delta / b;
+        if (delta < -1e-9 && score > bestScore) {
+          bestScore = score;
+          best = k;
+        }
+      }
+      if (best < 0) {
+        break;
+      }
+      fields = insert(fields, places.get(best), blocks.get(best));
+      for (int f : blocks.get(best)) {
+        copies[f]++;
+        left -= bytes[f];
+        used += bytes[f];
+      }
+      for (int j = 0; j < jobs; j++) {
+        runs[j] = FieldCover.count(fields, wanted[j]);
+      }
+    }
+    return new Replicas(fields, used);
+  }
+
+  private static int[] insert(int[] fields, int at, int[] block) {
+    int[] out = new int[fields.length + block.length];
+    System.arraycopy(fields, 0, out, 0, at);
+    System.arraycopy(block, 0, out, at, block.length);
+    System.arraycopy(fields, at, out, at + block.length, fields.length - at);
+    return out;
   }
 
   /**
@@ -323,36 +528,37 @@ public final class CoAccessOrder {
   /**
    * The mean number of runs the jobs' features form in {@code order}, weighted by the jobs' stripe
    * reads (reads per feature, as {@link #plan}): about the data read requests per stripe a job
-   * issues (1 is the least possible); 0 without reads.
+   * issues (1 is the least possible); 0 without reads. A feature named twice in {@code order} is
+   * read from the copies that give the job the fewest runs ({@link FieldCover}).
    */
   public static double runs(List<String> order, List<String> columns, Map<String, Map<String, Long>> reads) {
-    Set<String> known = new TreeSet<>(columns);
+    Map<String, Integer> known = new HashMap<>();
+    for (String c : columns) {
+      known.putIfAbsent(c, known.size());
+    }
+    int[] fields = new int[order.size()];
+    for (int i = 0; i < fields.length; i++) {
+      fields[i] = known.getOrDefault(order.get(i), -1);
+    }
     double total = 0;
     double weights = 0;
     for (Map<String, Long> r : reads.values()) {
       double w = 0;
       int features = 0;
+      boolean[] wanted = new boolean[known.size()];
       for (Map.Entry<String, Long> e : r.entrySet()) {
-        if (known.contains(e.getKey()) && e.getValue() > 0) {
+        Integer c = known.get(e.getKey());
+        if (c != null && e.getValue() > 0) {
           w += e.getValue();
           features++;
+          wanted[c] = true;
         }
       }
       if (w == 0) {
         continue;
       }
       w /= features;
-      int runs = 0;
-      boolean in = false;
-      for (String c : order) {
-        Long b = r.get(c);
-        boolean read = b != null && b > 0;
-        if (read && !in) {
-          runs++;
-        }
-        in = read;
-      }
-      total += w * runs;
+      total += w * FieldCover.count(fields, wanted);
       weights += w;
     }
     return weights == 0 ? 0 : total / weights;

@@ -29,6 +29,12 @@ public final class Manifest {
   public static final String FILE_NAME = "manifest.json";
   public static final String FORMAT = "strata-dataset";
   public static final int FORMAT_VERSION = 1;
+  /**
+   * The format version of a manifest whose files store some features twice ({@link #replicas}):
+   * a build that reads only version 1 would take the ORC fields for the features in order and read
+   * the wrong columns, so it must refuse such a dataset.
+   */
+  public static final int FORMAT_VERSION_REPLICAS = 2;
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,127}");
 
   /**
@@ -50,6 +56,15 @@ public final class Manifest {
    */
   public record SampleIndexInfo(String column, String path, long samples) {}
 
+  /**
+   * A second copy of a feature in the dataset's ORC files (docs/FORMAT.md §1.5).
+   *
+   * @param field the ORC field that holds the copy (not a feature's name)
+   * @param feature the feature it copies
+   * @param position the field's index among the ORC schema's top-level fields
+   */
+  public record ReplicaInfo(String field, String feature, int position) {}
+
   private final String name;
   private final String version;
   private final long rows;
@@ -57,6 +72,7 @@ public final class Manifest {
   private final List<OrcFileInfo> files;
   private final List<ChunkInfo> chunks;
   private final SampleIndexInfo sampleIndex;
+  private final List<ReplicaInfo> replicas;
 
   public Manifest(
       String name,
@@ -66,6 +82,18 @@ public final class Manifest {
       List<OrcFileInfo> files,
       List<ChunkInfo> chunks,
       SampleIndexInfo sampleIndex) {
+    this(name, version, rows, features, files, chunks, sampleIndex, List.of());
+  }
+
+  public Manifest(
+      String name,
+      String version,
+      long rows,
+      List<FeatureInfo> features,
+      List<OrcFileInfo> files,
+      List<ChunkInfo> chunks,
+      SampleIndexInfo sampleIndex,
+      List<ReplicaInfo> replicas) {
     this.name = checkName(name);
     this.version = Objects.requireNonNull(version, "version");
     this.rows = rows;
@@ -73,6 +101,7 @@ public final class Manifest {
     this.files = List.copyOf(files);
     this.chunks = List.copyOf(chunks);
     this.sampleIndex = sampleIndex;
+    this.replicas = replicas.stream().sorted(java.util.Comparator.comparingInt(ReplicaInfo::position)).toList();
     validate();
   }
 
@@ -90,6 +119,23 @@ public final class Manifest {
     for (FeatureInfo f : features) {
       if (!names.add(f.name())) {
         throw new IllegalArgumentException("column '" + f.name() + "' appears twice");
+      }
+    }
+    Set<String> copied = new HashSet<>();
+    Set<Integer> positions = new HashSet<>();
+    Set<String> fields = new HashSet<>();
+    for (ReplicaInfo r : replicas) {
+      if (!names.contains(r.feature())) {
+        throw new IllegalArgumentException("replica '" + r.field() + "' copies '" + r.feature() + "', which is not a column");
+      }
+      if (names.contains(r.field()) || !fields.add(r.field())) {
+        throw new IllegalArgumentException("replica field '" + r.field() + "' is a column's name or appears twice");
+      }
+      if (!copied.add(r.feature())) {
+        throw new IllegalArgumentException("column '" + r.feature() + "' has more than one replica");
+      }
+      if (r.position() < 0 || r.position() >= features.size() + replicas.size() || !positions.add(r.position())) {
+        throw new IllegalArgumentException("replica '" + r.field() + "' has a bad position " + r.position());
       }
     }
     long row = 0;
@@ -130,6 +176,26 @@ public final class Manifest {
     return chunks;
   }
 
+  /** The features stored twice, by position in the ORC schema; empty for most datasets. */
+  public List<ReplicaInfo> replicas() {
+    return replicas;
+  }
+
+  /**
+   * The features in the order of the ORC schema's top-level fields, a replicated feature named at
+   * both of its places: what a reader's requests per stripe depend on.
+   */
+  public List<String> layout() {
+    List<String> out = new ArrayList<>();
+    for (FeatureInfo f : features) {
+      out.add(f.name());
+    }
+    for (ReplicaInfo r : replicas) {
+      out.add(r.position(), r.feature());
+    }
+    return out;
+  }
+
   /** The sample index, or null. */
   public SampleIndexInfo sampleIndex() {
     return sampleIndex;
@@ -139,7 +205,7 @@ public final class Manifest {
   public void write(Path dir) throws IOException {
     ObjectNode root = Json.object();
     root.put("format", FORMAT);
-    root.put("formatVersion", FORMAT_VERSION);
+    root.put("formatVersion", replicas.isEmpty() ? FORMAT_VERSION : FORMAT_VERSION_REPLICAS);
     root.put("name", name);
     root.put("version", version);
     root.put("rows", rows);
@@ -174,6 +240,12 @@ public final class Manifest {
       s.put("path", sampleIndex.path());
       s.put("samples", sampleIndex.samples());
     }
+    if (!replicas.isEmpty()) {
+      ArrayNode rs = root.putArray("replicas");
+      for (ReplicaInfo r : replicas) {
+        rs.addObject().put("field", r.field()).put("feature", r.feature()).put("position", r.position());
+      }
+    }
     AtomicFiles.write(dir.resolve(FILE_NAME), Json.pretty(root).getBytes(StandardCharsets.UTF_8));
   }
 
@@ -195,9 +267,9 @@ public final class Manifest {
         throw new CorruptFileException(file, "not a Strata dataset manifest (format is not '" + FORMAT + "')");
       }
       int formatVersion = (int) number(root, "formatVersion");
-      if (formatVersion != FORMAT_VERSION) {
+      if (formatVersion != FORMAT_VERSION && formatVersion != FORMAT_VERSION_REPLICAS) {
         throw new CorruptFileException(
-            file, "manifest format version " + formatVersion + " is not supported (this build reads " + FORMAT_VERSION + ")");
+            file, "manifest format version " + formatVersion + " is not supported (this build reads " + FORMAT_VERSION + " and " + FORMAT_VERSION_REPLICAS + ")");
       }
       List<FeatureInfo> features = new ArrayList<>();
       for (JsonNode n : array(root, "features")) {
@@ -228,8 +300,18 @@ public final class Manifest {
         JsonNode s = root.get("sampleIndex");
         sample = new SampleIndexInfo(text(s, "column"), text(s, "path"), number(s, "samples"));
       }
+      List<ReplicaInfo> replicas = new ArrayList<>();
+      if (root.has("replicas")) {
+        for (JsonNode n : array(root, "replicas")) {
+          replicas.add(new ReplicaInfo(text(n, "field"), text(n, "feature"), (int) number(n, "position")));
+        }
+      }
+      if (replicas.isEmpty() != (formatVersion == FORMAT_VERSION)) {
+        throw new IllegalArgumentException("format version " + formatVersion + " does not match its replicas ("
+            + replicas.size() + ")");
+      }
       return new Manifest(
-          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample);
+          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample, replicas);
     } catch (IllegalArgumentException e) {
       throw new CorruptFileException(file, "invalid manifest: " + e.getMessage(), e);
     }

@@ -121,16 +121,66 @@ public final class OrcTable implements AutoCloseable {
     return idx;
   }
 
-  private static boolean[] include(TypeDescription schema, List<Integer> columns) {
+  /**
+   * Which feature each top-level field of {@code schema} holds (-1: none this manifest names), its
+   * replicas included; a file whose schema does not match the manifest is refused.
+   */
+  private int[] fieldFeatures(int file, TypeDescription schema) throws CorruptFileException {
+    List<String> names = schema.getFieldNames();
+    int[] out = new int[names.size()];
+    for (int i = 0; i < out.length; i++) {
+      Integer f = columnIndex.get(names.get(i));
+      out[i] = f == null ? -1 : f;
+    }
+    for (Manifest.ReplicaInfo r : manifest.replicas()) {
+      if (r.position() >= names.size() || !names.get(r.position()).equals(r.field())) {
+        throw new CorruptFileException(filePath(file), "has no field '" + r.field() + "' at position " + r.position()
+            + " although the manifest lists it as a replica of '" + r.feature() + "'");
+      }
+      out[r.position()] = columnIndex.get(r.feature());
+    }
+    return out;
+  }
+
+  /**
+   * What a projection reads from one file: {@code include} (ORC column ids, for orc-core) and, per
+   * requested feature, the top-level field it is decoded from.
+   */
+  private record Projection(boolean[] include, int[] fieldOf) {}
+
+  private Projection projection(int file, Reader reader, List<Integer> columns) throws CorruptFileException {
+    TypeDescription schema = reader.getSchema();
+    int[] fieldFeature = fieldFeatures(file, schema);
+    boolean[] wanted = new boolean[manifest.features().size()];
+    for (int c : columns) {
+      wanted[c] = true;
+    }
+    // With replicas, the copies that give the fewest runs of adjacent fields (read requests).
+    boolean[] take = manifest.replicas().isEmpty() ? null : FieldCover.choose(fieldFeature, wanted);
     boolean[] include = new boolean[schema.getMaximumId() + 1];
     include[0] = true;
-    for (int c : columns) {
-      TypeDescription t = schema.getChildren().get(c);
-      for (int id = t.getId(); id <= t.getMaximumId(); id++) {
-        include[id] = true;
+    int[] fieldOf = new int[columns.size()];
+    for (int i = 0; i < columns.size(); i++) {
+      fieldOf[i] = -1;
+      for (int f = 0; f < fieldFeature.length && fieldOf[i] < 0; f++) {
+        if (fieldFeature[f] == columns.get(i) && (take == null || take[f])) {
+          fieldOf[i] = f;
+        }
+      }
+      if (fieldOf[i] < 0) {
+        throw new CorruptFileException(filePath(file), "has no column '" + manifest.features().get(columns.get(i)).name()
+            + "' although the manifest lists it");
       }
     }
-    return include;
+    for (int f = 0; f < fieldFeature.length; f++) {
+      if (take != null ? take[f] : fieldFeature[f] >= 0 && wanted[fieldFeature[f]]) {
+        TypeDescription t = schema.getChildren().get(f);
+        for (int id = t.getId(); id <= t.getMaximumId(); id++) {
+          include[id] = true;
+        }
+      }
+    }
+    return new Projection(include, fieldOf);
   }
 
   /** Decodes the requested features of chunk {@code chunk} into memory of {@code arena}. */
@@ -193,6 +243,8 @@ public final class OrcTable implements AutoCloseable {
     private final Map<Integer, Long> position = new HashMap<>();
     /** Chunks whose open reader was opened to seek (see {@link OrcIo#enableSeeking}). */
     private final java.util.Set<Integer> seeking = new java.util.HashSet<>();
+    /** Per file, what this projection reads from it. */
+    private final Map<Integer, Projection> projections = new HashMap<>();
     private VectorizedRowBatch batch;
 
     private Cursor(List<String> names, List<Integer> columns) {
@@ -228,8 +280,9 @@ public final class OrcTable implements AutoCloseable {
       if (c.stripe() < stats.size()) {
         ColumnStatistics[] perColumn = ((StripeStatistics) stats.get(c.stripe())).getColumnStatistics();
         boolean utcTimestamps = reader(c.file()).getWriterVersion().includes(org.apache.orc.OrcFile.WriterVersion.ORC_135);
+        Projection p = projection(c.file(), reader(c.file()));
         for (int i = 0; i < names.size(); i++) {
-          int orcColumn = manifest.features().get(columns.get(i)).orcColumn();
+          int orcColumn = reader(c.file()).getSchema().getChildren().get(p.fieldOf()[i]).getId();
           if (orcColumn < perColumn.length) {
             StripeStatisticsCheck.check(filePath(c.file()), c.stripe(), names.get(i), perColumn[orcColumn], out.get(names.get(i)),
                 utcTimestamps);
@@ -237,6 +290,15 @@ public final class OrcTable implements AutoCloseable {
         }
       }
       return out;
+    }
+
+    private Projection projection(int file, Reader reader) throws IOException {
+      Projection p = projections.get(file);
+      if (p == null) {
+        p = OrcTable.this.projection(file, reader, columns);
+        projections.put(file, p);
+      }
+      return p;
     }
 
     private List<ColumnBuilder> builders(int rows, Arena arena) {
@@ -268,7 +330,7 @@ public final class OrcTable implements AutoCloseable {
         if (rr == null) {
           Reader reader = reader(c.file());
           Reader.Options options =
-              reader.options().include(include(reader.getSchema(), columns)).range(c.offset(), c.length());
+              reader.options().include(projection(c.file(), reader).include()).range(c.offset(), c.length());
           if (seek) {
             // Only a reader that seeks gets the search argument: with it, orc-core reads the
             // stripe's row index (one more request) whenever its column is projected.
@@ -295,8 +357,9 @@ public final class OrcTable implements AutoCloseable {
                 file, "stripe " + c.stripe() + " ended after " + (firstRow - c.firstRow() + done) + " of " + c.rows() + " rows");
           }
           int take = Math.min(batch.size, count - done);
+          int[] fieldOf = projection(c.file(), reader(c.file())).fieldOf();
           for (int i = 0; i < columns.size(); i++) {
-            OrcColumns.append(builders.get(i), batch.cols[columns.get(i)], 0, take);
+            OrcColumns.append(builders.get(i), batch.cols[fieldOf[i]], 0, take);
           }
           done += take;
           if (take < batch.size) {

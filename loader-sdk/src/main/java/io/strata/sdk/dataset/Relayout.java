@@ -57,7 +57,8 @@ public final class Relayout {
 
   /**
    * Rewrites the dataset in {@code dir} with its columns in {@code order} (every column of its
-   * schema once); returns the new version's manifest. The dataset is unchanged unless this returns.
+   * schema once, or twice for a column to be stored twice: {@link CoAccessOrder.Plan#layout});
+   * returns the new version's manifest. The dataset is unchanged unless this returns.
    */
   public static Result rewrite(Path dir, List<String> order, Progress progress) throws IOException {
     Objects.requireNonNull(progress, "progress");
@@ -74,7 +75,8 @@ public final class Relayout {
       for (Manifest.OrcFileInfo i : w.infos()) {
         placed.add(new Manifest.OrcFileInfo(layout + "/" + i.path(), i.bytes(), i.rows(), i.crc32c()));
       }
-      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex());
+      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex(),
+          w.replicas());
       // Commit: the layout directory appears whole (one rename), the old files are listed for
       // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
       Path target = dir.resolve(layout);
@@ -131,7 +133,8 @@ public final class Relayout {
         Files.createDirectories(index.getParent());
         Files.copy(dir.resolve(old.sampleIndex().path()), index);
       }
-      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex());
+      Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex(),
+          w.replicas());
       next.write(tmp);
       AtomicFiles.fsyncDirectory(tmp);
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
@@ -145,6 +148,37 @@ public final class Relayout {
     }
   }
 
+  /**
+   * The bytes each column of the dataset in {@code dir} takes in its ORC files (its streams, as
+   * the writer recorded them in the files' statistics; a list column's elements included): what
+   * storing it twice would cost.
+   */
+  public static java.util.Map<String, Long> columnBytes(Path dir) throws IOException {
+    Manifest m = Manifest.read(dir);
+    java.util.Map<String, Long> out = new java.util.LinkedHashMap<>();
+    for (Manifest.OrcFileInfo info : m.files()) {
+      Path file = dir.resolve(info.path());
+      try (Reader reader = OrcIo.open(file)) {
+        TypeDescription schema = reader.getSchema();
+        org.apache.orc.ColumnStatistics[] stats = reader.getStatistics();
+        List<String> names = schema.getFieldNames();
+        for (FeatureInfo f : m.features()) {
+          int i = names.indexOf(f.name());
+          if (i < 0) {
+            throw new IOException(file + " has no column '" + f.name() + "' although the manifest lists it");
+          }
+          TypeDescription t = schema.getChildren().get(i);
+          long bytes = 0;
+          for (int id = t.getId(); id <= t.getMaximumId() && id < stats.length; id++) {
+            bytes += stats[id].getBytesOnDisk();
+          }
+          out.merge(f.name(), bytes, Long::sum);
+        }
+      }
+    }
+    return out;
+  }
+
   /** The dataset's manifest, once its columns and {@code order} allow a relayout. */
   private static Manifest checked(Path dir, List<String> order) throws IOException {
     Manifest old = Manifest.read(dir);
@@ -155,15 +189,36 @@ public final class Relayout {
       }
     }
     List<String> names = old.features().stream().map(FeatureInfo::name).toList();
-    if (order.size() != names.size() || !new HashSet<>(order).equals(new HashSet<>(names))) {
-      throw new IllegalArgumentException("the new order must name every column of " + old.name() + " once: " + names);
+    java.util.Map<String, Integer> times = new java.util.HashMap<>();
+    order.forEach(f -> times.merge(f, 1, Integer::sum));
+    if (!times.keySet().equals(new HashSet<>(names)) || times.values().stream().anyMatch(n -> n > 2)) {
+      throw new IllegalArgumentException("the new order must name every column of " + old.name()
+          + " once (twice for one stored twice): " + names);
     }
     return old;
   }
 
   /** The new files in a temporary directory, checked, with their stripe map, checksums and version. */
   private record Written(List<Manifest.OrcFileInfo> infos, List<ChunkInfo> chunks, List<FeatureInfo> features, String version,
-      long bytes) {}
+      long bytes, List<Manifest.ReplicaInfo> replicas) {}
+
+  /** The fields of {@code order}: a feature's first place under its name, its second as a replica. */
+  private static List<Manifest.ReplicaInfo> replicas(List<String> order) {
+    Set<String> seen = new HashSet<>(order);
+    Set<String> placed = new HashSet<>();
+    List<Manifest.ReplicaInfo> out = new ArrayList<>();
+    int n = 0;
+    for (int i = 0; i < order.size(); i++) {
+      if (!placed.add(order.get(i))) {
+        String field;
+        do {
+          field = "strata_copy_" + ++n;
+        } while (seen.contains(field));
+        out.add(new Manifest.ReplicaInfo(field, order.get(i), i));
+      }
+    }
+    return out;
+  }
 
   /**
    * Writes the files of {@code dir} in {@code order} into {@code tmp} ({@code part-NNNNN.orc}),
@@ -173,16 +228,25 @@ public final class Relayout {
     long total = old.rows() * 2;
     long[] done = {0};
     List<Path> written = new ArrayList<>();
+    List<Manifest.ReplicaInfo> replicas = replicas(order);
+    List<String> fieldNames = new ArrayList<>(order);
+    java.util.Map<String, String> copyOf = new java.util.HashMap<>();
+    for (Manifest.ReplicaInfo r : replicas) {
+      fieldNames.set(r.position(), r.field());
+      copyOf.put(r.field(), r.feature());
+    }
     TypeDescription schema = null;
     for (int f = 0; f < old.files().size(); f++) {
       Path src = dir.resolve(old.files().get(f).path());
       Path dst = tmp.resolve(String.format("part-%05d.orc", f));
-      schema = rewriteFile(src, dst, order, r -> progress.update(done[0] += r, total, "rows"));
+      schema = rewriteFile(src, dst, order, fieldNames, r -> progress.update(done[0] += r, total, "rows"));
       written.add(dst);
     }
     beforeCheck.accept(tmp);
+    List<String> features = old.features().stream().map(FeatureInfo::name).toList();
     for (int f = 0; f < old.files().size(); f++) {
-      verify(dir.resolve(old.files().get(f).path()), written.get(f), r -> progress.update(done[0] += r, total, "rows"));
+      verify(dir.resolve(old.files().get(f).path()), written.get(f), features, copyOf,
+          r -> progress.update(done[0] += r, total, "rows"));
     }
     List<Manifest.OrcFileInfo> infos = new ArrayList<>();
     List<ChunkInfo> chunks = new ArrayList<>();
@@ -213,12 +277,21 @@ public final class Relayout {
     if (version.equals(old.version())) {
       throw new IllegalArgumentException("dataset " + old.name() + " is already in this order");
     }
-    return new Written(infos, chunks, DatasetImporter.features(schema), version, bytes);
+    List<FeatureInfo> newFeatures = new ArrayList<>();
+    for (FeatureInfo fi : DatasetImporter.features(schema)) {
+      if (!copyOf.containsKey(fi.name())) {
+        newFeatures.add(fi);
+      }
+    }
+    return new Written(infos, chunks, newFeatures, version, bytes, replicas);
   }
 
-  /** Rewrites one ORC file with its columns in {@code order}, stripe for stripe; returns the new schema. */
-  private static TypeDescription rewriteFile(Path src, Path dst, List<String> order, java.util.function.LongConsumer rows)
-      throws IOException {
+  /**
+   * Rewrites one ORC file with its columns in {@code order} (field {@code i} holding feature {@code
+   * order[i]} under the name {@code fieldNames[i]}), stripe for stripe; returns the new schema.
+   */
+  private static TypeDescription rewriteFile(Path src, Path dst, List<String> order, List<String> fieldNames,
+      java.util.function.LongConsumer rows) throws IOException {
     try (Reader reader = OrcIo.open(src)) {
       TypeDescription schema = reader.getSchema();
       List<String> fields = schema.getFieldNames();
@@ -229,7 +302,7 @@ public final class Relayout {
         if (from[i] < 0) {
           throw new IOException(src + " has no column '" + order.get(i) + "' although the manifest lists it");
         }
-        out.addField(order.get(i), schema.getChildren().get(from[i]).clone());
+        out.addField(fieldNames.get(i), schema.getChildren().get(from[i]).clone());
       }
       OrcFile.WriterOptions options = OrcFile.writerOptions(OrcIo.CONF)
           .fileSystem(OrcIo.FS)
@@ -264,24 +337,38 @@ public final class Relayout {
   }
 
   /**
-   * Compares two files value for value, by column name: every row of every column, whatever its
-   * type (through ORC's own rendering of each value, nulls included).
+   * Compares two files value for value, by column name: every row of every field of the new file
+   * (a replica against the old file's column it copies) and every one of {@code features} present,
+   * whatever its type (through ORC's own rendering of each value, nulls included).
    */
-  private static void verify(Path oldFile, Path newFile, java.util.function.LongConsumer rows) throws IOException {
+  private static void verify(Path oldFile, Path newFile, List<String> features, java.util.Map<String, String> copyOf,
+      java.util.function.LongConsumer rows) throws IOException {
     try (Reader a = OrcIo.open(oldFile); Reader b = OrcIo.open(newFile);
          RecordReader ra = a.rows(a.options()); RecordReader rb = b.rows(b.options())) {
       if (a.getNumberOfRows() != b.getNumberOfRows()) {
         throw new IOException("relayout check failed: " + newFile + " has " + b.getNumberOfRows() + " rows, " + oldFile
             + " " + a.getNumberOfRows());
       }
-      List<String> names = a.getSchema().getFieldNames();
+      List<String> oldNames = a.getSchema().getFieldNames();
       List<String> newNames = b.getSchema().getFieldNames();
-      int[] at = new int[names.size()];
-      for (int i = 0; i < names.size(); i++) {
-        at[i] = newNames.indexOf(names.get(i));
-        if (at[i] < 0 || !a.getSchema().getChildren().get(i).equals(b.getSchema().getChildren().get(at[i]))) {
-          throw new IOException("relayout check failed: column '" + names.get(i) + "' is missing or changed type in " + newFile);
+      for (String f : features) {
+        if (!newNames.contains(f)) {
+          throw new IOException("relayout check failed: column '" + f + "' is missing in " + newFile);
         }
+      }
+      // Pairs (old field, new field) to compare: every new field against the old column it holds.
+      int[] from = new int[newNames.size()];
+      int[] at = new int[newNames.size()];
+      List<String> names = new ArrayList<>();
+      for (int i = 0; i < newNames.size(); i++) {
+        String feature = copyOf.getOrDefault(newNames.get(i), newNames.get(i));
+        from[i] = oldNames.indexOf(feature);
+        at[i] = i;
+        if (from[i] < 0 || !a.getSchema().getChildren().get(from[i]).equals(b.getSchema().getChildren().get(i))) {
+          throw new IOException("relayout check failed: column '" + newNames.get(i) + "' of " + newFile
+              + " is not in the old file or changed type");
+        }
+        names.add(newNames.get(i));
       }
       VectorizedRowBatch x = a.getSchema().createRowBatch(BATCH);
       VectorizedRowBatch y = b.getSchema().createRowBatch(BATCH);
@@ -302,7 +389,7 @@ public final class Relayout {
           for (int c = 0; c < at.length; c++) {
             sx.setLength(0);
             sy.setLength(0);
-            stringify(x.cols[c], i, sx);
+            stringify(x.cols[from[c]], i, sx);
             stringify(y.cols[at[c]], yRow, sy);
             if (!sx.toString().contentEquals(sy)) {
               throw new IOException("relayout check failed: column '" + names.get(c) + "' row " + row + " of " + oldFile

@@ -37,6 +37,31 @@ class CoAccessOrderTest {
   }
 
   @Test
+  void aSecondCopyJoinsRunsThatNoOrderCanJoinWithinItsBudget() {
+    // A triangle: whatever the order, one of the three jobs reads two runs; a copy of one feature
+    // beside the third gives every job one run.
+    List<String> columns = List.of("a", "b", "c", "d");
+    Map<String, Map<String, Long>> r = new TreeMap<>();
+    r.put("job1", reads("a", "b"));
+    r.put("job2", reads("b", "c"));
+    r.put("job3", reads("a", "c"));
+    Map<String, Long> bytes = Map.of("a", 100L, "b", 100L, "c", 100L, "d", 100L);
+    CoAccessOrder.Plan single = CoAccessOrder.plan(columns, r);
+    assertEquals(4.0 / 3, single.runsAfter(), 1e-9, "one job reads two runs: " + single.order());
+    assertEquals(single.order(), single.layout(), "no copies without a budget");
+    CoAccessOrder.Plan copied = CoAccessOrder.plan(columns, r, bytes, 100);
+    assertEquals(1.0, copied.runsAfter(), 1e-9, "every job one run: " + copied.layout());
+    assertEquals(columns.size() + 1, copied.layout().size());
+    assertEquals(1, copied.replicated().size());
+    assertEquals(100, copied.replicaBytes());
+    assertEquals(single.order(), copied.order(), "the order of first copies is the plain order");
+    assertEquals(1.0, CoAccessOrder.runs(copied.layout(), columns, r), 1e-9, "runs() reads the copies the same way");
+    CoAccessOrder.Plan tooSmall = CoAccessOrder.plan(columns, r, bytes, 99);
+    assertEquals(single.layout(), tooSmall.layout(), "a copy that does not fit the budget is not made");
+    assertEquals(copied, CoAccessOrder.plan(columns, r, bytes, 100), "deterministic");
+  }
+
+  @Test
   void heavierJobsWinWhenNotEveryoneCanHaveOneRun() {
     List<String> columns = List.of("a", "b", "c", "d");
     Map<String, Map<String, Long>> r = new TreeMap<>();

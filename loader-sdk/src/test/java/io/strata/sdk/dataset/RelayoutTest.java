@@ -129,6 +129,60 @@ class RelayoutTest {
   }
 
   @Test
+  void featuresStoredTwiceKeepEveryValueAndAJobReadsTheCopiesThatSaveRequests() throws IOException {
+    Path dir = generate("d");
+    Path original = tmp.resolve("original");
+    copyTree(dir, original);
+    List<String> names = Manifest.read(dir).features().stream().map(FeatureInfo::name).toList();
+    String first = names.getFirst();
+    String last = names.getLast();
+    // The first feature stored again, right before the last: {first, last} becomes one run.
+    List<String> layout = new ArrayList<>(names);
+    layout.add(layout.size() - 1, first);
+    Relayout.rewrite(dir, layout, Progress.NONE);
+    Manifest after = Manifest.read(dir);
+    assertEquals(names, after.features().stream().map(FeatureInfo::name).toList(), "features once each, in order");
+    assertEquals(1, after.replicas().size());
+    assertEquals(first, after.replicas().getFirst().feature());
+    assertEquals(names.size() - 1, after.replicas().getFirst().position());
+    assertEquals(layout, after.layout());
+    assertTrue(Files.readString(dir.resolve(Manifest.FILE_NAME)).contains("\"formatVersion\" : 2"),
+        "a build that knows no replicas must refuse this manifest");
+    assertSameValues(original, dir);
+    List<String> pair = List.of(first, last);
+    long[] requests = new long[2];
+    Map<String, Column> values = null;
+    try (Arena arena = Arena.ofConfined()) {
+      for (Path d : new Path[] {original, dir}) {
+        try (Dataset ds = Dataset.open(d)) {
+          ds.orc().readChunk(0, pair, arena); // opens the file
+          long r0 = OrcReads.requests();
+          Map<String, Column> v = ds.orc().readChunk(1, pair, arena);
+          requests[d == original ? 0 : 1] = OrcReads.requests() - r0;
+          if (values == null) {
+            values = v;
+          } else {
+            for (String f : pair) {
+              assertEquals(-1, Columns.firstDifference(values.get(f), v.get(f)), f + " read from its copy");
+            }
+          }
+        }
+      }
+    }
+    assertEquals(2, requests[0], "two runs in the original order");
+    assertEquals(1, requests[1], "one run: the copy beside the last feature");
+    // Relaid out again without copies: the replica goes, the values stay.
+    Relayout.rewrite(dir, names.reversed(), Progress.NONE);
+    assertEquals(List.of(), Manifest.read(dir).replicas());
+    assertSameValues(original, dir);
+    // A feature three times is refused.
+    List<String> thrice = new ArrayList<>(names);
+    thrice.add(first);
+    thrice.add(first);
+    assertThrows(IllegalArgumentException.class, () -> Relayout.rewrite(dir, thrice, Progress.NONE));
+  }
+
+  @Test
   void aRelayoutIntoANewDirectoryLeavesTheOriginalAndWritesAWholeDataset() throws IOException {
     Path dir = generate("d");
     Manifest before = Manifest.read(dir);

@@ -84,6 +84,10 @@ final class RelayoutBench implements Callable<Integer> {
   @Option(names = "--hdd-mbps", defaultValue = "150", description = "MB/s of the emulated HDD; default ${DEFAULT-VALUE}.")
   int hddMbps;
 
+  @Option(names = "--replicas", paramLabel = "PCT", defaultValue = "0%", description = "As 'dataset relayout --replicas':"
+      + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
+  String replicas;
+
   /** One job: the features it reads. */
   private record Job(String name, List<String> features) {}
 
@@ -99,6 +103,7 @@ final class RelayoutBench implements Callable<Integer> {
       rounds = 1;
       jobs = Math.min(jobs, 8);
     }
+    double share = io.strata.ops.RelayoutCommand.replicaShare(replicas);
     if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000 || hddIops < 1 || hddMbps < 1) {
       throw new IllegalArgumentException(
           "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
@@ -133,8 +138,12 @@ final class RelayoutBench implements Callable<Integer> {
       Files.writeString(dir.resolve("trace.csv"), trace, StandardCharsets.UTF_8);
       // The command's own path: reads learned from the trace, the order, the verified rewrite.
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
-      CoAccessOrder.Plan plan = CoAccessOrder.plan(columns, reads);
-      Relayout.Result r = Relayout.rewrite(after, plan.order(), Progress.NONE);
+      long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      CoAccessOrder.Plan plan = share > 0
+          ? CoAccessOrder.plan(columns, reads, Relayout.columnBytes(after), (long) (share / 100 * datasetBytes))
+          : CoAccessOrder.plan(columns, reads);
+      Relayout.Result r = Relayout.rewrite(after, plan.layout(), Progress.NONE);
+      long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));
       String dropper = dropper();
@@ -158,6 +167,8 @@ final class RelayoutBench implements Callable<Integer> {
       o2.put("features", features).put("rows", rows).put("chunks", Manifest.read(before).chunks().size()).put("jobs", js.size());
       o2.put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
+      o2.putObject("replicas").put("budget", share / 100).put("features", plan.replicated().size())
+          .put("datasetBytesBefore", datasetBytes).put("datasetBytesAfter", afterBytes);
       o2.put("cold", dropper != null ? "posix_fadvise(DONTNEED) on every ORC file before each job's epoch"
           : "not dropped (no python3 with os.posix_fadvise): warm page cache");
       if (hdd != null) {
@@ -178,7 +189,8 @@ final class RelayoutBench implements Callable<Integer> {
       o2.putObject("ratios")
           .put("readsAfterVsBefore", b.requests() == 0 ? 0 : (double) a.requests() / b.requests())
           .put("bytesAfterVsBefore", b.bytes() == 0 ? 0 : (double) a.bytes() / b.bytes())
-          .put("epochTimeAfterVsBefore", tb == 0 ? 0 : ta / tb);
+          .put("epochTimeAfterVsBefore", tb == 0 ? 0 : ta / tb)
+          .put("storedBytesAfterVsBefore", (double) afterBytes / datasetBytes);
       if (hdd != null) {
         ((ObjectNode) o2.get("ratios")).put("deviceReadsAfterVsBefore",
             b.deviceRequests() == 0 ? 0 : (double) a.deviceRequests() / b.deviceRequests());
