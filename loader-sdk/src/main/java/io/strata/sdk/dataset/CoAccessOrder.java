@@ -33,6 +33,13 @@ import java.util.TreeSet;
  * graph that admits one run per job this finds it often; in general it is a heuristic (the exact
  * problem, the consecutive-ones arrangement with the fewest breaks, is NP-hard). Deterministic:
  * the same input gives the same order.
+ *
+ * <p>One order cannot give every job one run when popular features are shared by jobs whose other
+ * features differ. With a byte budget, {@link #plan(List, Map, Map, long)} then stores second
+ * copies (docs/FORMAT.md §1.5): greedily, the copy of a feature, or of the features only one of a
+ * job's runs gives it, placed at the end of another of that job's runs, that saves the most
+ * weighted runs per byte, until none saves any or the budget is spent. A job's runs over a layout
+ * with copies are those {@link FieldCover} picks, as the reader does.
  */
 public final class CoAccessOrder {
   private CoAccessOrder() {}
