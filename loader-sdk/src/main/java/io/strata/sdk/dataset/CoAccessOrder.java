@@ -221,7 +221,8 @@ public final class CoAccessOrder {
       for (int c = 0; c < bytes.length; c++) {
         bytes[c] = columnBytes.getOrDefault(columns.get(c), 0L);
       }
-      Replicas r = replicate(fields, sets, weight, bytes, replicaBudget, work);
+      // Its own budget: a copy's evaluation walks the fields of every job it touches.
+      Replicas r = replicate(fields, sets, weight, bytes, replicaBudget, new Work(Work.LIMIT / 8));
       layout = new ArrayList<>();
       for (int f : r.fields()) {
         layout.add(columns.get(f));
@@ -333,10 +334,12 @@ public final class CoAccessOrder {
           }
           for (int[] other : jr) {
             if (other != r) {
-              blocks.add(block);
-              places.add(other[0]);
-              blocks.add(block);
-              places.add(other[1]);
+              // Anywhere in or at the ends of the other run: inside it the job's run stays whole,
+              // and other jobs are cut where fewest read across.
+              for (int at = other[0]; at <= other[1]; at++) {
+                blocks.add(block);
+                places.add(at);
+              }
             }
           }
         }
@@ -353,12 +356,17 @@ public final class CoAccessOrder {
           b += bytes[f];
         }
         for (int j = 0; j < jobs; j++) {
-          boolean cut = at > 0 && at < fields.length && wanted[j][fields[at - 1]] && wanted[j][fields[at]];
+          // A job gains only where the copy touches one of its runs, and loses only where the
+          // copy cuts one (a copy standing alone could still replace runs of a job; the runs are
+          // recounted in full after each step, so skipping that case costs choice, not truth).
+          boolean leftRead = at > 0 && wanted[j][fields[at - 1]];
+          boolean rightRead = at < fields.length && wanted[j][fields[at]];
+          boolean cut = leftRead && rightRead;
           boolean reads = false;
           for (int f : block) {
             reads |= wanted[j][f];
           }
-          if (reads || cut) {
+          if (cut || reads && (leftRead || rightRead)) {
             delta += weight[j] * (FieldCover.count(cand, wanted[j]) - runs[j]);
             work.spend(cand.length);
           }
@@ -509,14 +517,23 @@ public final class CoAccessOrder {
    */
   private static final class Work {
     static final long LIMIT = 400_000_000L;
+    private final long limit;
     private long spent;
+
+    Work() {
+      this(LIMIT);
+    }
+
+    Work(long limit) {
+      this.limit = limit;
+    }
 
     void spend(long visits) {
       spent += visits;
     }
 
     boolean left() {
-      return spent < LIMIT;
+      return spent < limit;
     }
   }
 

@@ -84,7 +84,7 @@ final class RelayoutBench implements Callable<Integer> {
   @Option(names = "--hdd-mbps", defaultValue = "150", description = "MB/s of the emulated HDD; default ${DEFAULT-VALUE}.")
   int hddMbps;
 
-  @Option(names = "--replicas", paramLabel = "PCT", defaultValue = "0%", description = "As 'dataset relayout --replicas':"
+  @Option(names = "--replicas", paramLabel = "PCT", defaultValue = "15%", description = "As 'dataset relayout --replicas':"
       + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
   String replicas;
 
@@ -201,9 +201,10 @@ final class RelayoutBench implements Callable<Integer> {
       if (json) {
         out.println(Json.compact(o2));
       } else {
-        out.printf("relayout of %d columns for %d jobs (%.1f features each): read requests per epoch %d -> %d (%.2fx),"
-            + " bytes %s -> %s, cold epoch %s -> %s (%.2fx); values identical%n", features, js.size(),
-            o2.path("featuresPerJobMean").asDouble(), b.requests(), a.requests(), o2.path("ratios").path("readsAfterVsBefore").asDouble(),
+        out.printf("relayout of %d columns for %d jobs (%.1f features each; %d stored twice, %+.1f%% bytes): read requests"
+            + " per epoch %d -> %d (%.2fx), bytes %s -> %s, cold epoch %s -> %s (%.2fx); values identical%n", features, js.size(),
+            o2.path("featuresPerJobMean").asDouble(), plan.replicated().size(), 100.0 * (afterBytes - datasetBytes) / datasetBytes,
+            b.requests(), a.requests(), o2.path("ratios").path("readsAfterVsBefore").asDouble(),
             Terminal.bytes(b.bytes()), Terminal.bytes(a.bytes()), Terminal.seconds(tb), Terminal.seconds(ta),
             o2.path("ratios").path("epochTimeAfterVsBefore").asDouble());
       }
