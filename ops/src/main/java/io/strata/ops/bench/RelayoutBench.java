@@ -37,9 +37,10 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code strata bench relayout}: the same jobs' epochs read from ORC before and after a relayout
- * learned from their trace. Two copies of one generated dataset, one relaid out, read in
- * alternating rounds; read requests and bytes counted where the ORC reader issues them ({@link
- * OrcReads}); cold epochs with the files dropped from the page cache first
+ * learned from their trace (features stored twice within {@code --replicas}, 15 % of the bytes by
+ * default, as {@code dataset relayout --replicas}). Two copies of one generated dataset, one
+ * relaid out, read in alternating rounds; read requests and bytes counted where the ORC reader issues them ({@link
+ * OrcReads}); cold epochs with the files and their sidecars dropped from the page cache first
  * ({@code posix_fadvise(DONTNEED)}, which needs no root); each job opens the dataset itself (as its
  * own process would); values compared by checksum. With {@code --emulate-hdd} both copies live on
  * an {@link EmulatedHdd} and the requests the device saw are counted too.
@@ -169,7 +170,8 @@ final class RelayoutBench implements Callable<Integer> {
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
       o2.putObject("replicas").put("budget", share / 100).put("features", plan.replicated().size())
           .put("datasetBytesBefore", datasetBytes).put("datasetBytesAfter", afterBytes);
-      o2.put("cold", dropper != null ? "posix_fadvise(DONTNEED) on every ORC file before each job's epoch"
+      o2.put("cold", dropper != null
+          ? "posix_fadvise(DONTNEED) on every ORC file and its stripe-footer sidecar before each job's epoch"
           : "not dropped (no python3 with os.posix_fadvise): warm page cache");
       if (hdd != null) {
         o2.putObject("disk").put("emulatedHdd", true).put("iops", hdd.iops()).put("bytesPerSecond", hdd.bytesPerSecond())
@@ -273,7 +275,13 @@ final class RelayoutBench implements Callable<Integer> {
     long deviceBytes = 0;
     List<String> files = new ArrayList<>();
     for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
-      files.add(dir.resolve(f.path()).toString());
+      Path orc = dir.resolve(f.path());
+      files.add(orc.toString());
+      // Its stripe-footer sidecar (FORMAT.md §1.4) lives on the same disk: cold too.
+      Path footers = Path.of(orc + ".footers");
+      if (Files.isRegularFile(footers)) {
+        files.add(footers.toString());
+      }
     }
     for (Job j : js) {
       if (dropper != null) {
