@@ -162,6 +162,24 @@ class RelayoutIT {
     assertEquals(1.0, Json.MAPPER.readTree(same.out()).path("runsPerStripeBefore").asDouble(), 1e-9, same.out());
   }
 
+  @Test
+  void benchPlanOnlyPlansTheOrderThenTheCopiesWithinTheirBudget() throws Exception {
+    Cli.Result r = Cli.run("bench", "relayout", "--plan-only", "--features", "40", "--jobs", "16", "--rows", "4000",
+        "--replicas", "10%", "--work", tmp.resolve("plan-only").toString(), "--json");
+    assertEquals(0, r.code(), r.err());
+    JsonNode o = Json.MAPPER.readTree(r.out());
+    assertEquals(16, o.path("jobs").asInt(), r.out());
+    double before = o.path("runsPerStripeBefore").asDouble();
+    double order = o.path("runsPerStripeOrder").asDouble();
+    double copies = o.path("runsPerStripeWithCopies").asDouble();
+    assertTrue(order < before && copies <= order && copies >= 1, r.out());
+    assertTrue(o.path("replicas").path("features").asInt() > 0, r.out());
+    assertTrue(o.path("replicas").path("bytes").asLong() <= 0.1 * o.path("replicas").path("datasetBytes").asLong(), r.out());
+    Cli.Result bad = Cli.run("bench", "relayout", "--plan-only", "--emulate-hdd");
+    assertEquals(2, bad.code(), bad.err());
+    assertTrue(bad.err().contains("--plan-only"), bad.err());
+  }
+
   /** Whether a relayout's temporary directory holds a file with bytes in it: the rewrite is under way. */
   private static boolean rewriting(Path dir) throws Exception {
     try (Stream<Path> s = Files.list(dir)) {

@@ -1,8 +1,5 @@
 package io.strata.sdk.dataset;
 
-import java.util.ArrayList;
-import java.util.List;
-
 /**
  * Which of a stripe's top-level fields a reader reads for a set of features when some features are
  * stored twice (replicas, docs/FORMAT.md §1.5): the whole of some maximal runs of fields that hold
@@ -26,10 +23,10 @@ final class FieldCover {
    * that is ever read), {@code wanted} the features to read.
    */
   static boolean[] choose(int[] fieldFeature, boolean[] wanted) {
-    List<int[]> runs = runs(fieldFeature, wanted);
+    Runs runs = runs(fieldFeature, wanted);
     boolean[] take = new boolean[fieldFeature.length];
-    for (int r : pick(fieldFeature, wanted, runs)) {
-      for (int i = runs.get(r)[0]; i < runs.get(r)[1]; i++) {
+    for (int r : pick(runs.holds, runs.words, runs.lengths, runs.n, runs.k)) {
+      for (int i = runs.starts[r]; i < runs.starts[r] + runs.lengths[r]; i++) {
         take[i] = true;
       }
     }
@@ -38,129 +35,213 @@ final class FieldCover {
 
   /** The number of runs {@link #choose} reads: about the read requests per stripe. */
   static int count(int[] fieldFeature, boolean[] wanted) {
-    return pick(fieldFeature, wanted, runs(fieldFeature, wanted)).size();
+    Runs runs = runs(fieldFeature, wanted);
+    return pick(runs.holds, runs.words, runs.lengths, runs.n, runs.k).length;
   }
 
-  /** Maximal runs [start, end) of fields holding wanted features. */
-  private static List<int[]> runs(int[] fieldFeature, boolean[] wanted) {
-    List<int[]> runs = new ArrayList<>();
+  /**
+   * As {@link #count(int[], boolean[])} for runs already found: run {@code r} holds the features
+   * whose bits (0 to {@code k - 1}) are set in {@code holds[r * words .. (r + 1) * words)} and has
+   * {@code lengths[r]} fields; every one of the {@code k} features is held by some run.
+   */
+  static int count(long[] holds, int words, int[] lengths, int n, int k) {
+    return pick(holds, words, lengths, n, k).length;
+  }
+
+  /** Maximal runs of fields holding wanted features, the features numbered by first appearance. */
+  private record Runs(int[] starts, int[] lengths, long[] holds, int words, int n, int k) {}
+
+  private static Runs runs(int[] fieldFeature, boolean[] wanted) {
+    int[] local = new int[wanted.length];
+    int k = 0;
+    int n = 0;
+    int[] starts = new int[(fieldFeature.length + 1) / 2];
+    int[] lengths = new int[starts.length];
     int start = -1;
     for (int i = 0; i <= fieldFeature.length; i++) {
       boolean in = i < fieldFeature.length && fieldFeature[i] >= 0 && wanted[fieldFeature[i]];
+      if (in && local[fieldFeature[i]] == 0) {
+        local[fieldFeature[i]] = ++k; // 1-based: 0 is "not numbered yet"
+      }
       if (in && start < 0) {
         start = i;
       } else if (!in && start >= 0) {
-        runs.add(new int[] {start, i});
+        starts[n] = start;
+        lengths[n++] = i - start;
         start = -1;
       }
     }
-    return runs;
+    int words = (k + 63) >>> 6;
+    long[] holds = new long[n * words];
+    for (int r = 0; r < n; r++) {
+      for (int i = starts[r]; i < starts[r] + lengths[r]; i++) {
+        int f = local[fieldFeature[i]] - 1;
+        holds[r * words + (f >>> 6)] |= 1L << (f & 63);
+      }
+    }
+    return new Runs(starts, lengths, holds, words, n, k);
   }
 
-  /** Indices of the runs to read: those that alone hold a feature, then the fewest that hold the rest. */
-  private static List<Integer> pick(int[] fieldFeature, boolean[] wanted, List<int[]> runs) {
-    int features = wanted.length;
-    // For each feature, the runs holding it (a feature is stored at most a few times).
-    int[] holders = new int[features];
-    int[] only = new int[features];
-    java.util.Arrays.fill(only, -1);
-    for (int r = 0; r < runs.size(); r++) {
-      for (int i = runs.get(r)[0]; i < runs.get(r)[1]; i++) {
-        int f = fieldFeature[i];
-        if (only[f] != r) {
+  /**
+   * Indices of the runs to read, in increasing order: those that alone hold a feature, then the
+   * fewest that hold the rest (exactly up to {@value #EXACT_CHOICES} runs with a choice: fewest
+   * runs, then fewest fields, then the first set in order; greedily beyond). A run is a bit set of
+   * the features it holds, so trying a set of runs takes a few word operations.
+   */
+  private static int[] pick(long[] holds, int words, int[] lengths, int n, int k) {
+    int[] holders = new int[k];
+    int[] only = new int[k];
+    for (int r = 0; r < n; r++) {
+      for (int w = 0; w < words; w++) {
+        for (long bits = holds[r * words + w]; bits != 0; bits &= bits - 1) {
+          int f = (w << 6) + Long.numberOfTrailingZeros(bits);
           holders[f]++;
           only[f] = r;
         }
       }
     }
-    boolean[] chosen = new boolean[runs.size()];
-    boolean[] covered = new boolean[features];
-    List<Integer> out = new ArrayList<>();
-    for (int f = 0; f < features; f++) {
-      if (wanted[f] && holders[f] == 1 && !chosen[only[f]]) {
+    boolean[] chosen = new boolean[n];
+    long[] covered = new long[words];
+    int picked = 0;
+    for (int f = 0; f < k; f++) {
+      if (holders[f] == 1 && !chosen[only[f]]) {
         chosen[only[f]] = true;
-        out.add(only[f]);
-        mark(fieldFeature, runs.get(only[f]), covered);
+        picked++;
+        or(covered, holds, only[f], words);
       }
     }
-    List<Integer> choices = new ArrayList<>();
-    for (int r = 0; r < runs.size(); r++) {
-      if (!chosen[r] && addsAny(fieldFeature, runs.get(r), covered)) {
-        choices.add(r);
+    int[] choices = new int[n];
+    int c = 0;
+    for (int r = 0; r < n; r++) {
+      if (!chosen[r] && missing(holds, r, words, covered) > 0) {
+        choices[c++] = r;
       }
     }
-    if (choices.isEmpty()) {
-      out.sort(null);
-      return out;
-    }
-    if (choices.size() <= EXACT_CHOICES) {
-      // Fewest runs first, then fewest fields (bytes), then the earliest: deterministic.
-      List<Integer> best = null;
-      int bestFields = Integer.MAX_VALUE;
-      for (int k = 1; k <= choices.size() && best == null; k++) {
-        for (int mask = 1; mask < (1 << choices.size()); mask++) {
-          if (Integer.bitCount(mask) != k) {
-            continue;
-          }
-          boolean[] cov = covered.clone();
-          int fields = 0;
-          List<Integer> set = new ArrayList<>();
-          for (int b = 0; b < choices.size(); b++) {
-            if ((mask & (1 << b)) != 0) {
-              int[] run = runs.get(choices.get(b));
-              mark(fieldFeature, run, cov);
-              fields += run[1] - run[0];
-              set.add(choices.get(b));
-            }
-          }
-          if (coversAll(wanted, cov) && fields < bestFields) {
-            best = set;
-            bestFields = fields;
-          }
-        }
+    if (c > 0 && c <= EXACT_CHOICES) {
+      Exact e = new Exact(holds, words, lengths, choices, c, k);
+      e.search(covered, 0, 0, 0, 0);
+      for (int m = e.bestMask; m != 0; m &= m - 1) {
+        chosen[choices[Integer.numberOfTrailingZeros(m)]] = true;
+        picked++;
       }
-      out.addAll(best);
-    } else {
-      // Greedy: the run that holds the most features still missing, until none is missing.
-      while (!coversAll(wanted, covered)) {
+    } else if (c > 0) {
+      // Greedy: the run that holds the most features still missing (the first of equals), until
+      // none is missing.
+      while (!all(covered, k)) {
         int bestRun = -1;
         int bestGain = 0;
-        for (int r : choices) {
-          int gain = 0;
-          for (int i = runs.get(r)[0]; i < runs.get(r)[1]; i++) {
-            gain += covered[fieldFeature[i]] ? 0 : 1;
-          }
+        for (int x = 0; x < c; x++) {
+          int gain = missing(holds, choices[x], words, covered);
           if (gain > bestGain) {
             bestGain = gain;
-            bestRun = r;
+            bestRun = choices[x];
           }
         }
-        out.add(bestRun);
-        mark(fieldFeature, runs.get(bestRun), covered);
+        chosen[bestRun] = true;
+        picked++;
+        or(covered, holds, bestRun, words);
       }
     }
-    out.sort(null);
+    int[] out = new int[picked];
+    for (int r = 0, i = 0; r < n; r++) {
+      if (chosen[r]) {
+        out[i++] = r;
+      }
+    }
     return out;
   }
 
-  private static void mark(int[] fieldFeature, int[] run, boolean[] covered) {
-    for (int i = run[0]; i < run[1]; i++) {
-      covered[fieldFeature[i]] = true;
-    }
-  }
+  /**
+   * The exact cover of the features still missing by the runs with a choice: the fewest runs, then
+   * the fewest fields, then the smallest mask over the choices (the earliest runs). Branch and bound:
+   * the lowest missing feature is held by one of the runs of any cover, so trying each of those
+   * runs in turn (each later branch without the runs the earlier ones tried) reaches every
+   * smallest cover once; a branch stops as soon as it cannot be as small as the best found.
+   */
+  private static final class Exact {
+    private final long[] holds;
+    private final int words;
+    private final int[] lengths;
+    private final int[] choices;
+    private final int c;
+    private final int k;
+    private final long[][] stack;
+    int bestMask;
+    int bestSize = Integer.MAX_VALUE;
+    int bestFields = Integer.MAX_VALUE;
 
-  private static boolean addsAny(int[] fieldFeature, int[] run, boolean[] covered) {
-    for (int i = run[0]; i < run[1]; i++) {
-      if (!covered[fieldFeature[i]]) {
-        return true;
+    Exact(long[] holds, int words, int[] lengths, int[] choices, int c, int k) {
+      this.holds = holds;
+      this.words = words;
+      this.lengths = lengths;
+      this.choices = choices;
+      this.c = c;
+      this.k = k;
+      this.stack = new long[c + 1][words];
+    }
+
+    /** {@code forbidden}: runs an earlier branch tried, so that no set of runs is tried twice. */
+    void search(long[] covered, int mask, int forbidden, int size, int fields) {
+      int f = firstMissing(covered, k);
+      if (f < 0) {
+        if (size < bestSize || size == bestSize && (fields < bestFields || fields == bestFields && mask < bestMask)) {
+          bestSize = size;
+          bestFields = fields;
+          bestMask = mask;
+        }
+        return;
+      }
+      if (size + 1 > bestSize) {
+        return;
+      }
+      long bit = 1L << (f & 63);
+      for (int b = 0; b < c; b++) {
+        int r = choices[b];
+        if (((mask | forbidden) & 1 << b) == 0 && (holds[r * words + (f >>> 6)] & bit) != 0) {
+          long[] next = stack[size];
+          System.arraycopy(covered, 0, next, 0, words);
+          or(next, holds, r, words);
+          search(next, mask | 1 << b, forbidden, size + 1, fields + lengths[r]);
+          forbidden |= 1 << b;
+        }
       }
     }
-    return false;
   }
 
-  private static boolean coversAll(boolean[] wanted, boolean[] covered) {
-    for (int f = 0; f < wanted.length; f++) {
-      if (wanted[f] && !covered[f]) {
+  /** The lowest of the features 0..k-1 that {@code covered} lacks, or -1. */
+  private static int firstMissing(long[] covered, int k) {
+    for (int w = 0; w < covered.length; w++) {
+      int inWord = Math.min(64, k - (w << 6));
+      long full = inWord == 64 ? -1L : (1L << inWord) - 1;
+      long lack = ~covered[w] & full;
+      if (lack != 0) {
+        return (w << 6) + Long.numberOfTrailingZeros(lack);
+      }
+    }
+    return -1;
+  }
+
+  private static void or(long[] into, long[] holds, int run, int words) {
+    for (int w = 0; w < words; w++) {
+      into[w] |= holds[run * words + w];
+    }
+  }
+
+  /** The features run {@code run} holds that {@code covered} does not. */
+  private static int missing(long[] holds, int run, int words, long[] covered) {
+    int n = 0;
+    for (int w = 0; w < words; w++) {
+      n += Long.bitCount(holds[run * words + w] & ~covered[w]);
+    }
+    return n;
+  }
+
+  /** Whether {@code covered} holds all of the features 0..k-1. */
+  private static boolean all(long[] covered, int k) {
+    for (int w = 0; w < covered.length; w++) {
+      int inWord = Math.min(64, k - (w << 6));
+      long full = inWord == 64 ? -1L : (1L << inWord) - 1;
+      if ((covered[w] & full) != full) {
         return false;
       }
     }

@@ -62,6 +62,44 @@ class CoAccessOrderTest {
   }
 
   @Test
+  void keptSavingsChooseTheSameCopiesAsEvaluatingEveryCandidateAtEveryStep() {
+    // Zipf-popular features, jobs of 3 to 10 of them: the copy search that keeps each candidate's
+    // saving until one of its jobs' runs changes must make the very choices of the search that
+    // evaluates every candidate afresh.
+    java.util.Random rnd = new java.util.Random(3);
+    int copies = 0;
+    for (int trial = 0; trial < 6; trial++) {
+      int n = 16 + 8 * trial;
+      List<String> columns = new java.util.ArrayList<>();
+      Map<String, Long> bytes = new TreeMap<>();
+      long total = 0;
+      for (int i = 0; i < n; i++) {
+        columns.add("f" + i);
+        long b = 1_000 + rnd.nextInt(1_000);
+        bytes.put("f" + i, b);
+        total += b;
+      }
+      Map<String, Map<String, Long>> r = new TreeMap<>();
+      for (int j = 0; j < 6 + 2 * trial; j++) {
+        Map<String, Long> m = new TreeMap<>();
+        int k = 3 + rnd.nextInt(8);
+        while (m.size() < k) {
+          int f = (int) Math.min(n - 1, Math.floor(Math.pow(n + 1, rnd.nextDouble())) - 1);
+          m.put("f" + f, 1L + rnd.nextInt(5));
+        }
+        r.put("job" + j, m);
+      }
+      CoAccessOrder.Plan kept = CoAccessOrder.plan(columns, r, bytes, total / 4, true);
+      CoAccessOrder.Plan afresh = CoAccessOrder.plan(columns, r, bytes, total / 4, false);
+      assertEquals(afresh, kept, "trial " + trial);
+      assertTrue(kept.runsAfter() <= CoAccessOrder.plan(columns, r).runsAfter(), "copies never cost runs");
+      assertTrue(kept.replicaBytes() <= total / 4);
+      copies += kept.replicated().size();
+    }
+    assertTrue(copies >= 12, "the instances call for copies: " + copies);
+  }
+
+  @Test
   void heavierJobsWinWhenNotEveryoneCanHaveOneRun() {
     List<String> columns = List.of("a", "b", "c", "d");
     Map<String, Map<String, Long>> r = new TreeMap<>();

@@ -89,6 +89,10 @@ final class RelayoutBench implements Callable<Integer> {
       + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
   String replicas;
 
+  @Option(names = "--plan-only", description = "Time the relayout's planning alone (the order, then the copies) on"
+      + " the jobs' trace over a small dataset of --features columns: no rewrite, no epochs.")
+  boolean planOnly;
+
   /** One job: the features it reads. */
   private record Job(String name, List<String> features) {}
 
@@ -109,10 +113,16 @@ final class RelayoutBench implements Callable<Integer> {
       throw new IllegalArgumentException(
           "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
     }
+    if (planOnly && emulateHdd) {
+      throw new IllegalArgumentException("--plan-only reads no data: it takes no --emulate-hdd");
+    }
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-relayout") : work;
     EmulatedHdd hdd = null;
     try {
+      if (planOnly) {
+        return planOnly(dir, share, out, log);
+      }
       if (emulateHdd) {
         // Room for two copies, the relayout's rewrite and ext4's own, at up to 8 bytes a value.
         long bytes = Math.max(256L << 20, 4 * rows * features * 8 + (64L << 20));
@@ -219,6 +229,53 @@ final class RelayoutBench implements Callable<Integer> {
         Processes.deleteTree(dir);
       }
     }
+  }
+
+  /**
+   * {@code --plan-only}: the jobs' trace over a dataset of 20 chunks of at most 1,000 rows (the
+   * trace's reads per job and feature do not depend on the rows), the order planned alone and then
+   * with copies within the budget, each timed.
+   */
+  private int planOnly(Path dir, double share, PrintWriter out, PrintWriter log) throws IOException {
+    Path data = dir.resolve("plan");
+    long planRows = Math.min(rows, 20_000);
+    log.println("generating " + Terminal.count(planRows) + " rows x " + features + " columns ...");
+    DatasetGenerator.generate(data, DatasetGenerator.Options.of("relayout", planRows, seed).withFeatures(features)
+        .withChunking((int) Math.max(1000, planRows / 20), 5).withReplace(true), Progress.NONE);
+    List<Job> js;
+    String trace;
+    List<String> columns;
+    try (Dataset ds = Dataset.open(data)) {
+      js = jobs(ds.featureNames(), new Random(seed));
+      trace = trace(ds, js);
+      columns = ds.columns().stream().map(FeatureInfo::name).toList();
+    }
+    Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
+    Map<String, Long> columnBytes = Relayout.columnBytes(data);
+    long datasetBytes = Manifest.read(data).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+    long t0 = System.nanoTime();
+    CoAccessOrder.Plan order = CoAccessOrder.plan(columns, reads);
+    long t1 = System.nanoTime();
+    CoAccessOrder.Plan copies = CoAccessOrder.plan(columns, reads, columnBytes, (long) (share / 100 * datasetBytes));
+    long t2 = System.nanoTime();
+    ObjectNode o = Json.object();
+    o.put("planOnly", true).put("features", features).put("jobs", js.size())
+        .put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
+    o.put("runsPerStripeBefore", order.runsBefore()).put("runsPerStripeOrder", order.runsAfter())
+        .put("runsPerStripeWithCopies", copies.runsAfter());
+    o.put("orderSeconds", (t1 - t0) / 1e9).put("orderAndCopiesSeconds", (t2 - t1) / 1e9);
+    o.putObject("replicas").put("budget", share / 100).put("features", copies.replicated().size())
+        .put("bytes", copies.replicaBytes()).put("datasetBytes", datasetBytes);
+    if (json) {
+      out.println(Json.compact(o));
+    } else {
+      out.printf("planning %d columns for %d jobs (%.1f features each): runs per stripe %s -> %s by the order (%s),"
+          + " %s with %d features stored twice (%.1f%% of the bytes; order and copies %s)%n", features, js.size(),
+          o.path("featuresPerJobMean").asDouble(), f2(order.runsBefore()), f2(order.runsAfter()),
+          Terminal.seconds((t1 - t0) / 1e9), f2(copies.runsAfter()), copies.replicated().size(),
+          100.0 * copies.replicaBytes() / datasetBytes, Terminal.seconds((t2 - t1) / 1e9));
+    }
+    return 0;
   }
 
   /** Jobs reading 5 to 20 features each, picked by Zipf popularity (exponent 1.1) over a shuffled feature order. */
