@@ -167,14 +167,9 @@ def _start_service():
     d = os.path.dirname(path)
     os.makedirs(d, mode=0o700, exist_ok=True)
     log_path = path + ".log"
-    with open(log_path, "ab") as log:
-        try:
-            idle = os.environ.get("STRATA_LOADER_IDLE_EXIT", "60")
-            proc = subprocess.Popen(cmd + ["--socket", path, "--idle-exit", idle], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True, env=env or None)
-        except OSError as e:
-            raise StrataError("strata: cannot start the loader service (%s): %s" % (cmd[0], e)) from None
-    deadline = time.monotonic() + float(os.environ.get("STRATA_LOADER_START_TIMEOUT", "300"))
+    proc = _spawn_service(cmd, env, path, log_path)
+    spawned = time.monotonic()
+    deadline = spawned + float(os.environ.get("STRATA_LOADER_START_TIMEOUT", "300"))
     while time.monotonic() < deadline:
         s = _connect(path)
         if s is not None:
@@ -182,12 +177,27 @@ def _start_service():
             # poll() below from seeing a failed start).
             threading.Thread(target=proc.wait, name="strata-loader-service-reaper", daemon=True).start()
             return s, path
-        # Exit 0 means another job's service holds the lock: it is starting, keep trying.
         code = proc.poll()
         if code is not None and code != 0:
             raise StrataError(_last_line(log_path) or "strata: the loader service failed to start (exit code %d)" % code)
+        if code == 0 and time.monotonic() - spawned >= 1.0:
+            # Exit 0: another service held the lock. It is starting (its socket will answer), or it
+            # is an idle one on its way out (it took its socket away first): start ours again, at
+            # most once a second, until one answers.
+            proc = _spawn_service(cmd, env, path, log_path)
+            spawned = time.monotonic()
         time.sleep(0.05)
     raise StrataError("strata: the loader service did not answer on %s (log: %s)" % (path, log_path))
+
+
+def _spawn_service(cmd, env, path, log_path):
+    with open(log_path, "ab") as log:
+        try:
+            idle = os.environ.get("STRATA_LOADER_IDLE_EXIT", "60")
+            return subprocess.Popen(cmd + ["--socket", path, "--idle-exit", idle], stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=log, start_new_session=True, env=env or None)
+        except OSError as e:
+            raise StrataError("strata: cannot start the loader service (%s): %s" % (cmd[0], e)) from None
 
 
 def _last_line(log_path):

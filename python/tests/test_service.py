@@ -1,6 +1,7 @@
 """The loader service: one per socket, shared by every loader, gone when idle."""
 
 import os
+import random
 import time
 
 import strata
@@ -33,6 +34,21 @@ def test_loaders_share_one_service_which_exits_when_idle(dataset, tmp_path, monk
     assert next(iter(c)).num_rows > 0
     assert int(open(pid_file).read()) != pid
     c.close()
+
+
+def test_loaders_arriving_while_the_idle_service_leaves_get_a_service(dataset, tmp_path, monkeypatch):
+    # The service exits 1 to 2 s after its last session; loaders come back around that moment, when
+    # it may be taking its socket away or its JVM shutting down. Each must get a service (this one
+    # or a new one) and its batches, never a reset connection or a wait for the start timeout.
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(tmp_path / "svc" / "loader.sock"))
+    monkeypatch.setenv("STRATA_LOADER_IDLE_EXIT", "1")
+    monkeypatch.setenv("STRATA_LOADER_START_TIMEOUT", "30")
+    rnd = random.Random(7)
+    for i in range(12):
+        loader = strata.Loader(dataset, features=["amount"], batch_samples=8, seed=i)
+        assert next(iter(loader)).num_rows > 0
+        loader.close()
+        time.sleep(rnd.uniform(0.2, 2.2))
 
 
 def _gone(pid):

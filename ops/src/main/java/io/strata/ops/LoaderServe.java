@@ -129,6 +129,7 @@ public final class LoaderServe {
         server.configureBlocking(false);
         System.err.println("strata: loader service on " + socket + " (pid " + ProcessHandle.current().pid() + ")");
         long idleSince = System.nanoTime();
+        boolean closing = false;
         try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
           server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
           while (true) {
@@ -155,8 +156,16 @@ public final class LoaderServe {
             }
             if (active.get() > 0) {
               idleSince = System.nanoTime();
+            } else if (closing) {
+              return 0; // nothing connected before the name went, and nothing can connect since
             } else if (System.nanoTime() - idleSince > idle.toNanos()) {
-              return 0;
+              // Idle: take the name away first, then accept once more. A job that connected just
+              // before is served (closing the socket with it queued would reset its connection); one
+              // connecting from now on finds no service and starts a new one, which takes the lock
+              // once this process is gone.
+              Files.deleteIfExists(socket);
+              Files.deleteIfExists(pidFile(socket));
+              closing = true;
             }
           }
         }
