@@ -260,30 +260,25 @@ public final class CoAccessOrder {
    * read a copied feature or whose run the insertion cuts are re-evaluated.
    *
    * <p>A candidate's saving depends only on the runs of the jobs it touches, so it is kept from
-   * step to step, keyed by its block and the fields it goes between (feature and which copy), and
-   * computed again only when one of those jobs' runs changed: the same choices as evaluating every
-   * candidate at every step, at the cost of the candidates near the last copy.
+   * step to step, keyed by its block and the fields it goes between (by identity, not position),
+   * and computed again for a job only when a copy changed that job's runs (it reads a copied
+   * feature, or the copy cut one of its runs): the same choices as evaluating every candidate at
+   * every step, at the cost of the candidates near the last copy and of the jobs it changed.
    */
   private static Replicas replicate(int[] fields, List<Set<Integer>> sets, double[] weight, long[] bytes, long budget,
       Work work, boolean reuse) {
     int features = bytes.length;
     int jobs = sets.size();
+    // Per job, what it reads and its features numbered from 1 (FieldCover's bit per feature); per
+    // feature, the jobs that read it as a bit set.
     boolean[][] wanted = new boolean[jobs][features];
-    for (int j = 0; j < jobs; j++) {
-      for (int c : sets.get(j)) {
-        wanted[j][c] = true;
-      }
-    }
     int[][] local = new int[jobs][features];
+    long[][] readers = new long[features][(jobs + 63) >>> 6];
     for (int j = 0; j < jobs; j++) {
       int n = 0;
       for (int c : sets.get(j)) {
+        wanted[j][c] = true;
         local[j][c] = ++n;
-      }
-    }
-    long[][] readers = new long[features][(jobs + 63) >>> 6];
-    for (int j = 0; j < jobs; j++) {
-      for (int c : sets.get(j)) {
         readers[c][j >>> 6] |= 1L << (j & 63);
       }
     }
@@ -312,7 +307,7 @@ public final class CoAccessOrder {
       ids[i] = i;
     }
     int nextId = ids.length;
-    // A job's version changes with its runs; a saving computed for it at another version is stale.
+    // A job's version changes with its runs; a saving computed for it at an older version is stale.
     int[] version = new int[jobs];
     Map<String, Saving> known = new HashMap<>();
     while (work.left()) {

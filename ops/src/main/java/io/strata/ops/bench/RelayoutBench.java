@@ -133,19 +133,12 @@ final class RelayoutBench implements Callable<Integer> {
       Path before = data.resolve("before");
       Path after = data.resolve("after");
       log.println("generating " + Terminal.count(rows) + " rows x " + features + " columns ...");
-      int chunkRows = (int) Math.max(1000, rows / 20);
-      DatasetGenerator.Options o = DatasetGenerator.Options.of("relayout", rows, seed).withFeatures(features)
-          .withChunking(chunkRows, 5).withReplace(true);
-      DatasetGenerator.generate(before, o, Progress.NONE);
-      DatasetGenerator.generate(after, o, Progress.NONE);
-      List<Job> js;
-      String trace;
-      List<String> columns;
-      try (Dataset ds = Dataset.open(before)) {
-        js = jobs(ds.featureNames(), new Random(seed));
-        trace = trace(ds, js);
-        columns = ds.columns().stream().map(FeatureInfo::name).toList();
-      }
+      DatasetGenerator.generate(before, options(rows), Progress.NONE);
+      DatasetGenerator.generate(after, options(rows), Progress.NONE);
+      Instance in = instance(before);
+      List<Job> js = in.jobs();
+      String trace = in.trace();
+      List<String> columns = in.columns();
       Files.writeString(dir.resolve("trace.csv"), trace, StandardCharsets.UTF_8);
       // The command's own path: reads learned from the trace, the order, the verified rewrite.
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
@@ -231,26 +224,36 @@ final class RelayoutBench implements Callable<Integer> {
     }
   }
 
+  /** The generated dataset: {@code --features} columns, {@code n} rows in about 20 chunks (at least 1,000 rows each). */
+  private DatasetGenerator.Options options(long n) {
+    return DatasetGenerator.Options.of("relayout", n, seed).withFeatures(features)
+        .withChunking((int) Math.max(1000, n / 20), 5).withReplace(true);
+  }
+
+  /** The jobs (from {@code --seed}), the trace their epochs leave, and the dataset's columns in their order. */
+  private record Instance(List<Job> jobs, String trace, List<String> columns) {}
+
+  private Instance instance(Path data) throws IOException {
+    try (Dataset ds = Dataset.open(data)) {
+      List<Job> js = jobs(ds.featureNames(), new Random(seed));
+      return new Instance(js, trace(ds, js), ds.columns().stream().map(FeatureInfo::name).toList());
+    }
+  }
+
   /**
-   * {@code --plan-only}: the jobs' trace over a dataset of 20 chunks of at most 1,000 rows (the
-   * trace's reads per job and feature do not depend on the rows), the order planned alone and then
+   * {@code --plan-only}: the jobs' trace over a dataset of at most 20,000 rows (the trace's reads
+   * per job and feature depend on the chunks, not on the rows), the order planned alone and then
    * with copies within the budget, each timed.
    */
   private int planOnly(Path dir, double share, PrintWriter out, PrintWriter log) throws IOException {
     Path data = dir.resolve("plan");
     long planRows = Math.min(rows, 20_000);
     log.println("generating " + Terminal.count(planRows) + " rows x " + features + " columns ...");
-    DatasetGenerator.generate(data, DatasetGenerator.Options.of("relayout", planRows, seed).withFeatures(features)
-        .withChunking((int) Math.max(1000, planRows / 20), 5).withReplace(true), Progress.NONE);
-    List<Job> js;
-    String trace;
-    List<String> columns;
-    try (Dataset ds = Dataset.open(data)) {
-      js = jobs(ds.featureNames(), new Random(seed));
-      trace = trace(ds, js);
-      columns = ds.columns().stream().map(FeatureInfo::name).toList();
-    }
-    Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
+    DatasetGenerator.generate(data, options(planRows), Progress.NONE);
+    Instance in = instance(data);
+    List<Job> js = in.jobs();
+    List<String> columns = in.columns();
+    Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(in.trace(), "relayout", "trace.csv");
     Map<String, Long> columnBytes = Relayout.columnBytes(data);
     long datasetBytes = Manifest.read(data).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
     long t0 = System.nanoTime();
