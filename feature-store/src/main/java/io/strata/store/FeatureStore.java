@@ -64,6 +64,16 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private static final byte[] DATA = "data".getBytes(StandardCharsets.UTF_8);
 
   static {
+    // RocksDB unpacks its JNI library with File.createTempFile, which uses the temporary directory
+    // the JVM started with; a Strata process sets a directory of its own at start (the strata
+    // command's ProcessTemp, swept when the process is gone), so name the one in force now. Then
+    // RocksDB.loadLibrary finds the library loaded.
+    try {
+      org.rocksdb.NativeLibraryLoader.getInstance().loadLibrary(System.getProperty("java.io.tmpdir"));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot unpack RocksDB's native library into "
+          + System.getProperty("java.io.tmpdir") + ": " + e.getMessage(), e);
+    }
     RocksDB.loadLibrary();
   }
 

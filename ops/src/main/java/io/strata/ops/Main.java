@@ -126,6 +126,7 @@ public final class Main implements Runnable {
   }
 
   public static void main(String[] args) {
+    ProcessTemp.claim(); // first: libraries unpack into the temporary directory as they load
     PrintWriter out = new PrintWriter(System.out, true);
     PrintWriter err = new PrintWriter(System.err, true);
     int code;
