@@ -75,12 +75,8 @@ public final class CacheNode implements AutoCloseable {
       // long get the API's JSON error (414, 431) like every other refusal.
       ConnectionGuard guard = new ConnectionGuard(limits);
       io.vertx.ext.web.Router router = api.router(vertx);
-      // gzip and deflate only: Netty's default list adds brotli, whose native library brotli4j
-      // unpacks into a new temporary directory per process that stays there when the process is
-      // killed (and JSON needs nothing gzip does not give).
-      HttpServer server = vertx.createHttpServer(new HttpServerOptions()
-              .setCompression(new io.vertx.core.http.CompressionConfig().setCompressionEnabled(true).addGzip().addDeflate())
-              .setIdleTimeout(60).setHttp2ClearTextEnabled(false))
+      HttpServer server = vertx.createHttpServer(new HttpServerOptions().setCompressionSupported(true).setIdleTimeout(60)
+              .setHttp2ClearTextEnabled(false))
           .connectionHandler(guard::connected)
           .requestHandler(req -> {
             guard.requestStarted(req);
