@@ -24,6 +24,9 @@ import java.util.regex.Pattern;
  * gone (a process is the same only with the same pid and start time, so a reused pid does not
  * keep a dead one's files). A normal exit removes its own.
  *
+ * <p>What must outlive the process goes in the shared temporary directory, kept as {@code
+ * strata.sharedTmpdir} (the loader's batch cache where {@code /dev/shm} is not writable).
+ *
  * <p>Best effort and safe by default: when the per-user directory cannot be made private to this
  * user (it is a link, another user owns it, permissions cannot be set), nothing changes and the
  * libraries use the temporary directory as before.
@@ -54,6 +57,9 @@ final class ProcessTemp {
       ProcessHandle self = ProcessHandle.current();
       Path own = root.resolve(self.pid() + "-" + start(self).orElse(0L));
       Files.createDirectories(own);
+      // What must outlive the process (the loader's batch cache where /dev/shm is not writable)
+      // goes in the shared one.
+      System.setProperty("strata.sharedTmpdir", base.toString());
       System.setProperty("java.io.tmpdir", own.toString());
       Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("strata-temp-cleanup").unstarted(() -> {
         try {

@@ -57,13 +57,18 @@ final class BatchCache {
     }
   }
 
-  /** The default root: {@code /dev/shm/strata-batches} when /dev/shm is writable, else the temp directory. */
+  /**
+   * The default root: {@code /dev/shm/strata-batches} when /dev/shm is writable, else in the
+   * temporary directory processes share ({@code strata.sharedTmpdir}, which the strata command sets
+   * to the one it started with before giving the process a temporary directory of its own, gone
+   * with the process; else {@code java.io.tmpdir}): the cache must outlive the job.
+   */
   static Path defaultRoot() {
     Path shm = Path.of("/dev/shm");
     if (Files.isDirectory(shm) && Files.isWritable(shm)) {
       return shm.resolve("strata-batches");
     }
-    return Path.of(System.getProperty("java.io.tmpdir"), "strata-batches");
+    return Path.of(System.getProperty("strata.sharedTmpdir", System.getProperty("java.io.tmpdir")), "strata-batches");
   }
 
   private void cleanOtherJobs(Path root, Duration staleAfter) throws IOException {
