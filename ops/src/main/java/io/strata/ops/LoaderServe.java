@@ -119,14 +119,10 @@ public final class LoaderServe {
         System.err.println("strata: a loader service already runs on " + socket);
         return 0;
       }
-      Files.deleteIfExists(socket);
       AtomicInteger active = new AtomicInteger();
       AtomicInteger counter = new AtomicInteger();
-      try (java.nio.channels.ServerSocketChannel server =
-          java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
-        server.bind(java.net.UnixDomainSocketAddress.of(socket));
-        Files.writeString(pidFile(socket), Long.toString(ProcessHandle.current().pid()));
-        server.configureBlocking(false);
+      java.nio.channels.ServerSocketChannel server = listen(socket);
+      try {
         System.err.println("strata: loader service on " + socket + " (pid " + ProcessHandle.current().pid() + ")");
         long idleSince = System.nanoTime();
         boolean closing = false;
@@ -136,7 +132,9 @@ public final class LoaderServe {
             selector.select(1000);
             selector.selectedKeys().clear();
             java.nio.channels.SocketChannel ch;
+            boolean accepted = false;
             while ((ch = server.accept()) != null) {
+              accepted = true;
               ch.configureBlocking(true);
               java.nio.channels.SocketChannel conn = ch;
               active.incrementAndGet();
@@ -154,15 +152,22 @@ public final class LoaderServe {
                 }
               });
             }
-            if (active.get() > 0) {
-              idleSince = System.nanoTime();
-            } else if (closing) {
+            if (closing && !accepted) {
               return 0; // nothing connected before the name went, and nothing can connect since
+            } else if (closing) {
+              // A job connected just before the name went: serve on, under the name again (else
+              // the jobs that come while it runs could reach no service until it ends).
+              server.close();
+              server = listen(socket);
+              server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+              closing = false;
+              idleSince = System.nanoTime();
+            } else if (active.get() > 0) {
+              idleSince = System.nanoTime();
             } else if (System.nanoTime() - idleSince > idle.toNanos()) {
-              // Idle: take the name away first, then accept once more. A job that connected just
-              // before is served (closing the socket with it queued would reset its connection); one
-              // connecting from now on finds no service and starts a new one, which takes the lock
-              // once this process is gone.
+              // Idle: take the name away first, then accept once more. Closing the socket with a
+              // job queued on it would reset that job's connection; one connecting from now on
+              // finds no service and starts a new one, which takes the lock once this one is gone.
               Files.deleteIfExists(socket);
               Files.deleteIfExists(pidFile(socket));
               closing = true;
@@ -170,8 +175,28 @@ public final class LoaderServe {
           }
         }
       } finally {
+        server.close();
         Files.deleteIfExists(socket);
         Files.deleteIfExists(pidFile(socket));
+      }
+    }
+  }
+
+  /** A non-blocking server socket bound to {@code socket} (a stale file there removed), its pid file written. */
+  private static java.nio.channels.ServerSocketChannel listen(Path socket) throws IOException {
+    Files.deleteIfExists(socket);
+    java.nio.channels.ServerSocketChannel server =
+        java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+    boolean success = false;
+    try {
+      server.bind(java.net.UnixDomainSocketAddress.of(socket));
+      server.configureBlocking(false);
+      Files.writeString(pidFile(socket), Long.toString(ProcessHandle.current().pid()));
+      success = true;
+      return server;
+    } finally {
+      if (!success) {
+        server.close();
       }
     }
   }
