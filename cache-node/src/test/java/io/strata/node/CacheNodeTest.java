@@ -37,6 +37,8 @@ import org.junit.jupiter.api.io.TempDir;
 /** A real node on a loopback port, real datasets, real loaders through the SDK. */
 class CacheNodeTest {
   @TempDir Path home;
+  /** Outside every root the node has (a sibling of {@code home}, removed after each test like it). */
+  @TempDir Path elsewhere;
   CacheNode node;
   NodeClient client;
   Path datasetDir;
@@ -482,7 +484,7 @@ class CacheNodeTest {
 
   @Test
   void badRequestsGetJsonErrorsNamingTheProblem() throws Exception {
-    Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-outside"));
+    Path outside = Files.createDirectories(elsewhere.resolve("outside"));
     Object[][] cases = {
       {"POST", "/v1/datasets", "{\"path\": \"" + outside + "\"}", 403, "outside the node's HDD roots"},
       {"POST", "/v1/datasets", "{\"path\": \"" + home.resolve("hdd/../hdd/events") + "\"}", 403, "'..'"},
@@ -679,7 +681,7 @@ class CacheNodeTest {
 
   @Test
   void aDatasetWhoseManifestPointsOutsideTheRootsIsRefused() throws Exception {
-    Path outside = Files.createDirectories(home.getParent().resolve(home.getFileName() + "-secret"));
+    Path outside = Files.createDirectories(elsewhere.resolve("secret"));
     Path secret = Files.writeString(outside.resolve("part.orc"), "secret");
     Path manifest = datasetDir.resolve("manifest.json");
     String original = Files.readString(manifest);
