@@ -7,6 +7,7 @@ import io.strata.sdk.dataset.CoAccessOrder;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.dataset.Relayout;
 import io.strata.sdk.internal.Json;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -90,13 +91,8 @@ public final class RelayoutCommand implements Callable<Integer> {
       throw new IllegalArgumentException("the trace has no reads of dataset " + m.name() + ": nothing to learn from");
     }
     List<String> columns = m.features().stream().map(FeatureInfo::name).toList();
-    CoAccessOrder.Plan plan;
     long datasetBytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
-    if (share > 0) {
-      plan = CoAccessOrder.plan(columns, reads, Relayout.columnBytes(dir), (long) (share / 100 * datasetBytes));
-    } else {
-      plan = CoAccessOrder.plan(columns, reads);
-    }
+    CoAccessOrder.Plan plan = plan(dir, columns, reads, share, datasetBytes);
     // Before: the dataset's present layout, second copies included.
     double before = CoAccessOrder.runs(m.layout(), columns, reads);
     ObjectNode out = Json.object();
@@ -136,6 +132,18 @@ public final class RelayoutCommand implements Callable<Integer> {
         r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()), copies,
         out.has("registered") ? "; the node serves it now" : ""));
     return 0;
+  }
+
+  /**
+   * The relayout of the dataset in {@code dir} for {@code reads}: with copies within {@code share}
+   * percent of its {@code datasetBytes} (each column's bytes read from its ORC files only then), or
+   * every feature once for a share of 0.
+   */
+  public static CoAccessOrder.Plan plan(Path dir, List<String> columns, Map<String, Map<String, Long>> reads, double share,
+      long datasetBytes) throws IOException {
+    return share > 0
+        ? CoAccessOrder.plan(columns, reads, Relayout.columnBytes(dir), (long) (share / 100 * datasetBytes))
+        : CoAccessOrder.plan(columns, reads);
   }
 
   /** A share of the dataset's bytes, in percent: "10%" or "10", 0 to 100. */

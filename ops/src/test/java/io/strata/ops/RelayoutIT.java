@@ -39,6 +39,26 @@ class RelayoutIT {
     return sb.toString();
   }
 
+  private static GroundTruth truth(Path ds) throws Exception {
+    try (Dataset d = Dataset.open(ds)) {
+      return GroundTruth.compute(d);
+    }
+  }
+
+  /** Every sample of every feature of the dataset in {@code ds} has the checksum it had in {@code truth}. */
+  private static void assertSameValues(GroundTruth truth, Path ds) throws Exception {
+    GroundTruth again = truth(ds);
+    assertEquals(truth.samples, again.samples);
+    for (int f = 0; f < truth.features.size(); f++) {
+      int g = again.features.indexOf(truth.features.get(f));
+      assertTrue(g >= 0, truth.features.get(f));
+      for (int s = 0; s < truth.samples; s++) {
+        assertEquals(truth.sums[s * truth.features.size() + f], again.sums[s * again.features.size() + g],
+            "feature " + truth.features.get(f) + " sample " + s);
+      }
+    }
+  }
+
   private static long leftovers(Path dir) throws Exception {
     try (Stream<Path> s = Files.list(dir)) {
       return s.filter(p -> p.getFileName().toString().startsWith(".tmp-relayout-")).count();
@@ -57,10 +77,7 @@ class RelayoutIT {
         List.of(names.get(2), names.get(11), names.get(19), names.get(23)),
         List.of(names.get(2), names.get(11), names.get(5)),
         List.of(names.get(7), names.get(16))), before.chunks().size()), StandardCharsets.UTF_8);
-    GroundTruth truth;
-    try (Dataset d = Dataset.open(ds)) {
-      truth = GroundTruth.compute(d);
-    }
+    GroundTruth truth = truth(ds);
 
     // A dry run changes nothing and says what it would gain.
     Cli.Result dry = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--dry-run", "--json");
@@ -98,19 +115,7 @@ class RelayoutIT {
     assertTrue(!Files.exists(ds.resolve("relayout.pending")));
     Manifest after = Manifest.read(ds);
     assertEquals(r.path("version").asText(), after.version());
-    GroundTruth again;
-    try (Dataset d = Dataset.open(ds)) {
-      again = GroundTruth.compute(d);
-    }
-    assertEquals(truth.samples, again.samples);
-    for (int f = 0; f < truth.features.size(); f++) {
-      int g = again.features.indexOf(truth.features.get(f));
-      assertTrue(g >= 0, truth.features.get(f));
-      for (int s = 0; s < truth.samples; s++) {
-        assertEquals(truth.sums[s * truth.features.size() + f], again.sums[s * again.features.size() + g],
-            "feature " + truth.features.get(f) + " sample " + s);
-      }
-    }
+    assertSameValues(truth, ds);
     System.out.printf("relayout killed mid-rewrite, old version kept; completed next run: %s -> %s, %d samples x %d features"
         + " identical%n", before.version(), after.version(), truth.samples, truth.features.size());
   }
@@ -126,10 +131,7 @@ class RelayoutIT {
     // A triangle of jobs: no order gives all three one run.
     Files.writeString(trace, trace(before.name(), List.of(List.of(n.get(0), n.get(3)), List.of(n.get(3), n.get(6)),
         List.of(n.get(0), n.get(6))), before.chunks().size()), StandardCharsets.UTF_8);
-    GroundTruth truth;
-    try (Dataset d = Dataset.open(ds)) {
-      truth = GroundTruth.compute(d);
-    }
+    GroundTruth truth = truth(ds);
     Cli.Result bad = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "120%");
     assertEquals(2, bad.code(), bad.err());
     assertTrue(bad.err().contains("--replicas"), bad.err());
@@ -143,18 +145,7 @@ class RelayoutIT {
     assertTrue(out.path("replicaBytes").asLong() <= 0.3 * out.path("datasetBytes").asLong(), r.out());
     Manifest after = Manifest.read(ds);
     assertEquals(1, after.replicas().size());
-    GroundTruth again;
-    try (Dataset d = Dataset.open(ds)) {
-      again = GroundTruth.compute(d);
-    }
-    assertEquals(truth.samples, again.samples);
-    for (int f = 0; f < truth.features.size(); f++) {
-      int g = again.features.indexOf(truth.features.get(f));
-      for (int s = 0; s < truth.samples; s++) {
-        assertEquals(truth.sums[s * truth.features.size() + f], again.sums[s * again.features.size() + g],
-            "feature " + truth.features.get(f) + " sample " + s);
-      }
-    }
+    assertSameValues(truth, ds);
     // Learned again from the same trace: the dataset is already in that layout.
     Cli.Result same = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");
     assertEquals(0, same.code(), same.err());

@@ -347,6 +347,7 @@ public final class OrcTable implements AutoCloseable {
         if (seek) {
           rr.seekToRow(firstRow - fileFirstRow[c.file()]);
         }
+        int[] fieldOf = projection(c.file(), reader(c.file())).fieldOf();
         int done = 0;
         while (done < count) {
           batch.reset();
@@ -357,7 +358,6 @@ public final class OrcTable implements AutoCloseable {
                 file, "stripe " + c.stripe() + " ended after " + (firstRow - c.firstRow() + done) + " of " + c.rows() + " rows");
           }
           int take = Math.min(batch.size, count - done);
-          int[] fieldOf = projection(c.file(), reader(c.file())).fieldOf();
           for (int i = 0; i < columns.size(); i++) {
             OrcColumns.append(builders.get(i), batch.cols[fieldOf[i]], 0, take);
           }

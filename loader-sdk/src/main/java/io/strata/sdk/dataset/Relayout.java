@@ -356,19 +356,15 @@ public final class Relayout {
           throw new IOException("relayout check failed: column '" + f + "' is missing in " + newFile);
         }
       }
-      // Pairs (old field, new field) to compare: every new field against the old column it holds.
+      // Every new field against the old column it holds: from[i] for new field i.
       int[] from = new int[newNames.size()];
-      int[] at = new int[newNames.size()];
-      List<String> names = new ArrayList<>();
       for (int i = 0; i < newNames.size(); i++) {
         String feature = copyOf.getOrDefault(newNames.get(i), newNames.get(i));
         from[i] = oldNames.indexOf(feature);
-        at[i] = i;
         if (from[i] < 0 || !a.getSchema().getChildren().get(from[i]).equals(b.getSchema().getChildren().get(i))) {
           throw new IOException("relayout check failed: column '" + newNames.get(i) + "' of " + newFile
               + " is not in the old file or changed type");
         }
-        names.add(newNames.get(i));
       }
       VectorizedRowBatch x = a.getSchema().createRowBatch(BATCH);
       VectorizedRowBatch y = b.getSchema().createRowBatch(BATCH);
@@ -386,13 +382,13 @@ public final class Relayout {
             }
             yRow = 0;
           }
-          for (int c = 0; c < at.length; c++) {
+          for (int c = 0; c < from.length; c++) {
             sx.setLength(0);
             sy.setLength(0);
             stringify(x.cols[from[c]], i, sx);
-            stringify(y.cols[at[c]], yRow, sy);
+            stringify(y.cols[c], yRow, sy);
             if (!sx.toString().contentEquals(sy)) {
-              throw new IOException("relayout check failed: column '" + names.get(c) + "' row " + row + " of " + oldFile
+              throw new IOException("relayout check failed: column '" + newNames.get(c) + "' row " + row + " of " + oldFile
                   + " differs in the rewrite (" + clip(sx) + " vs " + clip(sy) + ")");
             }
           }

@@ -143,9 +143,7 @@ final class RelayoutBench implements Callable<Integer> {
       // The command's own path: reads learned from the trace, the order, the verified rewrite.
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
-      CoAccessOrder.Plan plan = share > 0
-          ? CoAccessOrder.plan(columns, reads, Relayout.columnBytes(after), (long) (share / 100 * datasetBytes))
-          : CoAccessOrder.plan(columns, reads);
+      CoAccessOrder.Plan plan = io.strata.ops.RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
       Relayout.Result r = Relayout.rewrite(after, plan.layout(), Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
