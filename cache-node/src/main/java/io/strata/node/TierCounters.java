@@ -16,6 +16,16 @@ final class TierCounters {
   final LongAdder ssdReads = new LongAdder();
   final LongAdder ssdBytes = new LongAdder();
   final LongAdder hddBytes = new LongAdder();
+  /**
+   * Of {@link #hddBytes}: bytes read from ORC while the chunk's segment was being written (placed,
+   * not landed), and after it had landed but before the reader re-resolved: what a placement's
+   * latency costs the jobs.
+   */
+  final LongAdder hddBytesInFlight = new LongAdder();
+  final LongAdder hddBytesLanded = new LongAdder();
+  /** Placements that landed, and the time from placement to landing summed over them. */
+  final LongAdder landings = new LongAdder();
+  final LongAdder landingNanos = new LongAdder();
   final LongAdder flashBytes = new LongAdder();
   final LongAdder promotions = new LongAdder();
   final LongAdder promotionFailures = new LongAdder();

@@ -114,6 +114,11 @@ final class TierManager implements AutoCloseable {
     this.metrics = new NodeMetrics(report::metricValues);
     this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
     state.attach(queue);
+    try {
+      state.attach(io.strata.sdk.format.ResidencyBeacon.create(config.ssdDir()));
+    } catch (IOException | RuntimeException e) {
+      startupNotes.add("jobs on this host learn of landed segments from the node's answers only: " + e.getMessage());
+    }
     this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
     this.clusterWork = new ClusterWork(cluster, config, state, plans, store, counters, this::now);
     datasets.load(startupNotes);

@@ -58,7 +58,8 @@ final class TierReport {
     TierViews.Traffic traffic = new TierViews.Traffic(c.reads(), c.ssdReads(), c.ssdBytes(), c.hddBytes(), c.byteHitRatio(),
         c.ssdBytes(), c.flashBytes(), history.flashBytesPerHour(now, c.flashBytes()), history.flashBytesPerSecond(60),
         c.promotions(), c.promotionFailures(), counters.lastPromotionFailure, c.rejectedPromotions(), c.evictions(),
-        features.computations());
+        features.computations(), counters.hddBytesInFlight.sum(), counters.hddBytesLanded.sum(),
+        counters.landings.sum() == 0 ? 0 : counters.landingNanos.sum() / 1e9 / counters.landings.sum());
     List<TierViews.DatasetBrief> dsl = new ArrayList<>();
     for (String name : datasets.names()) {
       dsl.add(new TierViews.DatasetBrief(name, datasets.orcBytes(name), s.datasetBytes().getOrDefault(name, 0L),

@@ -40,7 +40,12 @@ final class TierState {
   private final DoubleSupplier clock;
   private final KeySpace keys = new KeySpace();
   private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
-  private final Set<Integer> pending = new HashSet<>();
+  /** Keys being written (placed, not landed), and when each was placed. */
+  private final Map<Integer, Double> pending = new HashMap<>();
+  /** When each resident key's segment landed (a miss of it reported later than that was a stale reader's). */
+  private final Map<Integer, Double> landedAt = new HashMap<>();
+  /** When each job last reported reads: the reads of a report were made after its previous one. */
+  private final Map<String, Double> reportedAt = new HashMap<>();
   private final Jobs jobs;
   private final TraceRecorder trace;
   private final Reservations reserved = new Reservations();
@@ -56,12 +61,16 @@ final class TierState {
   private final Map<String, CachePolicy.JobPlan> planned = new HashMap<>();
   /** Keys whose residency a prefetch pass found on no peer, and when: not asked about again for a while. */
   private final Map<Integer, Double> noPeerSince = new HashMap<>();
+  /** Jobs whose last report time is kept (for {@link TierCounters#hddBytesLanded}). */
+  private static final int MAX_REPORTING_JOBS = 4096;
   /** Seconds before a chunk no peer held is looked up again. */
   static final double PEER_RETRY_SECONDS = 5;
   /** Keys of a plan a prefetch pass looks at, from the job's position on. */
   static final int PEER_LOOKAHEAD_KEYS = 4096;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
+  /** Where {@link #residency} is published to jobs on this host (null: nowhere). */
+  private io.strata.sdk.format.ResidencyBeacon beacon;
   private boolean closed;
 
   TierState(StrataPolicy policy, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds, TraceRecorder trace) {
@@ -70,6 +79,24 @@ final class TierState {
     this.clock = clock;
     this.jobs = new Jobs(planLeaseSeconds);
     this.trace = trace;
+  }
+
+  /**
+   * Publishes the residency counter in {@code b} from now on (set once, before any request),
+   * continuing from the value a previous run left there so that jobs still mapping it see a change.
+   */
+  synchronized void attach(io.strata.sdk.format.ResidencyBeacon b) {
+    this.beacon = b;
+    residency = Math.max(residency, b.get() + 1);
+    b.publish(residency);
+  }
+
+  /** Segments landed or went: jobs re-resolve (at their next report's answer, or at once through the beacon). */
+  private void residencyChanged() {
+    residency++;
+    if (beacon != null) {
+      beacon.publish(residency);
+    }
   }
 
   /** The queue placements go to (set once, before any request). */
@@ -151,7 +178,8 @@ final class TierState {
       SegmentRef ref = refs.get(p);
       segments.add(new TierViews.SegmentView(p.toString(), ref.info().chunk(), ref.bytes(), fs));
     });
-    return new TierViews.Resolved(ds.name(), ds.version(), segments, ds.directory().toString(), residency);
+    return new TierViews.Resolved(ds.name(), ds.version(), segments, ds.directory().toString(), residency,
+        beacon == null ? null : beacon.path().toString());
   }
 
   /**
@@ -167,6 +195,10 @@ final class TierState {
     expirePlans(now);
     jobs.heard(job, now);
     long[] planned = jobs.bytesOf(job);
+    if (reportedAt.size() >= MAX_REPORTING_JOBS && !reportedAt.containsKey(job)) {
+      reportedAt.values().removeIf(t -> now - t > 60); // jobs without plans that went quiet
+    }
+    Double previousReport = reportedAt.size() < MAX_REPORTING_JOBS || reportedAt.containsKey(job) ? reportedAt.put(job, now) : null;
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
       trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
@@ -177,13 +209,19 @@ final class TierState {
         counters.ssdBytes.add(r.bytes());
       } else {
         counters.hddBytes.add(r.bytes());
+        Double landed = landedAt.get(k);
+        if (landed != null && previousReport != null && landed <= previousReport) {
+          counters.hddBytesLanded.add(r.bytes()); // landed before the read: the reader had not re-resolved
+        } else if (pending.containsKey(k)) {
+          counters.hddBytesInFlight.add(r.bytes());
+        }
       }
       if (planned != null) {
         planned[r.ssd() ? 0 : 1] += r.bytes();
       }
       noteCoAccess(ds, job, r);
       CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
-      if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.contains(k))) {
+      if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.containsKey(k))) {
         if (schedule(k)) {
           admitted++;
         }
@@ -266,6 +304,7 @@ final class TierState {
     for (Jobs.Job j : jobs.expire(now)) {
       policy.jobEnded(j.id());
       planned.remove(j.name());
+      reportedAt.remove(j.name());
       trace.end(now, j.name(), j.dataset());
     }
   }
@@ -279,6 +318,7 @@ final class TierState {
     }
     policy.jobEnded(j.id());
     planned.remove(job);
+    reportedAt.remove(job);
     trace.end(now, job, j.dataset());
   }
 
@@ -305,7 +345,7 @@ final class TierState {
       int to = (int) Math.min(jp.keys().length, (long) from + PEER_LOOKAHEAD_KEYS);
       for (int i = from; i < to && out.size() < max; i++) {
         int k = jp.keys()[i];
-        if (residentRefs.containsKey(k) || pending.contains(k) || noPeerSince.containsKey(k) || !seen.add(k)) {
+        if (residentRefs.containsKey(k) || pending.containsKey(k) || noPeerSince.containsKey(k) || !seen.add(k)) {
           continue;
         }
         long b = keys.bytes(k);
@@ -321,7 +361,7 @@ final class TierState {
 
   /** A prefetch candidate a peer holds: placed now (copied from the peer) if the budget still has room. */
   synchronized boolean placeFromPeer(int key) {
-    if (closed || residentRefs.containsKey(key) || pending.contains(key)
+    if (closed || residentRefs.containsKey(key) || pending.containsKey(key)
         || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
       return false;
     }
@@ -338,14 +378,14 @@ final class TierState {
 
   /** Hands the placement of one feature chunk to the queue; false (and the policy told) if refused. */
   private boolean schedule(int key) {
-    if (residentRefs.containsKey(key) || pending.contains(key) || closed) {
+    if (residentRefs.containsKey(key) || pending.containsKey(key) || closed) {
       return false;
     }
     if (!withinQuota(key)) {
       policy.removed(key);
       return false;
     }
-    pending.add(key);
+    pending.put(key, clock.getAsDouble());
     if (queue.submit(key, keys.get(key))) {
       return true;
     }
@@ -360,24 +400,29 @@ final class TierState {
    * is neither resident nor in flight: the caller writes it and reports {@link #landed} or {@link #unplace}.
    */
   synchronized boolean reserve(int key) {
-    if (closed || residentRefs.containsKey(key) || pending.contains(key) || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
+    if (closed || residentRefs.containsKey(key) || pending.containsKey(key) || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
       return false;
     }
     policy.restore(key, keys.bytes(key));
-    pending.add(key);
+    pending.put(key, clock.getAsDouble());
     return true;
   }
 
   /** A placement's segment was written; false if the policy evicted it meanwhile (the caller unlinks it). */
   synchronized boolean landed(int key, SegmentRef ref) {
-    pending.remove(key);
+    Double placed = pending.remove(key);
+    if (placed != null) {
+      counters.landings.increment();
+      counters.landingNanos.add((long) ((clock.getAsDouble() - placed) * 1e9));
+    }
     counters.flashBytes.add(ref.bytes());
     setKeyBytes(key, ref.bytes());
     if (!policy.resident(key) || closed) {
       return false;
     }
     residentRefs.put(key, ref);
-    residency++;
+    landedAt.put(key, clock.getAsDouble());
+    residencyChanged();
     counters.promotions.increment();
     policy.resize(key, ref.bytes(), clock.getAsDouble(), this::evicted);
     String ds = keys.get(key).dataset();
@@ -398,7 +443,8 @@ final class TierState {
   /** Called by the policy for every key it evicts (under this object's lock). */
   private void evicted(int key) {
     SegmentRef ref = residentRefs.remove(key);
-    residency++;
+    landedAt.remove(key);
+    residencyChanged();
     if (ref == null) {
       return;
     }
@@ -408,6 +454,7 @@ final class TierState {
     for (String f : ref.info().columns()) {
       int other = keys.find(k.dataset(), k.version(), f, k.chunk());
       if (other >= 0 && other != key && residentRefs.remove(other) != null) {
+        landedAt.remove(other);
         policy.removed(other);
       }
     }
@@ -433,7 +480,7 @@ final class TierState {
   /** SSD bytes a dataset holds or has in flight. */
   private long datasetBytes(String ds) {
     long used = residentBytes(ds);
-    for (int p : pending) {
+    for (int p : pending.keySet()) {
       if (keys.get(p).dataset().equals(ds)) {
         used += keys.bytes(p);
       }
@@ -455,7 +502,7 @@ final class TierState {
     for (String f : features) {
       for (int c : chunks) {
         int k = key(ds, f, c);
-        if (!residentRefs.containsKey(k) && !pending.contains(k)) {
+        if (!residentRefs.containsKey(k) && !pending.containsKey(k)) {
           todo.add(k);
           need += keys.bytes(k);
         }
@@ -541,7 +588,7 @@ final class TierState {
       for (int c = 0; c < ds.chunks().size(); c++) {
         int k = key(ds, f, c);
         policy.pin(k, keys.bytes(k), reserved.pinned(ds.name(), f));
-        if (pin && !residentRefs.containsKey(k) && !pending.contains(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
+        if (pin && !residentRefs.containsKey(k) && !pending.containsKey(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
           policy.restore(k, keys.bytes(k));
           if (schedule(k)) {
             scheduled++;
@@ -609,7 +656,7 @@ final class TierState {
     for (int k : residentRefs.keySet()) {
       perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
     }
-    for (int k : pending) {
+    for (int k : pending.keySet()) {
       perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
     }
     return new Snapshot(policy.residentBytes(), policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(),
@@ -646,5 +693,9 @@ final class TierState {
   /** Takes no more placements. */
   synchronized void close() {
     closed = true;
+    if (beacon != null) {
+      beacon.close();
+      beacon = null;
+    }
   }
 }

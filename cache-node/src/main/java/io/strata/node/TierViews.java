@@ -22,7 +22,9 @@ final class TierViews {
   record FeatureView(String name, String type, Long policyBytes, String unsupported) {}
 
   /** {@code POST /v1/resolve}: the segments to map, the ORC source for the rest, and the residency generation. */
-  record Resolved(String dataset, String version, List<SegmentView> segments, String orcSource, long residency) {}
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  record Resolved(String dataset, String version, List<SegmentView> segments, String orcSource, long residency,
+      String residencyFile) {}
 
   /** One segment to map, and the requested features it holds. */
   record SegmentView(String path, int chunk, long bytes, List<String> features) {}
@@ -92,7 +94,7 @@ final class TierViews {
   record Traffic(long reads, long ssdReads, long ssdBytes, long hddBytes, double byteHitRatio, long hddBytesAvoided,
       long flashBytesWritten, double flashBytesPerHour, double flashBytesPerSecondLastMinute, long promotions,
       long promotionFailures, String lastPromotionFailure, long rejectedPromotions, long evictions,
-      long derivedComputations) {}
+      long derivedComputations, long hddBytesInFlight, long hddBytesLanded, double meanLandingSeconds) {}
 
   /** A feature stream (dataset/feature) and the bytes read of it per tier. */
   record Stream(String stream, long ssdBytes, long hddBytes) {}

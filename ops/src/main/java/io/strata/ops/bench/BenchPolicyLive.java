@@ -206,7 +206,8 @@ final class BenchPolicyLive implements Callable<Integer> {
       NodeClient.RecordedTrace recorded = client.trace();
       Files.writeString(tracePath, recorded.csv(), StandardCharsets.UTF_8);
       Trace trace = Trace.read(tracePath);
-      long liveFlash = client.tiers().path("traffic").path("flashBytesWritten").asLong();
+      JsonNode traffic = client.tiers().path("traffic");
+      long liveFlash = traffic.path("flashBytesWritten").asLong();
       Simulator.Result live = Simulator.live(trace);
       live = new Simulator.Result("live node", live.reads(), live.hits(), live.hitBytes(), live.hddBytes(), liveFlash, seconds);
       Simulator.Result opt = Simulator.run(trace, new OptPolicy(trace, budget));
@@ -248,6 +249,11 @@ final class BenchPolicyLive implements Callable<Integer> {
             f2(r.byteHitRatio() / Math.max(1e-12, lru.byteHitRatio())) + "x", Terminal.bytes(r.flashBytes()),
             f2((double) r.flashBytes() / Math.max(1, lru.flashBytes())));
       }
+      // What placement latency cost live: ORC reads of chunks being written, or landed but not yet re-resolved.
+      double readBytes = Math.max(1, traffic.path("ssdBytes").asDouble() + traffic.path("hddBytes").asDouble());
+      res.putObject("placementLatency").put("meanLandingSeconds", traffic.path("meanLandingSeconds").asDouble())
+          .put("missedInFlightShare", traffic.path("hddBytesInFlight").asDouble() / readBytes)
+          .put("missedLandedShare", traffic.path("hddBytesLanded").asDouble() / readBytes);
       res.putObject("checks").put("traceHasEveryRead", everyRead).put("optBoundsLive", optBounds);
       res.put("substitutable", substitutable);
       if (!json) {
@@ -258,6 +264,10 @@ final class BenchPolicyLive implements Callable<Integer> {
         out.printf("live/OPT %.2f, live/LRU %.2fx, flash/LRU %.2f (SSD budget %s, %.0f%% of the bytes read)%n",
             ratios.path("liveVsOpt").asDouble(), ratios.path("liveVsLru").asDouble(), ratios.path("flashVsLru").asDouble(),
             Terminal.bytes(budget), budgetShare);
+        JsonNode pl = res.path("placementLatency");
+        out.printf("placements landed %.2f s after the decision on average; read from ORC meanwhile: %s of the bytes while"
+                + " being written, %s after landing, before the reader re-resolved%n", pl.path("meanLandingSeconds").asDouble(),
+            Terminal.percent(pl.path("missedInFlightShare").asDouble()), Terminal.percent(pl.path("missedLandedShare").asDouble()));
       }
       out.flush();
       if (!everyRead) {
