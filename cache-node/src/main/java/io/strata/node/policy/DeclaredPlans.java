@@ -194,8 +194,9 @@ final class DeclaredPlans {
   /**
    * The rate (reads per second) at which declared jobs will read {@code key}: each job's next read
    * of it counts as one read over the time until it (its distance in keys over the job's rate, or
-   * the typical rate while the job's is unknown); {@code accesses} is the policy's read count (it
-   * paces recomputing the typical rate).
+   * the typical rate while the job's is unknown), but no sooner than {@link
+   * StrataPolicy#REUSE_SECONDS}; {@code accesses} is the policy's read count (it paces recomputing
+   * the typical rate).
    */
   double rate(int key, long accesses) {
     double rate = 0;
@@ -215,7 +216,7 @@ final class DeclaredPlans {
         if (Double.isNaN(r)) {
           r = typicalRate(accesses);
         }
-        rate += r / (o.plan.plan.stepStart(s) - o.plan.position + 1);
+        rate += Math.min(r / (o.plan.plan.stepStart(s) - o.plan.position + 1), 1 / StrataPolicy.REUSE_SECONDS);
       }
       if (!anyAlive) {
         occ.removeIf(o -> o.plan.ended || o.nextStep() < 0);

@@ -75,6 +75,28 @@ class PolicyTest {
   }
 
   @Test
+  void aJobsReadsOfAChunkWithinTheReuseTimeCountAsOne() {
+    // A job at 1,000 steps/s: its next read of key 0 is a step away (1 ms), of key 1 a second.
+    int[] keys = new int[4000];
+    int[] ends = new int[keys.length];
+    for (int s = 0; s < keys.length; s++) {
+      keys[s] = s == 2001 ? 0 : s == 3000 ? 1 : 10 + s;
+      ends[s] = s + 1;
+    }
+    StrataPolicy p = new StrataPolicy(1L << 30, 0);
+    p.plan(7, new CachePolicy.JobPlan(keys, ends, 0, keys.length, false));
+    p.progress(7, 0, 0);
+    p.progress(7, 2000, 2);
+    assertEquals(2 + StrataPolicy.REUSE_SECONDS, p.nextUse(0, 2), 1e-9, "a read sooner than the reuse time counts as at it");
+    assertEquals(3, p.nextUse(1, 2), 0.01, "a later read counts when it comes");
+    // A second job reading key 0 as soon: two reads per reuse time.
+    p.plan(8, new CachePolicy.JobPlan(keys, ends, 0, keys.length, false));
+    p.progress(8, 0, 0);
+    p.progress(8, 2000, 2);
+    assertEquals(2 + StrataPolicy.REUSE_SECONDS / 2, p.nextUse(0, 2), 1e-9);
+  }
+
+  @Test
   void noPolicyEverExceedsItsBudget() {
     Trace t = TraceGenerator.generate(new TraceGenerator.Spec(2, 20, 16, 10, 1.1, 30, 4));
     long budget = t.distinctBytes() / 8;
