@@ -195,10 +195,7 @@ final class TierState {
     expirePlans(now);
     jobs.heard(job, now);
     long[] planned = jobs.bytesOf(job);
-    if (reportedAt.size() >= MAX_REPORTING_JOBS && !reportedAt.containsKey(job)) {
-      reportedAt.values().removeIf(t -> now - t > 60); // jobs without plans that went quiet
-    }
-    Double previousReport = reportedAt.size() < MAX_REPORTING_JOBS || reportedAt.containsKey(job) ? reportedAt.put(job, now) : null;
+    Double previousReport = reported(job, now);
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
       trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
@@ -234,6 +231,17 @@ final class TierState {
       trace.step(now, job, ds.name(), step);
     }
     return new TierViews.ReadsAnswer(reads.size(), admitted, jobs.hasPlan(job), residency);
+  }
+
+  /** Notes that {@code job} reports now; returns when it reported before (null: not known). */
+  private Double reported(String job, double now) {
+    if (reportedAt.size() >= MAX_REPORTING_JOBS && !reportedAt.containsKey(job)) {
+      reportedAt.values().removeIf(t -> now - t > 60); // jobs without plans that went quiet
+      if (reportedAt.size() >= MAX_REPORTING_JOBS) {
+        return null;
+      }
+    }
+    return reportedAt.put(job, now);
   }
 
   private void noteCoAccess(Dataset ds, String job, Read r) {

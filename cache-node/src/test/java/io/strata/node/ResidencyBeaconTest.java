@@ -51,6 +51,11 @@ class ResidencyBeaconTest {
     Path links = Files.createDirectories(tmp.resolve("links"));
     Files.createSymbolicLink(links.resolve(ResidencyBeacon.FILE_NAME), tmp.resolve(ResidencyBeacon.FILE_NAME));
     assertNull(ResidencyBeacon.open(links.resolve(ResidencyBeacon.FILE_NAME)), "a link is not followed");
+    Path torn = Files.createDirectories(tmp.resolve("torn"));
+    Files.write(torn.resolve(ResidencyBeacon.FILE_NAME), new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0});
+    try (ResidencyBeacon fresh = ResidencyBeacon.create(torn)) {
+      assertEquals(0, fresh.get(), "a file without the magic (an interrupted creation) starts the counter afresh");
+    }
     IOException e = assertThrows(IOException.class, () -> ResidencyBeacon.create(links));
     assertTrue(e.getMessage().contains(links.resolve(ResidencyBeacon.FILE_NAME).toString()), e.getMessage());
   }

@@ -61,9 +61,9 @@ class FaultSuiteIT {
       return List.of();
     }
     try (Stream<Path> s = Files.walk(dir)) {
-      // The owner lock is the store's own (FORMAT.md 2.5), not something left behind.
-      return s.filter(Files::isRegularFile).filter(f -> !f.getFileName().toString().equals(SegmentStore.OWNER_LOCK)).sorted()
-          .toList();
+      // The owner lock (FORMAT.md 2.5) and a node's residency beacon (2.6) are the directory's own, not left behind.
+      return s.filter(Files::isRegularFile).filter(f -> !f.getFileName().toString().equals(SegmentStore.OWNER_LOCK))
+          .filter(f -> !f.getFileName().toString().equals(io.strata.sdk.format.ResidencyBeacon.FILE_NAME)).sorted().toList();
     }
   }
 

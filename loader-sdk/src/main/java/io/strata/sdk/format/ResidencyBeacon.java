@@ -59,6 +59,8 @@ public final class ResidencyBeacon implements AutoCloseable {
       }
       MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, SIZE, arena);
       if (m.asSlice(0, MAGIC.length).mismatch(MemorySegment.ofArray(MAGIC)) >= 0) {
+        // New, or not a beacon (an interrupted creation): start the counter afresh.
+        COUNTER.setRelease(m, 8L, 0L);
         MemorySegment.copy(MAGIC, 0, m, ValueLayout.JAVA_BYTE, 0, MAGIC.length);
       }
       ok = true;
