@@ -233,6 +233,29 @@ class PolicyTest {
 
   /** The goals of issue 11 for traces without plan records, at a 10 % budget. */
   @Test
+  void anUndeclaredJobThatStopsReadingStopsCounting() {
+    // One job, no plan, reads all 10 chunks of a stream every quarter second for 4 s.
+    StrataPolicy p = new StrataPolicy(1L << 30, 0);
+    for (int k = 0; k < 10; k++) {
+      p.group(k, 0);
+    }
+    double t = 0;
+    for (; t <= 4; t += 0.25) {
+      for (int k = 0; k < 10; k++) {
+        p.access(t, 1, k, 1000, CachePolicy.Evictions.NONE);
+      }
+    }
+    double last = t - 0.25;
+    assertTrue(p.nextUse(3, last + 0.1) < last + 1, "a job reading the stream now will read it again soon");
+    // Silent for 2 s (8 of its gaps): finished or dead. Only the chunk's own history is left.
+    assertTrue(p.nextUse(3, last + 2) >= last + 4 - 1e-9, "a silent job's pass no longer counts: " + p.nextUse(3, last + 2));
+    for (int k = 0; k < 10; k++) {
+      p.access(last + 2, 1, k, 1000, CachePolicy.Evictions.NONE);
+    }
+    assertTrue(p.nextUse(3, last + 2.05) < last + 3, "it counts again once the job reads again");
+  }
+
+  @Test
   void withoutPlansTheJobsPassesAreLearnedOnline() {
     for (long seed = 1; seed <= 3; seed++) {
       Trace t = TraceGenerator.generate(TraceGenerator.Spec.defaults(seed));
