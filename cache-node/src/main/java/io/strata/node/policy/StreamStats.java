@@ -22,7 +22,7 @@ final class StreamStats {
    * replayed without plans, keeping finished jobs' passes for 30 s (as first built) held the
    * policy at 0.77–0.79 of OPT, 0.97–1.02× Caffeine W-TinyLFU; with 3 gaps it reached 0.93–0.94
    * of OPT (2: the same within 0.3 point, 6: 0.5 point lower, 12: 2 points lower), and on the
-   * generated and the independent generator's traces it gained 1–2 points.
+   * generated traces it gained about 1 point, on the independent generator's 2–3.5 points.
    */
   static final double SILENT_GAPS = 3;
 
