@@ -418,10 +418,11 @@ final class TierState {
 
   /** A placement's segment was written; false if the policy evicted it meanwhile (the caller unlinks it). */
   synchronized boolean landed(int key, SegmentRef ref) {
+    double now = clock.getAsDouble();
     Double placed = pending.remove(key);
     if (placed != null) {
       counters.landings.increment();
-      counters.landingNanos.add((long) ((clock.getAsDouble() - placed) * 1e9));
+      counters.landingNanos.add((long) ((now - placed) * 1e9));
     }
     counters.flashBytes.add(ref.bytes());
     setKeyBytes(key, ref.bytes());
@@ -429,10 +430,10 @@ final class TierState {
       return false;
     }
     residentRefs.put(key, ref);
-    landedAt.put(key, clock.getAsDouble());
+    landedAt.put(key, now);
     residencyChanged();
     counters.promotions.increment();
-    policy.resize(key, ref.bytes(), clock.getAsDouble(), this::evicted);
+    policy.resize(key, ref.bytes(), now, this::evicted);
     String ds = keys.get(key).dataset();
     Long quota = reserved.quota(ds);
     if (quota != null && residentRefs.containsKey(key) && datasetBytes(ds) > quota) {
@@ -448,10 +449,15 @@ final class TierState {
     policy.removed(key);
   }
 
+  /** Forgets {@code key}'s segment and when it landed; returns the segment (null: none). */
+  private SegmentRef dropResident(int key) {
+    landedAt.remove(key);
+    return residentRefs.remove(key);
+  }
+
   /** Called by the policy for every key it evicts (under this object's lock). */
   private void evicted(int key) {
-    SegmentRef ref = residentRefs.remove(key);
-    landedAt.remove(key);
+    SegmentRef ref = dropResident(key);
     residencyChanged();
     if (ref == null) {
       return;
@@ -461,8 +467,7 @@ final class TierState {
     KeySpace.KeyInfo k = keys.get(key);
     for (String f : ref.info().columns()) {
       int other = keys.find(k.dataset(), k.version(), f, k.chunk());
-      if (other >= 0 && other != key && residentRefs.remove(other) != null) {
-        landedAt.remove(other);
+      if (other >= 0 && other != key && dropResident(other) != null) {
         policy.removed(other);
       }
     }
