@@ -80,8 +80,14 @@ public final class CacheNode implements AutoCloseable {
           .connectionHandler(guard::connected)
           .requestHandler(req -> {
             guard.requestStarted(req);
-            router.handle(req);
+            if (NodeApi.admit(req)) {
+              router.handle(req);
+            }
           })
+          // With a handshake handler set, Vert.x hands requests of any HTTP version to the
+          // request handler (which refuses them in JSON) instead of answering 501 itself; the
+          // node has no WebSocket endpoint, so an upgrade is refused.
+          .webSocketHandshakeHandler(handshake -> handshake.reject(400))
           .invalidRequestHandler(NodeApi::invalidRequest);
       guard.start(vertx);
       try {

@@ -12,7 +12,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * connections, a byte every few seconds, never reach the idle timeout); a kept-alive connection
  * waits at most {@link Limits#idleMillis} for its next request however it dribbles; a request
  * is answered or its connection closed within {@link Limits#requestMillis}; and at most {@link
- * Limits#maxConnections} connections are open at once (more are closed on arrival).
+ * Limits#maxConnections} connections are open at once: a connection arriving at the cap closes the
+ * least recently used idle one (waiting for its first request, or kept alive after its last
+ * answer), so that idle sockets cannot lock callers out; only when every connection has a request
+ * in progress is the new one closed on arrival.
  *
  * <p>The node speaks HTTP/1.1 only (no cleartext HTTP/2 upgrade): with the upgrade enabled,
  * Vert.x makes a connection known only once its first request is whole, which is exactly what a
@@ -31,6 +34,8 @@ final class ConnectionGuard {
   private static final class State {
     final long opened = System.nanoTime();
     volatile HttpServerRequest current;
+    /** When it opened or its last request started, for choosing the least recently used idle one. */
+    volatile long lastUse = opened;
     volatile long requestStarted;
     /** When the last answered request was found answered by a sweep (0: none yet). */
     volatile long answeredAt;
@@ -45,12 +50,35 @@ final class ConnectionGuard {
 
   /** Registers a new connection, or closes it when the node holds {@code maxConnections} already. */
   void connected(HttpConnection conn) {
-    if (open.size() >= limits.maxConnections()) {
+    if (open.size() >= limits.maxConnections() && !closeLeastRecentlyUsedIdle()) {
       conn.close();
       return;
     }
     open.put(conn, new State());
     conn.closeHandler(v -> open.remove(conn));
+  }
+
+  /** Closes the idle connection used least recently; false when every connection is busy. */
+  private boolean closeLeastRecentlyUsedIdle() {
+    while (true) {
+      HttpConnection oldest = null;
+      long oldestUse = Long.MAX_VALUE;
+      for (Map.Entry<HttpConnection, State> e : open.entrySet()) {
+        State s = e.getValue();
+        HttpServerRequest req = s.current;
+        if ((req == null || req.response().ended()) && s.lastUse < oldestUse) {
+          oldest = e.getKey();
+          oldestUse = s.lastUse;
+        }
+      }
+      if (oldest == null) {
+        return false;
+      }
+      if (open.remove(oldest) != null) { // another arrival may have taken it first: look again
+        oldest.close();
+        return true;
+      }
+    }
   }
 
   /** A request's line and headers arrived on its connection. */
@@ -59,6 +87,7 @@ final class ConnectionGuard {
     if (s != null) {
       s.current = req;
       s.requestStarted = System.nanoTime();
+      s.lastUse = s.requestStarted;
       s.answeredAt = 0;
     }
   }

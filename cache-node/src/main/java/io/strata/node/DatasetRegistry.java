@@ -211,16 +211,20 @@ final class DatasetRegistry implements AutoCloseable {
         throw NodeException.forbidden("'path' must not contain '..': " + dir);
       }
     }
+    // Outside the roots by its name: refused before anything is looked up, so that the answer
+    // is the same whether such a directory exists, is readable, or not.
+    p = p.normalize();
+    if (!inRoots(p, false)) {
+      throw NodeException.forbidden(p + " is outside the node's HDD roots " + hddRoots);
+    }
     if (!Files.isDirectory(p)) {
-      throw NodeException.notFound("no dataset directory at " + dir);
+      throw NodeException.notFound("no dataset directory at " + p);
     }
     Path real = p.toRealPath();
-    for (Path root : hddRoots) {
-      if (Files.isDirectory(root) && real.startsWith(root.toRealPath())) {
-        return real;
-      }
+    if (!inRoots(real, true)) {
+      throw NodeException.forbidden(p + " is outside the node's HDD roots " + hddRoots);
     }
-    throw NodeException.forbidden(dir + " is outside the node's HDD roots " + hddRoots);
+    return real;
   }
 
   /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */

@@ -19,6 +19,7 @@ import java.util.concurrent.Callable;
 
 /** The node's HTTP/JSON API (docs/API.md): routes, validation, JSON errors, token check. */
 final class NodeApi {
+  private static final System.Logger LOG = System.getLogger("io.strata.node");
   private final TierManager tiers;
   private final NodeConfig config;
   private final WorkerExecutor workers;
@@ -192,10 +193,20 @@ final class NodeApi {
     }));
     r.route().last().handler(ctx -> error(ctx, 404, "no route " + ctx.request().method() + " " + ctx.request().path()));
     r.route().failureHandler(ctx -> {
-      int status = ctx.statusCode() > 0 ? ctx.statusCode() : 500;
-      String message = status == 413 ? "request body exceeds " + config.maxBodyBytes() + " bytes"
-          : ctx.failure() != null ? String.valueOf(ctx.failure().getMessage()) : "request failed";
-      error(ctx, status, message);
+      int status = ctx.statusCode();
+      if (status == 413) {
+        error(ctx, 413, "request body exceeds " + config.maxBodyBytes() + " bytes");
+      } else if (ctx.response().headWritten()) {
+        ctx.request().connection().close(); // half an answer is no answer: the client sees the connection end
+      } else if (ctx.failure() != null && ctx.statusCode() < 400) {
+        // Failed while reading the request (a broken chunked body, a reset): the request's fault.
+        ctx.response().putHeader("connection", "close");
+        error(ctx, 400, "the request body could not be read: it is not valid HTTP/1.1 (" + bodyProblem(ctx.failure()) + ")");
+      } else if (status >= 400 && status < 500) {
+        error(ctx, status, ctx.failure() instanceof NodeException n ? n.getMessage() : "the request was refused");
+      } else {
+        fail(ctx, ctx.failure() == null ? new IllegalStateException("request failed with " + status) : ctx.failure());
+      }
     });
     return r;
   }
@@ -383,12 +394,79 @@ final class NodeApi {
     } else if (t instanceof IOException || t instanceof java.io.UncheckedIOException) {
       error(ctx, 500, "I/O error: " + t.getMessage());
     } else {
-      error(ctx, 500, "internal error: " + t);
+      // A fault of the node's own: the whole trace goes to its log, the answer names no class.
+      LOG.log(System.Logger.Level.ERROR, "internal error answering " + ctx.request().method() + " " + ctx.request().path(), t);
+      error(ctx, 500, "internal error (the node's log has the details)");
+    }
+  }
+
+  /** What broke in a request body, in the protocol's words (Netty's messages name no class). */
+  private static String bodyProblem(Throwable t) {
+    String m = t.getMessage();
+    if (m == null || m.isBlank() || m.matches(".*\\b[a-z]+(\\.[a-zA-Z_$]+){2,}.*")) {
+      return "the connection broke or the body is malformed";
+    }
+    return m.length() > 120 ? m.substring(0, 120) + "..." : m;
+  }
+
+  /**
+   * Checks what the router cannot answer in JSON itself: the HTTP version (1.1 and 1.0 are
+   * served; an HTTP/2 preface or {@code HTTP/9.9} is refused) and a path that is not valid
+   * percent-encoded UTF-8. Answers the refusal (400, JSON, connection closed) and returns false;
+   * true when the request may go on to the router.
+   */
+  static boolean admit(io.vertx.core.http.HttpServerRequest req) {
+    String problem = null;
+    io.vertx.core.http.HttpVersion v = req.version();
+    if (v != io.vertx.core.http.HttpVersion.HTTP_1_1 && v != io.vertx.core.http.HttpVersion.HTTP_1_0) {
+      problem = "this node speaks HTTP/1.1 (and 1.0) only, not " + (v == null ? "the version this request names" : v.alpnName());
+    } else if (!validPath(req.path())) {
+      problem = "the request path is not valid percent-encoded UTF-8";
+    } else if (req.query() != null && !req.query().isEmpty() && !validPath(req.query())) {
+      problem = "the request's query is not valid percent-encoded UTF-8";
+    }
+    if (problem == null) {
+      return true;
+    }
+    ObjectNode o = Json.object().put("error", problem).put("status", 400);
+    req.response().setStatusCode(400).putHeader("content-type", "application/json").putHeader("connection", "close")
+        .end(Json.compact(o)).onComplete(x -> req.connection().close());
+    return false;
+  }
+
+  /** Whether every {@code %} of {@code path} starts two hex digits and the bytes they give are UTF-8. */
+  static boolean validPath(String path) {
+    if (path == null || path.isEmpty()) {
+      return false;
+    }
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(path.length());
+    for (int i = 0; i < path.length(); i++) {
+      char c = path.charAt(i);
+      if (c == '%') {
+        if (i + 2 >= path.length() || Character.digit(path.charAt(i + 1), 16) < 0 || Character.digit(path.charAt(i + 2), 16) < 0) {
+          return false;
+        }
+        bytes.write(Character.digit(path.charAt(i + 1), 16) * 16 + Character.digit(path.charAt(i + 2), 16));
+        i += 2;
+      } else if (c < 0x20 || c == 0x7f) {
+        return false;
+      } else {
+        bytes.writeBytes(String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
+    }
+    try {
+      java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(bytes.toByteArray()));
+      return true;
+    } catch (java.nio.charset.CharacterCodingException e) {
+      return false;
     }
   }
 
   static void error(RoutingContext ctx, int status, String message) {
-    if (ctx.response().ended()) {
+    if (ctx.response().ended() || ctx.response().headWritten()) {
       return;
     }
     ObjectNode o = Json.object().put("error", message).put("status", status);
@@ -448,7 +526,7 @@ final class NodeApi {
     try {
       n = Json.parse(s);
     } catch (IOException e) {
-      throw NodeException.badRequest("malformed JSON: " + e.getMessage().lines().findFirst().orElse(""));
+      throw NodeException.badRequest(e.getMessage());
     }
     if (!n.isObject()) {
       throw NodeException.badRequest("the body must be a JSON object");

@@ -52,6 +52,11 @@ public record NodeConfig(
     if (maxBodyBytes < 1024) {
       throw new IllegalArgumentException("the body limit must be at least 1024 bytes");
     }
+    if (token != null && (token.isEmpty() || !token.chars().allMatch(c -> c > 0x20 && c < 0x7f))) {
+      // A request's header value is trimmed and ASCII: such a token could never authenticate.
+      throw new IllegalArgumentException("the token must be printable ASCII without spaces"
+          + (token.isBlank() ? " (it is empty or only whitespace)" : " (it holds whitespace, a control or a non-ASCII character)"));
+    }
     if (!isLoopback(bindHost) && (token == null || token.length() < 16)) {
       throw new IllegalArgumentException(
           "binding to " + bindHost + " needs a token of at least 16 characters for mutating requests (set \"token\")");

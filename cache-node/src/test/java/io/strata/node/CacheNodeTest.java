@@ -28,6 +28,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -680,6 +681,20 @@ class CacheNodeTest {
   }
 
   @Test
+  void aPathOutsideTheRootsGetsOneAnswerWhetherItExistsOrNot() throws Exception {
+    Path there = Files.createDirectories(elsewhere.resolve("private"));
+    Set<String> answers = new java.util.HashSet<>();
+    for (Path p : List.of(there, elsewhere.resolve("nonexistent"), Path.of("/root/.nonexistent-strata"), Path.of("/proc/1"))) {
+      HttpResponse<String> r = raw("POST", "/v1/datasets", "{\"path\": \"" + p + "\"}", null);
+      assertEquals(403, r.statusCode(), p + ": " + r.body());
+      answers.add(Json.parse(r.body()).path("error").asText().replace(p.toString(), "PATH"));
+    }
+    assertEquals(1, answers.size(), "one answer for everything outside the roots: " + answers);
+    // Inside the roots a caller may learn what is missing.
+    assertEquals(404, raw("POST", "/v1/datasets", "{\"path\": \"" + home.resolve("hdd/nothing-here") + "\"}", null).statusCode());
+  }
+
+  @Test
   void aDatasetWhoseManifestPointsOutsideTheRootsIsRefused() throws Exception {
     Path outside = Files.createDirectories(elsewhere.resolve("secret"));
     Path secret = Files.writeString(outside.resolve("part.orc"), "secret");
@@ -730,6 +745,13 @@ class CacheNodeTest {
     // A name is loopback by what it resolves to, not by how it starts.
     assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("127.evil.invalid", null));
     NodeConfig.embedded(home, 0).withBind("localhost", null);
+    // A token that a request could never carry (header values are trimmed ASCII) is refused at start.
+    for (String never : List.of(" ".repeat(20), "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t", "0123456789abcdef with-space",
+        "0123456789abcdef\u00e9\u00e9", "")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> NodeConfig.embedded(home, 0).withBind("0.0.0.0", never), "token '" + never + "'");
+      assertTrue(e.getMessage().contains("printable ASCII"), e.getMessage());
+    }
     node.close();
     String token = "0123456789abcdef-secret";
     node = CacheNode.start(NodeConfig.embedded(home, 0).withBind("127.0.0.1", token));

@@ -138,20 +138,49 @@ class ConnectionLimitsTest {
   }
 
   @Test
-  void connectionsBeyondTheCapAreClosedOnArrival() throws Exception {
+  void idleConnectionsAtTheCapGiveWayToNewOnesOldestFirst() throws Exception {
     List<Socket> many = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
       many.add(connect());
+      Thread.sleep(2); // arrival order is use order
     }
     Thread.sleep(300); // within the header time: only the cap closes connections yet
-    int closed = 0;
-    for (Socket s : many) {
-      closed += closedByNode(s) ? 1 : 0;
+    List<Integer> closed = new ArrayList<>();
+    for (int i = 0; i < many.size(); i++) {
+      if (closedByNode(many.get(i))) {
+        closed.add(i);
+      }
     }
-    assertEquals(10, closed, "50 connections against a cap of 40");
+    assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), closed, "50 idle connections against a cap of 40: the 10 oldest went");
+    assertEquals(200, health(), "a caller is served while 40 idle connections are held");
     for (Socket s : many) {
       s.close();
     }
+  }
+
+  @Test
+  void connectionsBeyondTheCapAreClosedOnArrivalWhenEveryOneIsBusy() throws Exception {
+    List<Socket> busy = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      Socket s = connect();
+      // Headers whole, body still to come: a request in progress, which the cap never cuts.
+      s.getOutputStream().write(("POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          + "Content-Length: 100\r\n\r\n{").getBytes(StandardCharsets.US_ASCII));
+      busy.add(s);
+    }
+    Thread.sleep(300);
+    Socket late = connect();
+    Thread.sleep(300);
+    assertTrue(closedByNode(late), "no idle connection to give way: the new one is closed");
+    int closed = 0;
+    for (Socket s : busy) {
+      closed += closedByNode(s) ? 1 : 0;
+    }
+    assertEquals(0, closed, "requests in progress are never cut for a newcomer");
+    for (Socket s : busy) {
+      s.close();
+    }
+    late.close();
     Thread.sleep(300);
     assertEquals(200, health(), "once they are gone, new connections are served");
   }

@@ -117,6 +117,7 @@ class HttpApiFuzzTest {
         if (s >= 400) {
           JsonNode e = Json.parse(resp.body());
           assertTrue(e.isObject() && e.path("error").isTextual() && !e.path("error").asText().isBlank(), what);
+          assertNamesNoLibrary(e.path("error").asText(), what);
         }
       }
       // The node still works: health, a resolve, a promotion that lands.
@@ -133,6 +134,158 @@ class HttpApiFuzzTest {
       System.out.printf("FAULTS http-fuzz: %d requests (%d mutated) over %d routes; statuses %s; 0 server errors%n", TRIALS,
           mutated, routes.size(), statuses);
     }
+  }
+
+  /** Words of the libraries under the API that an error must not pass on to a caller. */
+  private static final java.util.regex.Pattern LIBRARY =
+      java.util.regex.Pattern.compile("fasterxml|jackson|JsonReadFeature|StreamReadConstraints|io\\.netty|io\\.vertx|"
+          + "[A-Z][A-Za-z]*(Exception|Error)\\b|\\bjava\\.[a-z]+\\.");
+
+  private static void assertNamesNoLibrary(String error, String what) {
+    assertTrue(!LIBRARY.matcher(error).find(), "an error naming a library or class: " + what);
+  }
+
+  /**
+   * Below the JSON: the request line, the version, the path's escapes, the chunked framing and
+   * the body's JSON syntax, first the cases found by probing, then seeded mutations of raw
+   * requests. Every answer is a 2xx, or a 4xx with a JSON error naming no library; never a 5xx, a
+   * plain-text body, a 2xx carrying an error, or silence.
+   */
+  @Test
+  void protocolEdgesGetJsonErrorsNamingNoLibrary() throws Exception {
+    Path home = Files.createDirectories(tmp.resolve("node"));
+    try (CacheNode node = CacheNode.start(NodeConfig.embedded(home, 0))) {
+      int port = node.port();
+      String json = "Content-Type: application/json\r\n";
+      Map<String, String> cases = new java.util.LinkedHashMap<>();
+      cases.put("bad chunk size", "POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\n" + json
+          + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+      cases.put("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      cases.put("HTTP/9.9", "GET /health HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n");
+      cases.put("%zz in the path", "GET /v1/datasets/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      cases.put("bad UTF-8 in the path", "GET /v1/datasets/%C3%28 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      cases.put("text after the JSON", post("/v1/datasets", "{\"path\":\"/x\"} {}"));
+      cases.put("a key twice", post("/v1/datasets", "{\"path\":\"/x\",\"path\":\"/y\"}"));
+      cases.put("NaN", post("/v1/datasets", "{\"path\":NaN}"));
+      cases.put("nested too deep", post("/v1/datasets", "[".repeat(2000)));
+      cases.put("a comment", post("/v1/datasets", "{/* c */\"path\":\"/x\"}"));
+      cases.put("single quotes", post("/v1/datasets", "{'path':'/x'}"));
+      cases.put("a raw control character", post("/v1/datasets", "{\"path\":\"a\u0001b\"}"));
+      Map<String, String> expect = Map.of("text after the JSON", "after the JSON value", "a key twice", "duplicate key 'path'",
+          "nested too deep", "nested deeper", "NaN", "not standard JSON", "HTTP/9.9", "HTTP/1.1", "bad chunk size", "chunk size");
+      for (var c : cases.entrySet()) {
+        String[] answer = exchange(port, c.getValue().getBytes(StandardCharsets.UTF_8));
+        String what = c.getKey() + " -> " + answer[0] + " " + answer[1];
+        assertEquals("400", answer[0], what);
+        JsonNode e = Json.parse(answer[1]);
+        assertEquals(400, e.path("status").asInt(), what);
+        assertNamesNoLibrary(e.path("error").asText(), what);
+        if (expect.containsKey(c.getKey())) {
+          assertTrue(e.path("error").asText().contains(expect.get(c.getKey())), what);
+        }
+      }
+      assertEquals("200", exchange(port, "GET /health HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII))[0], "HTTP/1.0 is served");
+      assertEquals("200", exchange(port, ("POST /v1/resolve HTTP/1.1\r\nHost: 127.0.0.1\r\n" + json
+          + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n").getBytes(StandardCharsets.US_ASCII))[0].equals("400")
+          ? "200" : "chunked body not read", "a well-formed chunked body reaches the route (which checks its fields)");
+      // Seeded mutations of raw requests.
+      SplittableRandom r = new SplittableRandom(11);
+      Map<String, Integer> statuses = new TreeMap<>();
+      int trials = Math.max(200, TRIALS / 10);
+      for (int t = 0; t < trials; t++) {
+        byte[] req = rawMutation(r);
+        String[] answer = exchange(port, req);
+        String what = "raw trial " + t + ": " + describe(req) + " -> " + answer[0] + " " + answer[1];
+        statuses.merge(answer[0], 1, Integer::sum);
+        int st = Integer.parseInt(answer[0]);
+        assertTrue(st >= 200 && st < 500, what);
+        JsonNode e;
+        try {
+          e = Json.parse(answer[1]);
+        } catch (java.io.IOException notJson) {
+          fail("not JSON: " + what);
+          return;
+        }
+        if (st >= 400) {
+          assertTrue(e.path("error").isTextual(), what);
+          assertNamesNoLibrary(e.path("error").asText(), what);
+        } else {
+          assertTrue(!e.has("error"), what);
+        }
+      }
+      System.out.printf("FAULTS http-protocol: %d probed cases and %d raw mutations; statuses %s; every error JSON, none names a library%n",
+          cases.size(), trials, statuses);
+    }
+  }
+
+  private static String post(String path, String body) {
+    return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
+        + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body;
+  }
+
+  /** A raw request, one of its parts broken: the version, a path escape, the chunk framing, a header line, the JSON. */
+  private static byte[] rawMutation(SplittableRandom r) {
+    String version = "HTTP/1.1";
+    String path = pick(r, "/health", "/v1/datasets", "/v1/tiers", "/v1/policy", "/v1/datasets/events");
+    String headers = "Host: 127.0.0.1\r\n";
+    String body = "{\"dataset\":\"events\",\"features\":[\"amount\"]}";
+    boolean chunked = false;
+    switch (r.nextInt(6)) {
+      case 0 -> version = pick(r, "HTTP/0.9", "HTTP/2.0", "HTTP/3.0", "HTTP/1.2", "HTTP/9.9", "HTTP/1.1");
+      case 1 -> path = path + "/%" + (char) (0x21 + r.nextInt(0x5e)) + (char) (0x21 + r.nextInt(0x5e));
+      case 2 -> chunked = true;
+      case 3 -> headers += pick(r, "X-A: b", "X-Long: " + "v".repeat(r.nextInt(2000)), "Accept: */*", "Connection: keep-alive") + "\r\n";
+      case 4 -> body = body.substring(0, r.nextInt(body.length())) + pick(r, "}", "]", "NaN", "//", "'", "\u0001", "} x", ",\"dataset\":1}");
+      default -> path = path + "?" + pick(r, "a=%", "a=%G1", "a=b", "%%");
+    }
+    boolean post = r.nextBoolean();
+    String line = (post ? "POST " : "GET ") + path.replace("/health", post ? "/v1/resolve" : "/health") + " " + version + "\r\n";
+    if (!post) {
+      return (line + headers + "\r\n").getBytes(StandardCharsets.UTF_8);
+    }
+    headers += "Content-Type: application/json\r\n";
+    if (chunked) {
+      String size = r.nextBoolean() ? Integer.toHexString(body.length()) : pick(r, "zz", "-1", "fffffffffffffffffff", "0x10", " ");
+      return (line + headers + "Transfer-Encoding: chunked\r\n\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n")
+          .getBytes(StandardCharsets.UTF_8);
+    }
+    return (line + headers + "Content-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
+        .getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** Sends {@code request} on a new connection; returns the answer's status code and body (fails on silence). */
+  private static String[] exchange(int port, byte[] request) throws Exception {
+    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(request);
+      s.getOutputStream().flush();
+      java.io.InputStream in = new java.io.BufferedInputStream(s.getInputStream());
+      String status = readLine(in);
+      if (status == null) {
+        fail("no answer to " + describe(request));
+      }
+      int length = -1;
+      for (String h = readLine(in); h != null && !h.isEmpty(); h = readLine(in)) {
+        if (h.regionMatches(true, 0, "content-length:", 0, 15)) {
+          length = Integer.parseInt(h.substring(15).strip());
+        }
+      }
+      byte[] body = length >= 0 ? in.readNBytes(length) : in.readAllBytes();
+      String[] parts = status.split(" ", 3);
+      return new String[] {parts.length > 1 ? parts[1] : status, new String(body, StandardCharsets.UTF_8)};
+    }
+  }
+
+  private static String readLine(java.io.InputStream in) throws java.io.IOException {
+    StringBuilder sb = new StringBuilder();
+    int c;
+    while ((c = in.read()) != -1) {
+      if (c == '\n') {
+        return sb.toString().stripTrailing();
+      }
+      sb.append((char) c);
+    }
+    return sb.isEmpty() ? null : sb.toString();
   }
 
   private static final String[] TRAVERSAL = {

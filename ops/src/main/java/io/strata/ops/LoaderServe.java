@@ -229,7 +229,7 @@ public final class LoaderServe {
       Session s = new Session(out);
       boolean ok = false;
       try {
-        s.start(Json.MAPPER.readTree(requestLine));
+        s.start(Json.parse(requestLine));
         ok = true;
         return s;
       } finally {

@@ -438,7 +438,7 @@ public final class Relayout {
     }
     Path pending = dir.resolve(PENDING);
     if (Files.exists(pending)) {
-      for (var n : Json.MAPPER.readTree(Files.readAllBytes(pending))) {
+      for (var n : Json.parse(Files.readAllBytes(pending))) {
         String p = n.asText();
         if (!referenced.contains(p) && !p.contains("..") && !p.startsWith("/")) {
           Path file = dir.resolve(p).normalize();
