@@ -57,6 +57,11 @@ final class DatasetRegistry implements AutoCloseable {
     return registryView.containsKey(name);
   }
 
+  /** The directory {@code name} is registered for, or null. */
+  Path directory(String name) {
+    return registryView.get(name);
+  }
+
   /** The registered names, sorted (a snapshot). */
   Set<String> names() {
     return registryView.keySet();
@@ -89,6 +94,11 @@ final class DatasetRegistry implements AutoCloseable {
       throw NodeException.notFound("no dataset '" + name + "' is registered");
     }
     try {
+      // Confined again at every open, not only at registration: the directory, or a part of its
+      // path, may have become a link out of the roots since (after a restart, say).
+      if (!checkInsideRoots(dir.toString()).equals(dir)) {
+        throw NodeException.forbidden(dir + " is outside the node's HDD roots " + hddRoots);
+      }
       checkManifestInsideRoots(dir);
       Dataset ds = Dataset.open(dir);
       orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
@@ -247,6 +257,11 @@ final class DatasetRegistry implements AutoCloseable {
    * such a file exists.
    */
   private void checkManifestInsideRoots(Path dir) throws IOException {
+    checkManifestInsideRoots(dir, false);
+  }
+
+  /** As above; with {@code whole}, every file named must also exist as a regular file (registration). */
+  private void checkManifestInsideRoots(Path dir, boolean whole) throws IOException {
     io.strata.sdk.dataset.Manifest m;
     try {
       m = io.strata.sdk.dataset.Manifest.read(dir);
@@ -271,13 +286,21 @@ final class DatasetRegistry implements AutoCloseable {
       if (!inside) {
         throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
       }
+      if (whole && !Files.isRegularFile(p)) {
+        throw NodeException.badRequest("not a usable dataset: " + dir + ": manifest " + n[0] + " names no file ('" + clip(n[1])
+            + "' is " + (Files.exists(p) ? "not a regular file" : "missing") + "; parts are paths relative to the dataset directory)");
+      }
     }
+  }
+
+  private static String clip(String s) {
+    return s.length() > 120 ? s.substring(0, 120) + "..." : s;
   }
 
   /** Registers (or re-registers) the dataset in {@code dir}; returns its name. */
   String register(String dir) throws IOException {
     Path real = checkInsideRoots(dir);
-    checkManifestInsideRoots(real);
+    checkManifestInsideRoots(real, true);
     Dataset ds;
     try {
       ds = Dataset.open(real);

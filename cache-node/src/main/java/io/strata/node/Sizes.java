@@ -2,7 +2,11 @@ package io.strata.node;
 
 import java.util.Locale;
 
-/** Byte sizes written as {@code 3000}, {@code 512k}, {@code 512m}, {@code 10g}, {@code 1.5t}. */
+/**
+ * Byte sizes written as {@code 3000}, {@code 512k}, {@code 512m}, {@code 10g}, {@code 1.5t}: a
+ * plain decimal number (no sign, no exponent), whole when it has no unit, from 0 to 2^63 − 1
+ * bytes, the same range the node's API takes.
+ */
 public final class Sizes {
   private Sizes() {}
 
@@ -26,14 +30,17 @@ public final class Sizes {
     if (mult > 1) {
       t = t.substring(0, t.length() - 1);
     }
-    try {
-      double v = Double.parseDouble(t);
-      if (v < 0 || Double.isNaN(v) || Double.isInfinite(v)) {
-        throw new NumberFormatException();
-      }
-      return (long) (v * mult);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("bad byte size '" + s + "' (examples: 3000, 512m, 10g)");
+    if (!t.matches("[0-9]{1,30}(\\.[0-9]{1,30})?")) {
+      throw new IllegalArgumentException("bad byte size '" + s + "' (examples: 3000, 512m, 10g, 1.5t)");
     }
+    java.math.BigDecimal v = new java.math.BigDecimal(t).multiply(java.math.BigDecimal.valueOf(mult));
+    if (v.stripTrailingZeros().scale() > 0 && mult == 1) {
+      throw new IllegalArgumentException("bad byte size '" + s + "': a number of bytes is whole");
+    }
+    java.math.BigInteger bytes = v.toBigInteger();
+    if (bytes.bitLength() > 63) {
+      throw new IllegalArgumentException("byte size '" + s + "' is more than " + Long.MAX_VALUE + " bytes");
+    }
+    return bytes.longValueExact();
   }
 }

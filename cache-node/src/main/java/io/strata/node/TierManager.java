@@ -71,6 +71,7 @@ final class TierManager implements AutoCloseable {
   private final Cluster cluster;
   private final ClusterWork clusterWork;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+  private final HomeLock homeLock;
 
   TierManager(NodeConfig config) throws IOException {
     this(config, Settings.STARTABLE);
@@ -87,55 +88,64 @@ final class TierManager implements AutoCloseable {
   /** As above, in {@code cluster} (whose members learn what this node holds once it is {@link #online}). */
   TierManager(NodeConfig startConfig, Set<String> given, Cluster cluster) throws IOException {
     this.cluster = cluster;
-    this.settings = Settings.load(startConfig, given, StrataPolicy.DEFAULT_POPULARITY_DISCOUNT);
-    NodeConfig config = startConfig.withHddRoots(settings.hddRoots).withSsdBudget(settings.ssdBudgetBytes);
-    this.config = config;
-    Files.createDirectories(config.home());
-    if (settings.problem != null) {
-      startupNotes.add(settings.problem);
-    }
-    Path marker = config.home().resolve(RUNNING_MARKER);
-    boolean unclean = Files.exists(marker);
-    AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
-    // A clustered node offers its segments to peers: it verifies every one before announcing them.
-    this.store = SegmentStore.open(config.ssdDir(), unclean || cluster.clustered(), SegmentFile.Verify.FIRST_OPEN);
-    if (unclean) {
-      startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
-    }
-    startupNotes.addAll(store.dropped());
-    this.features = FeatureStore.openWriter(config.home().resolve("features"));
-    StrataPolicy policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour,
-        settings.popularityDiscount);
-    this.datasets = new DatasetRegistry(config);
-    this.checks = new RequestChecks(features);
-    this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, trace);
-    this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
-        cluster);
-    this.metrics = new NodeMetrics(report::metricValues);
-    this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
-    state.attach(queue);
+    // First of all: nothing is written in the home before its lock is held.
+    this.homeLock = HomeLock.acquire(startConfig.home());
+    boolean ok = false;
     try {
-      state.attach(io.strata.sdk.format.ResidencyBeacon.create(config.ssdDir()));
-    } catch (IOException | RuntimeException e) {
-      startupNotes.add("jobs on this host learn of landed segments from the node's answers only: " + e.getMessage());
-    }
-    this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
-    this.clusterWork = new ClusterWork(cluster, config, state, plans, store, counters, this::now);
-    datasets.load(startupNotes);
-    restoreResident();
-    state.setPolicy(null, null, null, settings.quotas);
-    for (String p : List.copyOf(settings.pins)) {
-      int slash = p.indexOf('/');
-      try {
-        pin(slash < 0 ? p : p.substring(0, slash), slash < 0 ? null : p.substring(slash + 1), true);
-      } catch (RuntimeException e) {
-        startupNotes.add("the kept pin " + p + " is not restored: " + e.getMessage());
+      this.settings = Settings.load(startConfig, given, StrataPolicy.DEFAULT_POPULARITY_DISCOUNT);
+      NodeConfig config = startConfig.withHddRoots(settings.hddRoots).withSsdBudget(settings.ssdBudgetBytes);
+      this.config = config;
+      if (settings.problem != null) {
+        startupNotes.add(settings.problem);
       }
-    }
-    synchronized (settings) {
-      settings.pins.clear();
-      settings.pins.addAll(state.pins());
-      settings.save();
+      Path marker = config.home().resolve(RUNNING_MARKER);
+      boolean unclean = Files.exists(marker);
+      AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
+      // A clustered node offers its segments to peers: it verifies every one before announcing them.
+      this.store = SegmentStore.open(config.ssdDir(), unclean || cluster.clustered(), SegmentFile.Verify.FIRST_OPEN);
+      if (unclean) {
+        startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
+      }
+      startupNotes.addAll(store.dropped());
+      this.features = FeatureStore.openWriter(config.home().resolve("features"));
+      StrataPolicy policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour,
+          settings.popularityDiscount);
+      this.datasets = new DatasetRegistry(config);
+      this.checks = new RequestChecks(features);
+      this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, trace);
+      this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
+          cluster);
+      this.metrics = new NodeMetrics(report::metricValues);
+      this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
+      state.attach(queue);
+      try {
+        state.attach(io.strata.sdk.format.ResidencyBeacon.create(config.ssdDir()));
+      } catch (IOException | RuntimeException e) {
+        startupNotes.add("jobs on this host learn of landed segments from the node's answers only: " + e.getMessage());
+      }
+      this.plans = new PlanIntake(datasets, state, checks, MAX_PLAN_READS);
+      this.clusterWork = new ClusterWork(cluster, config, state, plans, store, counters, this::now);
+      datasets.load(startupNotes);
+      restoreResident();
+      state.setPolicy(null, null, null, settings.quotas);
+      for (String p : List.copyOf(settings.pins)) {
+        int slash = p.indexOf('/');
+        try {
+          pin(slash < 0 ? p : p.substring(0, slash), slash < 0 ? null : p.substring(slash + 1), true);
+        } catch (RuntimeException e) {
+          startupNotes.add("the kept pin " + p + " is not restored: " + e.getMessage());
+        }
+      }
+      synchronized (settings) {
+        settings.pins.clear();
+        settings.pins.addAll(state.pins());
+        settings.save();
+      }
+      ok = true;
+    } finally {
+      if (!ok) {
+        homeLock.close();
+      }
     }
   }
 
@@ -188,7 +198,16 @@ final class TierManager implements AutoCloseable {
   List<TierViews.DatasetView> listDatasets() {
     List<TierViews.DatasetView> out = new ArrayList<>();
     for (String name : datasets.names()) {
-      out.add(describe(name));
+      try {
+        out.add(describe(name));
+      } catch (NodeException e) {
+        // One dataset that cannot be served (gone, damaged, now outside the roots) is listed as
+        // refused, with the reason; the others are served as ever.
+        if (e.kind() == NodeException.Kind.NOT_FOUND && !datasets.contains(name)) {
+          continue; // unregistered meanwhile
+        }
+        out.add(TierViews.DatasetView.refused(name, String.valueOf(datasets.directory(name)), e.getMessage()));
+      }
     }
     return out;
   }
@@ -548,5 +567,6 @@ final class TierManager implements AutoCloseable {
     store.close();
     features.close();
     Files.deleteIfExists(config.home().resolve(RUNNING_MARKER));
+    homeLock.close();
   }
 }

@@ -12,10 +12,22 @@ import java.util.Map;
 final class TierViews {
   private TierViews() {}
 
-  /** {@code GET /v1/datasets/{name}}. */
+  /**
+   * {@code GET /v1/datasets/{name}}; in a list, a registered dataset that cannot be served now has
+   * only its name, path and why ({@code refused}).
+   */
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record DatasetView(String name, String version, String path, long rows, int chunks, long orcBytes,
-      List<FeatureView> features, long ssdBytes, Long quotaBytes) {}
+      List<FeatureView> features, long ssdBytes, Long quotaBytes, String refused) {
+    DatasetView(String name, String version, String path, long rows, int chunks, long orcBytes,
+        List<FeatureView> features, long ssdBytes, Long quotaBytes) {
+      this(name, version, path, rows, chunks, orcBytes, features, ssdBytes, quotaBytes, null);
+    }
+
+    static DatasetView refused(String name, String path, String why) {
+      return new DatasetView(name, null, path, 0, 0, 0, List.of(), 0, null, why);
+    }
+  }
 
   /** A feature of a dataset: its type and the SSD bytes the policy reckons it takes, or why it is not served. */
   @JsonInclude(JsonInclude.Include.NON_NULL)

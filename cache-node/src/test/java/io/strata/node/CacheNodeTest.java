@@ -681,6 +681,50 @@ class CacheNodeTest {
   }
 
   @Test
+  void aDatasetThatFailsConfinementAfterARestartIsListedAsRefusedAndTheRestServed() throws Exception {
+    Path other = home.resolve("hdd/other");
+    copyTree(datasetDir, other);
+    Path manifest = other.resolve("manifest.json");
+    Files.writeString(manifest, Files.readString(manifest).replace("\"events\"", "\"other\""));
+    client.registerDataset(other);
+    node.close();
+    // While the node is down, a part of 'other' becomes a link out of the roots.
+    Path secret = Files.writeString(elsewhere.resolve("secret.orc"), "secret");
+    String part = Json.parse(Files.readString(manifest)).path("files").get(0).path("path").asText();
+    Files.delete(other.resolve(part));
+    Files.createSymbolicLink(other.resolve(part), secret);
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20));
+    client = new NodeClient(node.url(), null);
+    HttpResponse<String> r = raw("GET", "/v1/datasets", null, null);
+    assertEquals(200, r.statusCode(), r.body());
+    JsonNode list = Json.parse(r.body());
+    assertEquals(2, list.size(), r.body());
+    assertEquals("events", list.get(0).path("name").asText());
+    assertTrue(list.get(0).path("chunks").asInt() > 0 && !list.get(0).has("refused"), "the sound dataset is served");
+    assertEquals("other", list.get(1).path("name").asText());
+    assertTrue(list.get(1).path("refused").asText().contains("points outside the node's HDD roots"), r.body());
+    assertEquals(403, raw("GET", "/v1/datasets/other", null, null).statusCode());
+    assertEquals(200, raw("GET", "/v1/datasets/events", null, null).statusCode());
+  }
+
+  @Test
+  void aManifestNamingAMissingPartIsRefusedAtRegistration() throws Exception {
+    String original = Files.readString(datasetDir.resolve("manifest.json"));
+    String part = Json.parse(original).path("files").get(0).path("path").asText();
+    int i = 0;
+    for (String missing : List.of("file://" + datasetDir.resolve("nothing.orc"), "nothing.orc", ".")) {
+      Path copy = home.resolve("hdd/missing" + i);
+      copyTree(datasetDir, copy);
+      Files.writeString(copy.resolve("manifest.json"), original.replace("\"" + part + "\"", "\"" + missing + "\"")
+          .replace("\"events\"", "\"missing" + i++ + "\""));
+      HttpResponse<String> r = raw("POST", "/v1/datasets", "{\"path\": \"" + copy + "\"}", null);
+      assertEquals(400, r.statusCode(), missing + ": " + r.body());
+      assertTrue(r.body().contains("files[0].path names no file"), r.body());
+    }
+    assertEquals(1, client.datasets().size(), "nothing was registered");
+  }
+
+  @Test
   void aPathOutsideTheRootsGetsOneAnswerWhetherItExistsOrNot() throws Exception {
     Path there = Files.createDirectories(elsewhere.resolve("private"));
     Set<String> answers = new java.util.HashSet<>();

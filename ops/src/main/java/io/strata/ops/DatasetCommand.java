@@ -18,6 +18,7 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -216,12 +217,21 @@ final class DatasetCommand implements Runnable {
         return 0;
       }
       Terminal.Table t = new Terminal.Table("dataset", "version", "rows", "chunks", "features", "ORC", "SSD", "path");
+      List<String> refused = new ArrayList<>();
       for (JsonNode d : all) {
+        if (d.has("refused")) {
+          t.row(d.path("name").asText(), "refused", "-", "-", "-", "-", "-", d.path("path").asText());
+          refused.add(d.path("name").asText() + ": " + d.path("refused").asText());
+          continue;
+        }
         t.row(d.path("name").asText(), d.path("version").asText(), Terminal.count(d.path("rows").asLong()), d.path("chunks").asInt(),
             d.path("features").size(), Terminal.bytes(d.path("orcBytes").asLong()), Terminal.bytes(d.path("ssdBytes").asLong()),
             d.path("path").asText());
       }
       t.print(w);
+      for (String r : refused) {
+        w.println("refused " + r);
+      }
       return 0;
     }
   }

@@ -144,6 +144,8 @@ public final class NodeCommand implements Runnable {
         throw new IllegalStateException("a node is already running from " + c.home() + " (pid " + running.get().pid()
             + "); stop it with 'strata node stop'");
       }
+      // Its node.json may be gone: the home's lock says whether a node owns it, before anything is written there.
+      io.strata.node.HomeLock.requireFree(c.home());
       if (!foreground) {
         return background(out, c, info);
       }

@@ -209,6 +209,12 @@ class NodeCommandsTest {
     for (String[] args : List.of(
         new String[] {"policy", "set"},
         new String[] {"policy", "set", "--ssd-budget", "lots"},
+        // The API refuses these (400); the command does too, before asking it.
+        new String[] {"policy", "set", "--ssd-budget", "1e30", "--node", url},
+        new String[] {"policy", "set", "--ssd-budget", "99999999999999999999", "--node", url},
+        new String[] {"policy", "set", "--ssd-budget", "9000000t", "--node", url},
+        new String[] {"policy", "set", "--ssd-budget", "1.5", "--node", url},
+        new String[] {"policy", "set", "--ssd-budget", "-1", "--node", url},
         new String[] {"pin"},
         new String[] {"promote", "--dataset", "events", "--chunks", "first"},
         new String[] {"tier", "status", "--bogus"},
@@ -226,6 +232,17 @@ class NodeCommandsTest {
       assertTrue(r.err().startsWith("strata: "), r.err());
       assertFalse(r.err().contains("\tat "), r.err());
       assertTrue(r.err().strip().lines().count() <= 2, "one line and a hint at most: " + r.err());
+    }
+  }
+
+  @Test
+  void byteSizesTakeTheRangeTheApiTakes() {
+    assertEquals(3000, io.strata.node.Sizes.parse("3000"));
+    assertEquals(512L << 20, io.strata.node.Sizes.parse("512m"));
+    assertEquals(3L << 39, io.strata.node.Sizes.parse("1.5t"));
+    assertEquals(Long.MAX_VALUE, io.strata.node.Sizes.parse("9223372036854775807"));
+    for (String bad : List.of("9223372036854775808", "1e30", "8388608t", "NaN", "Infinity", "0x10", "-0", "+5", "1.5", "")) {
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> io.strata.node.Sizes.parse(bad), bad);
     }
   }
 
@@ -330,6 +347,23 @@ class NodeCommandsTest {
       Cli.Result again = Cli.run("node", "start", "--home", h.toString(), "--port", "0");
       assertEquals(1, again.code());
       assertTrue(again.err().contains("already running"), again.err());
+      // With its node.json gone, a second start is still refused by the home's lock, and writes
+      // nothing there: the running node's log and marker stay as they were.
+      Path log = h.resolve("node.log");
+      Path marker = h.resolve("node.running");
+      String logBefore = Files.readString(log);
+      String markerBefore = Files.readString(marker);
+      byte[] info = Files.readAllBytes(h.resolve("node.json"));
+      Files.delete(h.resolve("node.json"));
+      Cli.Result third = Cli.run("node", "start", "--home", h.toString(), "--port", "0");
+      Cli.Result foreground = Cli.run("node", "start", "--foreground", "--home", h.toString(), "--port", "0");
+      Files.write(h.resolve("node.json"), info);
+      for (Cli.Result r : List.of(third, foreground)) {
+        assertEquals(1, r.code(), r.err());
+        assertTrue(r.err().contains("already running from " + h + " (pid " + s.path("pid").asLong() + ")"), r.err());
+      }
+      assertEquals(logBefore, Files.readString(log), "the running node's log is untouched");
+      assertEquals(markerBefore, Files.readString(marker), "its running marker too");
       JsonNode st = Json.parse(Cli.run("node", "status", "--home", h.toString(), "--json").out());
       assertTrue(st.has("ssd"), st.toString());
       // Without --node or a node in the default home, commands find the node started last.
