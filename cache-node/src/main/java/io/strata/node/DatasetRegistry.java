@@ -7,6 +7,7 @@ import com.github.benmanes.caffeine.cache.LoadingCache;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -100,7 +101,7 @@ final class DatasetRegistry implements AutoCloseable {
         throw NodeException.forbidden(dir + " is outside the node's HDD roots " + hddRoots);
       }
       checkManifestInsideRoots(dir);
-      Dataset ds = Dataset.open(dir);
+      Dataset ds = Dataset.open(dir, confinement());
       orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
       return ds;
     } catch (IOException e) {
@@ -237,6 +238,15 @@ final class DatasetRegistry implements AutoCloseable {
     return real;
   }
 
+  /**
+   * Every file the node opens of a dataset is opened confined to the HDD roots (their real paths
+   * now), on every open, not only at registration: a part, sidecar, index or manifest replaced by a
+   * link out since is refused as it is opened ({@link Confinement}).
+   */
+  private Confinement confinement() throws IOException {
+    return Confinement.within(hddRoots, "the node's HDD roots");
+  }
+
   /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */
   private boolean inRoots(Path p, boolean real) throws IOException {
     for (Path root : hddRoots) {
@@ -264,7 +274,7 @@ final class DatasetRegistry implements AutoCloseable {
   private void checkManifestInsideRoots(Path dir, boolean whole) throws IOException {
     io.strata.sdk.dataset.Manifest m;
     try {
-      m = io.strata.sdk.dataset.Manifest.read(dir);
+      m = io.strata.sdk.dataset.Manifest.read(dir, confinement());
     } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
       throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
     }
@@ -303,7 +313,7 @@ final class DatasetRegistry implements AutoCloseable {
     checkManifestInsideRoots(real, true);
     Dataset ds;
     try {
-      ds = Dataset.open(real);
+      ds = Dataset.open(real, confinement());
     } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
       throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
     }

@@ -391,6 +391,8 @@ final class NodeApi {
       error(ctx, status(n.kind()), n.getMessage());
     } else if (t instanceof IllegalArgumentException) {
       error(ctx, 400, t.getMessage());
+    } else if (t instanceof java.nio.file.AccessDeniedException || t.getCause() instanceof java.nio.file.AccessDeniedException) {
+      error(ctx, 403, (t instanceof java.nio.file.AccessDeniedException ? t : t.getCause()).getMessage());
     } else if (t instanceof IOException || t instanceof java.io.UncheckedIOException) {
       error(ctx, 500, "I/O error: " + t.getMessage());
     } else {

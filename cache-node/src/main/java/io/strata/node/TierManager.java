@@ -102,7 +102,7 @@ final class TierManager implements AutoCloseable {
       boolean unclean = Files.exists(marker);
       AtomicFiles.write(marker, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
       // A clustered node offers its segments to peers: it verifies every one before announcing them.
-      this.store = SegmentStore.open(config.ssdDir(), unclean || cluster.clustered(), SegmentFile.Verify.FIRST_OPEN);
+      this.store = SegmentStore.open(config.ssdDir(), unclean || cluster.clustered(), SegmentFile.Verify.FIRST_OPEN, true);
       if (unclean) {
         startupNotes.add("the previous run did not stop cleanly: every segment's checksums were verified");
       }
@@ -503,8 +503,9 @@ final class TierManager implements AutoCloseable {
   }
 
   /** A single-feature segment this node holds, for a peer to copy ({@link ClusterWork#peerSegment}). */
-  Path peerSegment(String dataset, String version, String feature, int chunk) {
-    return clusterWork.peerSegment(dataset, version, feature, chunk);
+  Path peerSegment(String dataset, String version, String feature, int chunk) throws IOException {
+    // Sent by name (a file send): the name is confined to the SSD directory just before.
+    return store.realSegmentPath(clusterWork.peerSegment(dataset, version, feature, chunk));
   }
 
   /** A segment was sent to a peer. */

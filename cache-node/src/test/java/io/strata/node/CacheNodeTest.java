@@ -708,6 +708,49 @@ class CacheNodeTest {
   }
 
   @Test
+  void aPartReplacedByALinkOutAfterRegistrationIsNeverRead() throws Exception {
+    // A valid ORC file outside the roots, with the same schema (another copy of the dataset).
+    Path copy = elsewhere.resolve("copy");
+    copyTree(datasetDir, copy);
+    String part = Json.parse(Files.readString(datasetDir.resolve("manifest.json"))).path("files").get(0).path("path").asText();
+    Path inside = datasetDir.resolve(part);
+    Files.move(inside, inside.resolveSibling(part + ".moved"));
+    Files.createSymbolicLink(inside, copy.resolve(part));
+    long before = client.tiers().path("traffic").path("promotionFailures").asLong();
+    client.promote("events", List.of("amount"), List.of(0, 1));
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode traffic = client.tiers().path("traffic");
+    assertTrue(traffic.path("promotionFailures").asLong() > before, traffic.toString());
+    assertTrue(traffic.path("lastPromotionFailure").asText().contains("leads outside the node's HDD roots"), traffic.toString());
+    assertEquals(0, client.resolve(null, "events", List.of("amount"), List.of(0, 1)).path("segments").size(),
+        "nothing was promoted from the file outside");
+    // Back in place, the same request promotes.
+    Files.delete(inside);
+    Files.move(inside.resolveSibling(part + ".moved"), inside);
+    client.promote("events", List.of("amount"), List.of(0));
+    assertTrue(node.awaitIdle(30_000));
+    assertEquals(1, client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").size());
+  }
+
+  @Test
+  void aSegmentReplacedByALinkIsDroppedNotServed() throws Exception {
+    client.promote("events", List.of("amount"), List.of(0));
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode seg = client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").get(0);
+    Path file = Path.of(seg.path("path").asText());
+    node.close();
+    Path copy = Files.copy(file, elsewhere.resolve("segment.arrow"));
+    Files.delete(file);
+    Files.createSymbolicLink(file, copy);
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20));
+    client = new NodeClient(node.url(), null);
+    assertTrue(node.startupNotes().stream().anyMatch(n -> n.contains("leads outside the SSD directory")), node.startupNotes().toString());
+    assertEquals(0, client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").size());
+    assertFalse(Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the link is gone");
+    assertTrue(Files.exists(copy), "what it named is untouched");
+  }
+
+  @Test
   void aManifestNamingAMissingPartIsRefusedAtRegistration() throws Exception {
     String original = Files.readString(datasetDir.resolve("manifest.json"));
     String part = Json.parse(original).path("files").get(0).path("path").asText();

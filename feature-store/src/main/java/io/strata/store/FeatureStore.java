@@ -129,6 +129,21 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     this.syncWrites = wo;
   }
 
+  /**
+   * Refuses a store whose directory, or anything in it (RocksDB's files, the usage records), is a
+   * link (the directories above it are the operator's choice): RocksDB opens its files by name itself, so the store is confined by what its directory
+   * holds when it opens (files RocksDB creates later are its own).
+   */
+  private static void checkNoLinks(Path dir) throws IOException {
+    try (java.util.stream.Stream<Path> walk = Files.walk(dir, 3)) {
+      for (Path p : (Iterable<Path>) walk::iterator) {
+        if (Files.isSymbolicLink(p)) {
+          throw new IOException("feature store " + dir + " holds a link (" + p + "): refused; its files are its own");
+        }
+      }
+    }
+  }
+
   /** Opens (creating if needed) the store in {@code dir} for writing; one process at a time. */
   public static FeatureStore openWriter(Path dir) throws IOException {
     return open(dir, true);
@@ -144,6 +159,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   private static FeatureStore open(Path dir, boolean writer) throws IOException {
     Files.createDirectories(dir.resolve("usage"));
+    checkNoLinks(dir);
     DBOptions dbo = new DBOptions().setCreateIfMissing(writer).setCreateMissingColumnFamilies(writer).setMaxOpenFiles(-1);
     ColumnFamilyOptions cfo = new ColumnFamilyOptions().setCompressionType(CompressionType.ZSTD_COMPRESSION)
         .setBottommostCompressionType(CompressionType.ZSTD_COMPRESSION);

@@ -87,6 +87,18 @@ class FeatureStoreTest {
   }
 
   @Test
+  void aStoreHoldingALinkIsRefusedAtOpen() throws Exception {
+    Path dir = tmp.resolve("linked-store");
+    FeatureStore.openWriter(dir).close();
+    Path outside = java.nio.file.Files.writeString(tmp.resolve("elsewhere.log"), "not the store's");
+    java.nio.file.Files.createSymbolicLink(dir.resolve("rocksdb/LOG.old.1"), outside);
+    java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> FeatureStore.openWriter(dir));
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("holds a link") && e.getMessage().contains("LOG.old.1"),
+        e.getMessage());
+    org.junit.jupiter.api.Assertions.assertEquals("not the store's", java.nio.file.Files.readString(outside));
+  }
+
+  @Test
   void computedOnceStoredAndServedByteIdentical() throws IOException {
     try (FeatureStore store = FeatureStore.openWriter(tmp.resolve("s1"))) {
       for (String spec : List.of(EXPENSIVE, "ngram_hash(tokens, 3, 100000)", "cross(channel, merchant_category, 5000)",

@@ -3,6 +3,7 @@ package io.strata.sdk;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.dataset.OrcTable;
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.internal.Confinement;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
@@ -29,10 +30,20 @@ public final class Dataset implements AutoCloseable {
 
   /** Opens the dataset in {@code dir} (which holds {@code manifest.json}). */
   public static Dataset open(Path dir) throws IOException {
+    return open(dir, Confinement.NONE);
+  }
+
+  /**
+   * Opens the dataset in {@code dir}, every file it ever opens (manifest, sample index, ORC files,
+   * their sidecars) confined by {@code confinement}; Strata's own modules only (the node, which
+   * reads datasets for others): its type is in a package exported to them alone.
+   */
+  @SuppressWarnings("exports")
+  public static Dataset open(Path dir, Confinement confinement) throws IOException {
     Path abs = dir.toAbsolutePath().normalize();
-    Manifest m = Manifest.read(abs);
-    SampleIndex idx = m.sampleIndex() == null ? null : SampleIndex.open(abs.resolve(m.sampleIndex().path()));
-    return new Dataset(abs, m, new OrcTable(abs, m), idx);
+    Manifest m = Manifest.read(abs, confinement);
+    SampleIndex idx = m.sampleIndex() == null ? null : SampleIndex.open(abs.resolve(m.sampleIndex().path()), confinement);
+    return new Dataset(abs, m, new OrcTable(abs, m, confinement), idx);
   }
 
   public Path directory() {

@@ -251,14 +251,20 @@ public final class Manifest {
 
   /** Reads {@code manifest.json} from a dataset directory. */
   public static Manifest read(Path dir) throws IOException {
+    return read(dir, io.strata.sdk.internal.Confinement.NONE);
+  }
+
+  /** Reads {@code manifest.json} from a dataset directory, the open confined by {@code confinement}. */
+  public static Manifest read(Path dir, io.strata.sdk.internal.Confinement confinement) throws IOException {
     Path file = dir.resolve(FILE_NAME);
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(
           file.toString(), null, "no dataset manifest: create one with 'strata dataset generate' or 'strata dataset import'");
     }
+    byte[] bytes = confinement.readAllBytes(file);
     JsonNode root;
     try {
-      root = Json.parse(Files.readAllBytes(file));
+      root = Json.parse(bytes);
     } catch (IOException e) {
       throw new CorruptFileException(file, "manifest is not valid JSON: " + e.getMessage(), e);
     }

@@ -1,6 +1,7 @@
 package io.strata.sdk.dataset;
 
 import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.internal.Confinement;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -45,20 +46,47 @@ final class OrcIo {
 
   /** Opens an ORC file's reader, translating failures into errors that name the file. */
   static Reader open(java.nio.file.Path file) throws IOException {
+    return open(file, FS, Confinement.NONE);
+  }
+
+  /**
+   * The file system that ORC opens files through under {@code confinement}: the shared one when
+   * it confines nothing, else one of its own whose every open is confined.
+   */
+  static FileSystem fileSystem(Confinement confinement) {
+    if (!confinement.confined()) {
+      return FS;
+    }
+    RawLocalFileSystem fs = new OrcReads.CountingFileSystem(confinement);
+    try {
+      fs.initialize(URI.create("file:///"), CONF);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return fs;
+  }
+
+  /** As {@link #open(java.nio.file.Path)}, through {@code fs} (from {@link #fileSystem}) and its {@code confinement}. */
+  static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement) throws IOException {
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
     }
     if (Files.size(file) == 0) {
       // orc-core would open it as an ORC file of no rows (Hive writes such files).
-      checkShape(file);
+      checkShape(file, confinement);
     }
     try {
       return OrcFile.createReader(
-          hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(FS).useUTCTimestamp(true));
+          hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true));
+    } catch (java.nio.file.AccessDeniedException e) {
+      throw e; // refused by the confinement: said as it is
     } catch (IOException | RuntimeException e) {
+      if (e.getCause() instanceof java.nio.file.AccessDeniedException denied) {
+        throw denied;
+      }
       // Only now look at the file's shape (two more reads, which a file that opens never pays):
       // the plain cases get their own message rather than orc-core's.
-      checkShape(file);
+      checkShape(file, confinement);
       throw new CorruptFileException(file, "not a readable ORC file: " + describe(e), e);
     }
   }
@@ -72,11 +100,15 @@ final class OrcIo {
    * followed by the postscript's length.
    */
   static void checkShape(java.nio.file.Path file) throws IOException {
-    long size = Files.size(file);
-    if (size == 0) {
-      throw new CorruptFileException(file, "the file is empty (0 bytes): not an ORC file");
-    }
-    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
+    checkShape(file, Confinement.NONE);
+  }
+
+  static void checkShape(java.nio.file.Path file, Confinement confinement) throws IOException {
+    try (java.nio.channels.FileChannel ch = confinement.openRead(file)) {
+      long size = ch.size();
+      if (size == 0) {
+        throw new CorruptFileException(file, "the file is empty (0 bytes): not an ORC file");
+      }
       java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate((int) Math.min(3, size));
       ch.read(head, 0);
       OrcReads.countRequest(head.capacity());

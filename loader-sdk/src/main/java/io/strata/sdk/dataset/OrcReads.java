@@ -98,11 +98,88 @@ public final class OrcReads {
     return THREAD_BYTES.get()[0];
   }
 
-  /** The raw local file system with every opened file's reads counted. */
+  /**
+   * The raw local file system with every opened file's reads counted; with a {@link
+   * io.strata.sdk.internal.Confinement}, every file it opens is opened through it.
+   */
   static final class CountingFileSystem extends RawLocalFileSystem {
+    private final io.strata.sdk.internal.Confinement confinement;
+
+    CountingFileSystem() {
+      this(io.strata.sdk.internal.Confinement.NONE);
+    }
+
+    CountingFileSystem(io.strata.sdk.internal.Confinement confinement) {
+      this.confinement = confinement;
+    }
+
     @Override
     public FSDataInputStream open(Path f, int bufferSize) throws IOException {
-      return new FSDataInputStream(new Counting(super.open(f, bufferSize), key(pathToFile(f).toPath())));
+      java.nio.file.Path file = pathToFile(f).toPath();
+      FSDataInputStream in = confinement.confined() ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
+          : super.open(f, bufferSize);
+      return new FSDataInputStream(new Counting(in, key(file)));
+    }
+  }
+
+  /** A file's stream over a channel this process opened (a confined open): positioned reads, seeks. */
+  private static final class ChannelInput extends FSInputStream {
+    private final java.nio.channels.FileChannel ch;
+    private long pos;
+
+    ChannelInput(java.nio.channels.FileChannel ch) {
+      this.ch = ch;
+    }
+
+    @Override
+    public void seek(long p) throws IOException {
+      if (p < 0) {
+        throw new java.io.EOFException("cannot seek to " + p);
+      }
+      pos = p;
+    }
+
+    @Override
+    public long getPos() {
+      return pos;
+    }
+
+    @Override
+    public boolean seekToNewSource(long targetPos) {
+      return false;
+    }
+
+    @Override
+    public int read() throws IOException {
+      byte[] one = new byte[1];
+      return read(one, 0, 1) <= 0 ? -1 : one[0] & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      int n = read(pos, b, off, len);
+      if (n > 0) {
+        pos += n;
+      }
+      return n;
+    }
+
+    @Override
+    public int read(long position, byte[] b, int off, int len) throws IOException {
+      if (len == 0) {
+        return 0;
+      }
+      return ch.read(ByteBuffer.wrap(b, off, len), position);
+    }
+
+    @Override
+    public int available() throws IOException {
+      return (int) Math.min(Integer.MAX_VALUE, Math.max(0, ch.size() - pos));
+    }
+
+    @Override
+    public void close() throws IOException {
+      ch.close();
     }
   }
 

@@ -43,10 +43,20 @@ public final class OrcTable implements AutoCloseable {
   private final long[] fileFirstRow;
   private final Map<String, Integer> columnIndex = new HashMap<>();
   private volatile boolean closed;
+  private final io.strata.sdk.internal.Confinement confinement;
+  /** The file system ORC opens this table's files through: the shared one, or one that confines every open. */
+  private final org.apache.hadoop.fs.FileSystem fs;
 
   public OrcTable(Path dir, Manifest manifest) {
+    this(dir, manifest, io.strata.sdk.internal.Confinement.NONE);
+  }
+
+  /** The HDD tier of a dataset whose every file open (ORC files, their sidecars) is confined by {@code confinement}. */
+  public OrcTable(Path dir, Manifest manifest, io.strata.sdk.internal.Confinement confinement) {
     this.dir = dir;
     this.manifest = manifest;
+    this.confinement = confinement;
+    this.fs = OrcIo.fileSystem(confinement);
     this.readers = new Reader[manifest.files().size()];
     this.footers = new StripeFooters[manifest.files().size()];
     this.footerKeys = new String[manifest.files().size()];
@@ -73,9 +83,9 @@ public final class OrcTable implements AutoCloseable {
     }
     if (readers[file] == null) {
       Path path = filePath(file);
-      Reader reader = OrcIo.open(path);
+      Reader reader = OrcIo.open(path, fs, confinement);
       Manifest.OrcFileInfo info = manifest.files().get(file);
-      StripeFooters sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes());
+      StripeFooters sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes(), confinement);
       if (sf != null) {
         footerKeys[file] = OrcReads.key(path);
         OrcReads.remember(footerKeys[file], sf);

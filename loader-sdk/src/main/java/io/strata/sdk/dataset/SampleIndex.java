@@ -65,9 +65,14 @@ public final class SampleIndex implements AutoCloseable {
 
   /** Maps and validates an index file. */
   public static SampleIndex open(Path file) throws IOException {
+    return open(file, io.strata.sdk.internal.Confinement.NONE);
+  }
+
+  /** Maps and validates an index file, the open confined by {@code confinement}. */
+  public static SampleIndex open(Path file, io.strata.sdk.internal.Confinement confinement) throws IOException {
     Arena arena = Arena.ofShared();
     boolean ok = false;
-    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    try (FileChannel ch = confinement.openRead(file)) {
       long size = ch.size();
       if (size < HEADER + 8) {
         throw new CorruptFileException(file, "sample index is truncated (" + size + " bytes)");

@@ -106,6 +106,12 @@ final class StripeFooters {
    * it. Reading it is one request, counted as such ({@link OrcReads}).
    */
   static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes) {
+    return load(orc, crc32c, fileBytes, stripes, io.strata.sdk.internal.Confinement.NONE);
+  }
+
+  /** As above, the sidecar's open confined by {@code confinement} (a refused one is no sidecar). */
+  static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes,
+      io.strata.sdk.internal.Confinement confinement) {
     Path p = sidecar(orc);
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
     long expected = headerBytes(crc.length) + 4;
@@ -119,7 +125,7 @@ final class StripeFooters {
           || !p.toRealPath().getParent().equals(orc.toRealPath().getParent()) || Files.size(p) != expected) {
         return null;
       }
-      all = Files.readAllBytes(p);
+      all = confinement.readAllBytes(p);
     } catch (NoSuchFileException e) {
       return null;
     } catch (IOException e) {

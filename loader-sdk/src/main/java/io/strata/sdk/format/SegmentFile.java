@@ -75,12 +75,18 @@ public final class SegmentFile implements AutoCloseable {
 
   /** Maps and checks {@code path}; see {@link Verify}. */
   public static SegmentFile open(Path path, Verify verify) throws IOException {
+    return open(path, verify, io.strata.sdk.internal.Confinement.NONE);
+  }
+
+  /** As above, the open confined by {@code confinement} (a store's own directory); Strata's own modules only. */
+  @SuppressWarnings("exports")
+  public static SegmentFile open(Path path, Verify verify, io.strata.sdk.internal.Confinement confinement) throws IOException {
     Arena arena = Arena.ofShared();
     boolean success = false;
     try {
       BasicFileAttributes attrs;
       MemorySegment map;
-      try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+      try (FileChannel ch = confinement.openRead(path)) {
         attrs = Files.readAttributes(path, BasicFileAttributes.class);
         long size = ch.size();
         if (size < 8 + 8 + 4 + Arrow.MAGIC.length) {

@@ -43,6 +43,7 @@ import java.util.stream.Stream;
  */
 public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
+  private final io.strata.sdk.internal.Confinement confinement;
   private final SegmentFile.Verify verifyOnMap;
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
@@ -82,10 +83,29 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
   }
 
-  private SegmentStore(Path root, SegmentFile.Verify verifyOnMap) {
+  private SegmentStore(Path root, SegmentFile.Verify verifyOnMap, io.strata.sdk.internal.Confinement confinement) {
     this.root = root;
     this.verifyOnMap = verifyOnMap;
+    this.confinement = confinement;
     this.mappings = new io.strata.sdk.internal.SegmentMappings("segment store " + root, true);
+  }
+
+  /**
+   * The real path of segment file {@code p} when it is a regular file in this store's directory
+   * (for a library that opens it by name, as a peer's file send does); else an {@link
+   * java.nio.file.AccessDeniedException} naming it.
+   */
+  public Path realSegmentPath(Path p) throws IOException {
+    Path real = p.toRealPath();
+    if (!real.startsWith(root.toRealPath()) || !Files.isRegularFile(real, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      throw new java.nio.file.AccessDeniedException(p.toString(), null, "is not a segment file in " + root + ": refused");
+    }
+    return real;
+  }
+
+  /** Opens a segment of this store, confined to its directory when the store is. */
+  private SegmentFile openSegment(Path p, SegmentFile.Verify verify) throws IOException {
+    return SegmentFile.open(p, verify, confinement);
   }
 
   /**
@@ -95,8 +115,20 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
    * @param verifyOnMap when to verify checksums as segments are mapped for reading
    */
   public static SegmentStore open(Path root, boolean verifyOnScan, SegmentFile.Verify verifyOnMap) throws IOException {
+    return open(root, verifyOnScan, verifyOnMap, false);
+  }
+
+  /**
+   * As above; with {@code confined}, every segment the store opens must be a regular file in its
+   * directory as opened (no link out, swapped in at any component since), as a node's store,
+   * which maps segments on behalf of others, requires.
+   */
+  public static SegmentStore open(Path root, boolean verifyOnScan, SegmentFile.Verify verifyOnMap, boolean confined)
+      throws IOException {
     Files.createDirectories(root);
-    SegmentStore s = new SegmentStore(root.toAbsolutePath().normalize(), verifyOnMap);
+    Path abs = root.toAbsolutePath().normalize();
+    SegmentStore s = new SegmentStore(abs, verifyOnMap, confined
+        ? io.strata.sdk.internal.Confinement.within(List.of(abs), "the SSD directory " + abs) : io.strata.sdk.internal.Confinement.NONE);
     boolean ok = false;
     try {
       s.lockOwner();
@@ -147,7 +179,8 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private void scan(boolean verify) throws IOException {
     List<Path> files;
     try (Stream<Path> walk = Files.walk(root, 3)) {
-      files = walk.filter(Files::isRegularFile).sorted().toList();
+      // A confined store sees links too (never followed): its segments are regular files in it, a link there is dropped.
+      files = walk.filter(p -> Files.isRegularFile(p) || (confinement.confined() && Files.isSymbolicLink(p))).sorted().toList();
     }
     for (Path p : files) {
       String name = p.getFileName().toString();
@@ -161,11 +194,11 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
       if (!name.endsWith(".arrow")) {
         continue;
       }
-      try (SegmentFile f = SegmentFile.open(p, verify ? SegmentFile.Verify.ALWAYS : SegmentFile.Verify.NEVER)) {
+      try (SegmentFile f = openSegment(p, verify ? SegmentFile.Verify.ALWAYS : SegmentFile.Verify.NEVER)) {
         register(new SegmentRef(p, f.info(), f.fileSize()));
-      } catch (CorruptFileException e) {
+      } catch (CorruptFileException | java.nio.file.AccessDeniedException e) {
         if (owner()) {
-          Files.deleteIfExists(p);
+          Files.deleteIfExists(p); // a link itself, never what it names
         }
         dropped.add(e.getMessage());
       }
@@ -315,7 +348,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     Path path = newPathFor(expected);
     long[] size = new long[1];
     AtomicFiles.write(path, bytes, true, body, written -> {
-      try (SegmentFile f = SegmentFile.open(written, SegmentFile.Verify.ALWAYS)) {
+      try (SegmentFile f = openSegment(written, SegmentFile.Verify.ALWAYS)) {
         if (!f.info().equals(expected)) {
           throw new CorruptFileException(written, "the received segment holds " + f.info() + ", not the expected " + expected);
         }
@@ -341,7 +374,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
       }
     }
     try {
-      return new Lease(mappings.acquire(ref.path(), p -> SegmentFile.open(p, verifyOnMap)));
+      return new Lease(mappings.acquire(ref.path(), p -> openSegment(p, verifyOnMap)));
     } catch (CorruptFileException e) {
       drop(ref, e.getMessage());
       throw e;
