@@ -13,6 +13,7 @@ import mmap
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -124,14 +125,46 @@ class _Lease:
         self.released.append(self.seq)
 
 
+def _private_dir(path):
+    """``path`` as a directory of this user's alone: created 0700 if missing; an existing one is
+    used only when it is a real directory (not a link), owned by this user and writable by no one
+    else, as ssh and tmux treat theirs. Otherwise StrataError naming the reason: nothing in it is
+    read, written or deleted."""
+    path = os.path.abspath(path)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise StrataError("strata: cannot make %s: %s" % (path, e.strerror)) from None
+    st = os.lstat(path)
+    fix = "; remove it, or give a directory only you can write (it is created 0700)"
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise StrataError("strata: refusing %s: it is %s%s" % (path, "a link" if stat.S_ISLNK(st.st_mode) else "not a directory", fix))
+    if st.st_uid != os.getuid():
+        raise StrataError("strata: refusing %s: it is owned by user %d, not by this user (%d)%s" % (path, st.st_uid, os.getuid(), fix))
+    if st.st_mode & 0o022:
+        raise StrataError("strata: refusing %s: it is writable by %s (%s); chmod 700 it%s"
+                          % (path, "others" if st.st_mode & 0o002 else "its group", oct(st.st_mode & 0o777), fix[fix.index(","):]))
+    return path
+
+
+def _user_root():
+    """This user's private directory for the loader service's socket and shared memory:
+    /dev/shm/strata-UID, or the same in the temporary directory without a writable /dev/shm (the
+    Java side's PrivateDirs.userRoot, by the same rule)."""
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    return _private_dir(os.path.join(base, "strata-%d" % os.getuid()))
+
+
 def _service_socket(cmd):
-    """Where this user's loader service listens: $STRATA_LOADER_SOCKET, else a path in a private
-    directory under /dev/shm named after the command that starts it (another build, another
+    """Where this user's loader service listens: $STRATA_LOADER_SOCKET, else a path in this
+    user's private directory named after the command that starts it (another build, another
     service)."""
     env = os.environ.get("STRATA_LOADER_SOCKET")
     if env:
         return env
-    root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    root = _user_root()
     h = hashlib.sha256("\0".join(cmd).encode())
     # A rebuild gets a new service: the build's files' times go into the name.
     cp = os.environ.get("STRATA_CLASSPATH")
@@ -142,7 +175,7 @@ def _service_socket(cmd):
         except OSError:
             pass
     tag = h.hexdigest()[:12]
-    return os.path.join(root, "strata-loader-%d" % os.getuid(), tag + ".sock")
+    return os.path.join(root, tag + ".sock")
 
 
 def _connect(path):
@@ -164,8 +197,7 @@ def _start_service():
     s = _connect(path)
     if s is not None:
         return s, path
-    d = os.path.dirname(path)
-    os.makedirs(d, mode=0o700, exist_ok=True)
+    _private_dir(os.path.dirname(path))
     log_path = path + ".log"
     proc = _spawn_service(cmd, env, path, log_path)
     spawned = time.monotonic()

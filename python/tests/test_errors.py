@@ -1,5 +1,7 @@
 """Errors are Python exceptions with Strata's one-line messages, never Java stack traces."""
 
+import os
+
 import pytest
 
 import strata
@@ -69,3 +71,36 @@ def test_a_loader_service_that_cannot_start_is_one_error(dataset, tmp_path, monk
     with pytest.raises(strata.StrataError) as e:
         strata.Loader(dataset, features=["amount"])
     assert "failed to start" in one_line(e)
+
+
+def test_a_socket_or_shared_memory_directory_others_control_is_refused(dataset, tmp_path, monkeypatch):
+    """As ssh does: a directory that is a link, another user's or writable by others is never used."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    (target / "keep").write_text("theirs")
+    link = tmp_path / "link"
+    os.symlink(target, link)
+    for d, why in ((open_dir, "writable by others"), (link, "a link")):
+        monkeypatch.setenv("STRATA_LOADER_SOCKET", str(d / "loader.sock"))
+        with pytest.raises(strata.StrataError) as e:
+            strata.Loader(dataset, features=["amount"])
+        assert "refusing %s" % d in one_line(e) and why in one_line(e), one_line(e)
+        assert sorted(os.listdir(d)) == ([] if d == open_dir else ["keep"]), "nothing was written there"
+    if os.getuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        monkeypatch.setenv("STRATA_LOADER_SOCKET", str(theirs / "loader.sock"))
+        with pytest.raises(strata.StrataError) as e:
+            strata.Loader(dataset, features=["amount"])
+        assert "owned by user 65534" in one_line(e), one_line(e)
+    # The service's slab directory, given by STRATA_SHM_ROOT, is held to the same rule.
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(tmp_path / "svc" / "loader.sock"))
+    monkeypatch.setenv("STRATA_SHM_ROOT", str(open_dir))
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader(dataset, features=["amount"])
+    assert "refusing %s" % open_dir in one_line(e) and "writable by others" in one_line(e), one_line(e)
+    assert os.listdir(open_dir) == []

@@ -146,7 +146,7 @@ final class LoaderCommand implements Runnable {
     Path checkpoint;
 
     @Option(names = "--batch-cache", arity = "0..1", fallbackValue = "", paramLabel = "DIR",
-        description = "Keep batches in a persistent cache (default directory: /dev/shm/strata-batches).")
+        description = "Keep batches in a persistent cache (default directory: /dev/shm/strata-UID/batches; a directory you give must be yours alone: it is created 0700, and one that is a link, another user's or writable by others is refused).")
     String batchCache;
 
     @Option(names = "--max-batches", description = "Stop after this many batches.")

@@ -28,7 +28,6 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -105,13 +104,9 @@ public final class LoaderServe {
    * of open sessions is an atomic.
    */
   static int service(Path socket, java.time.Duration idle) throws IOException, InterruptedException {
-    Path dir = socket.toAbsolutePath().getParent();
-    Files.createDirectories(dir);
-    try {
-      Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
-    } catch (IOException | UnsupportedOperationException e) {
-      throw new IOException("cannot make " + dir + " private to this user: " + e.getMessage(), e);
-    }
+    // The socket's directory is this user's alone (created 0700, or refused): another user can
+    // neither reach the socket nor plant a lock, pid file or link beside it.
+    Path dir = io.strata.sdk.internal.PrivateDirs.ensure(socket.toAbsolutePath().getParent());
     Path lockFile = dir.resolve(socket.getFileName() + ".lock");
     try (FileChannel lockChannel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         java.nio.channels.FileLock lock = lockChannel.tryLock()) {
@@ -339,9 +334,10 @@ public final class LoaderServe {
         }
         b.resumeFrom(Checkpoint.parse(bytes));
       }
-      Path root = Path.of(text(r, "shmRoot", Files.isWritable(Path.of("/dev/shm")) ? "/dev/shm"
-          : System.getProperty("java.io.tmpdir")));
-      shm = ShmMemory.create(root);
+      String shmRoot = text(r, "shmRoot", null);
+      // Slabs in a directory of this user's alone: the default one, or the one given if it is private.
+      shm = ShmMemory.create(shmRoot == null ? io.strata.sdk.internal.PrivateDirs.userRoot()
+          : io.strata.sdk.internal.PrivateDirs.ensure(Path.of(shmRoot)));
       b.batchMemory(shm);
       loader = b.build();
       ObjectNode ready = Json.object();

@@ -31,8 +31,13 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
     this.dir = dir;
   }
 
-  /** A new private directory under {@code root}; stale ones of dead servers are removed first. */
+  /**
+   * A new private directory under {@code root} (a directory private to this user: {@link
+   * io.strata.sdk.internal.PrivateDirs}); stale ones of dead servers are removed first, never
+   * following a link.
+   */
   static ShmMemory create(Path root) throws IOException {
+    io.strata.sdk.internal.PrivateDirs.check(root);
     removeStale(root);
     Path dir = Files.createTempDirectory(root, LoaderServe.DIR_PREFIX + ProcessHandle.current().pid() + "-",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
@@ -46,7 +51,7 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
         int dash = rest.indexOf('-');
         try {
           long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
-          if (ProcessHandle.of(pid).isEmpty()) {
+          if (ProcessHandle.of(pid).isEmpty() && Files.isDirectory(d, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
             Processes.deleteTree(d);
           }
         } catch (NumberFormatException | IOException ignored) {

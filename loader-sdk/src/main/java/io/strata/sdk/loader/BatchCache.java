@@ -6,9 +6,11 @@ import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.format.SegmentWriter;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.PrivateDirs;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -23,7 +25,8 @@ import java.util.stream.Stream;
 
 /**
  * The persistent batch cache (seed 001): prefetched batches and the last few consumed ones, as
- * Arrow IPC files under {@code root/<job key>/}, by default in {@code /dev/shm}. After a crash,
+ * Arrow IPC files under {@code root/<job key>/}, by default in this user's private directory
+ * under {@code /dev/shm} (a root is this user's alone, or refused: {@link PrivateDirs}). After a crash,
  * a restarted loader maps the cached batches that follow its checkpoint and serves them at once,
  * while its readers start. Files are written atomically; files of this job that do not parse or
  * do not match are deleted; directories of other jobs untouched for {@code staleAfter} are
@@ -39,10 +42,16 @@ final class BatchCache {
   private final NavigableMap<Long, Long> files = new ConcurrentSkipListMap<>();
 
   BatchCache(Path root, String jobKey, long maxBytes, int lookback, Duration staleAfter) throws IOException {
+    // The root is this user's alone (created 0700, or refused): nobody else may plant a job
+    // directory or a link in it for the clean-up below to follow.
+    root = PrivateDirs.ensure(root);
     this.dir = root.resolve(jobKey);
     this.jobKey = jobKey;
     this.maxBytes = maxBytes;
     this.lookback = lookback;
+    if (Files.isSymbolicLink(dir)) {
+      Files.delete(dir); // a link is never a job's directory
+    }
     Files.createDirectories(dir);
     cleanOtherJobs(root, staleAfter);
     try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
@@ -58,43 +67,38 @@ final class BatchCache {
   }
 
   /**
-   * The default root: {@code /dev/shm/strata-batches} when /dev/shm is writable, else in the
-   * temporary directory processes share ({@code strata.sharedTmpdir}, which the strata command sets
-   * to the one it started with before giving the process a temporary directory of its own, gone
-   * with the process; else {@code java.io.tmpdir}): the cache must outlive the job.
+   * The default root: {@code batches} in this user's private directory ({@link
+   * PrivateDirs#userRoot()}: {@code /dev/shm/strata-UID} when /dev/shm is writable, else in the
+   * temporary directory processes share, since the cache must outlive the job).
    */
   static Path defaultRoot() {
-    Path shm = Path.of("/dev/shm");
-    if (Files.isDirectory(shm) && Files.isWritable(shm)) {
-      return shm.resolve("strata-batches");
+    try {
+      return PrivateDirs.userRoot().resolve("batches");
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
-    return Path.of(System.getProperty("strata.sharedTmpdir", System.getProperty("java.io.tmpdir")), "strata-batches");
   }
 
   private void cleanOtherJobs(Path root, Duration staleAfter) throws IOException {
     Instant cutoff = Instant.now().minus(staleAfter);
     try (DirectoryStream<Path> s = Files.newDirectoryStream(root)) {
       for (Path p : s) {
-        if (p.equals(dir) || !Files.isDirectory(p)) {
-          continue;
+        if (p.equals(dir) || !Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+          continue; // a link is never followed (nor is what it names deleted)
         }
-        if (Files.getLastModifiedTime(p).toInstant().isBefore(cutoff)) {
-          try (Stream<Path> files = Files.list(p)) {
-            for (Path f : files.toList()) {
-              Files.deleteIfExists(f);
-            }
-          }
-          Files.deleteIfExists(p);
+        if (Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).toInstant().isBefore(cutoff)) {
+          delete(p);
         }
       }
     }
   }
 
+  /** Deletes {@code p}: a file or link itself, or a job directory and what it holds, never following a link. */
   private static void delete(Path p) throws IOException {
-    if (Files.isDirectory(p)) {
+    if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
       try (Stream<Path> s = Files.list(p)) {
         for (Path f : s.toList()) {
-          Files.deleteIfExists(f);
+          Files.deleteIfExists(f); // a job directory holds files (and links, deleted as links) only
         }
       }
     }

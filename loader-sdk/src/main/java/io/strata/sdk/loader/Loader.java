@@ -585,7 +585,11 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
       return this;
     }
 
-    /** {@code /dev/shm/strata-batches} when /dev/shm is writable, else the temporary directory. */
+    /**
+     * {@code /dev/shm/strata-UID/batches} when /dev/shm is writable, else the same under the
+     * temporary directory: a directory private to this user (created 0700; refused, naming the
+     * reason, when it is a link, another user's or writable by others).
+     */
     public static Path defaultBatchCacheRoot() {
       return BatchCache.defaultRoot();
     }

@@ -549,6 +549,12 @@ class LoaderTest {
     Path stale = Files.createDirectories(cacheRoot.resolve("otherjob"));
     Files.writeString(stale.resolve("b000000000000.arrow"), "old");
     Files.setLastModifiedTime(stale, java.nio.file.attribute.FileTime.fromMillis(0));
+    // A link planted as another job's stale directory, naming a directory older than a day: its
+    // files are never deleted (only the link goes).
+    Path victim = Files.createDirectories(tmp.resolve("victim"));
+    Files.writeString(victim.resolve("precious"), "keep");
+    Files.setLastModifiedTime(victim, java.nio.file.attribute.FileTime.fromMillis(0));
+    Path planted = Files.createSymbolicLink(cacheRoot.resolve("plantedjob"), victim);
     List<List<Long>> expected = unitSequence(base().sampleBatches(32).seed(4).resumeFrom(start));
     List<List<Long>> got = new ArrayList<>();
     try (Loader loader = base().sampleBatches(32).seed(4).batchCache(cacheRoot).resumeFrom(start)
@@ -569,6 +575,20 @@ class LoaderTest {
     assertEquals(expected, got);
     assertFalse(Files.exists(dir.resolve("not-a-batch.txt")));
     assertFalse(Files.exists(stale), "another job's stale directory is cleaned");
+    assertEquals("keep", Files.readString(victim.resolve("precious")), "the clean-up never follows a link");
+    assertTrue(Files.isSymbolicLink(planted) || !Files.exists(planted, java.nio.file.LinkOption.NOFOLLOW_LINKS));
+  }
+
+  @Test
+  void aBatchCacheRootOthersCanWriteIsRefusedAndNothingInItTouched() throws IOException {
+    Path open = Files.createDirectories(tmp.resolve("world-writable-cache"));
+    Files.setPosixFilePermissions(open, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    Path old = Files.createDirectories(open.resolve("someone-elses"));
+    Files.writeString(old.resolve("b000000000000.arrow"), "theirs");
+    Files.setLastModifiedTime(old, java.nio.file.attribute.FileTime.fromMillis(0));
+    IOException e = assertThrows(IOException.class, () -> base().sampleBatches(32).seed(4).batchCache(open).build());
+    assertTrue(e.getMessage().contains("refusing " + open + ": it is writable by others"), e.getMessage());
+    assertEquals("theirs", Files.readString(old.resolve("b000000000000.arrow")));
   }
 
   @Test
