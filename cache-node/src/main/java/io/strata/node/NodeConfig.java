@@ -29,9 +29,12 @@ public record NodeConfig(
     int promotionThreads,
     long promotionBytesPerSecond,
     long maxBodyBytes,
-    ClusterSettings cluster) {
+    ClusterSettings cluster,
+    long scrubBytesPerSecond) {
 
   public static final int DEFAULT_PORT = 7070;
+  /** The rate at which a node re-verifies its segments' checksums in the background ({@code scrubBytesPerSecond}). */
+  public static final long DEFAULT_SCRUB_BYTES_PER_SECOND = 32L << 20;
 
   public NodeConfig {
     Objects.requireNonNull(home, "home");
@@ -48,6 +51,9 @@ public record NodeConfig(
     }
     if (promotionThreads < 1 || promotionThreads > 64) {
       throw new IllegalArgumentException("promotion threads must be in 1..64, got " + promotionThreads);
+    }
+    if (scrubBytesPerSecond < 0) {
+      throw new IllegalArgumentException("scrubBytesPerSecond must not be negative (0 turns the checksum scrub off)");
     }
     if (maxBodyBytes < 1024) {
       throw new IllegalArgumentException("the body limit must be at least 1024 bytes");
@@ -114,33 +120,39 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20, null);
+        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND);
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
+  }
+
+  /** This configuration scrubbing its segments' checksums at {@code bytesPerSecond} (0: off). */
+  public NodeConfig withScrubRate(long bytesPerSecond) {
+    return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond);
   }
 
   /** This configuration joining {@code c} (null: alone). */
   public NodeConfig withCluster(ClusterSettings c) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond);
   }
 
   /**
@@ -198,7 +210,8 @@ public record NodeConfig(
           n.hasNonNull("promotionThreads") ? n.get("promotionThreads").asInt() : d.promotionThreads(),
           n.hasNonNull("promotionBytesPerSecond") ? bytes(n.get("promotionBytesPerSecond")) : d.promotionBytesPerSecond(),
           n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes(),
-          n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null);
+          n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null,
+          n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }

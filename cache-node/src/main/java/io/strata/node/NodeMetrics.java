@@ -72,7 +72,10 @@ final class NodeMetrics implements AutoCloseable {
     counter("strata.promotion.failures", "promotionFailures", "Promotions that failed (the chunk stays on ORC)", null);
     counter("strata.promotions.rejected", "rejectedPromotions", "Promotions refused because the queue was full", null);
     counter("strata.evictions", "evictions", "Feature chunks evicted from the SSD tier", null);
-    counter("strata.damaged.segments", "damagedSegments", "Segments found damaged after they were mapped, and dropped", null);
+    counter("strata.damaged.segments", "damagedSegments", "Segments found damaged (by a reader or the scrub), dropped and placed again", null);
+    counter("strata.vanished.segments", "vanishedSegments", "Resident segments whose file was found gone or replaced, dropped and placed again", null);
+    counter("strata.repaired.segments", "repairedSegments", "Feature chunks placed again after their segment was found gone or damaged", null);
+    counter("strata.scrubbed", "scrubbedBytes", "Bytes of segments whose checksums the background scrub verified", "bytes");
     for (String tier : new String[] {"ssd", "hdd"}) {
       FunctionCounter.builder("strata.read", this, m -> m.now.get(tier + "Bytes"))
           .baseUnit("bytes").tags("tier", tier).description("Bytes the jobs reported reading, by the tier that served them")

@@ -32,6 +32,13 @@ final class TierCounters {
   final LongAdder evictions = new LongAdder();
   final LongAdder rejectedPromotions = new LongAdder();
   final LongAdder damagedSegments = new LongAdder();
+  /** Resident segments whose file was found gone (deleted or replaced under the node). */
+  final LongAdder vanishedSegments = new LongAdder();
+  /** Segments placed again after being found gone or damaged. */
+  final LongAdder repairedSegments = new LongAdder();
+  /** Bytes of segments whose checksums the background scrub verified, and its completed passes. */
+  final LongAdder scrubbedBytes = new LongAdder();
+  final LongAdder scrubPasses = new LongAdder();
   /** Bytes the node's promotions decoded from ORC (the HDD tier), on its own threads. */
   final LongAdder promotionOrcBytes = new LongAdder();
   /** Segment bytes written from ORC decodes, and the time the decodes and writes took. */

@@ -72,6 +72,7 @@ final class TierManager implements AutoCloseable {
   private final ClusterWork clusterWork;
   private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
   private final HomeLock homeLock;
+  private final SegmentScrub scrub;
 
   TierManager(NodeConfig config) throws IOException {
     this(config, Settings.STARTABLE);
@@ -127,6 +128,8 @@ final class TierManager implements AutoCloseable {
       this.clusterWork = new ClusterWork(cluster, config, state, plans, store, counters, this::now);
       datasets.load(startupNotes);
       restoreResident();
+      this.scrub = new SegmentScrub(state::residents, this::repair, config.scrubBytesPerSecond(), SegmentScrub.SWEEP_MILLIS,
+          SegmentScrub.MIN_PASS_MILLIS, counters);
       state.setPolicy(null, null, null, settings.quotas);
       for (String p : List.copyOf(settings.pins)) {
         int slash = p.indexOf('/');
@@ -141,6 +144,7 @@ final class TierManager implements AutoCloseable {
         settings.pins.addAll(state.pins());
         settings.save();
       }
+      scrub.start();
       ok = true;
     } finally {
       if (!ok) {
@@ -332,12 +336,45 @@ final class TierManager implements AutoCloseable {
     if (damage == null) {
       return new TierViews.SegmentCheck(true, false, null);
     }
-    if (state.drop(ds, feature, chunk, ref)) {
-      LOG.log(System.Logger.Level.WARNING, "dropping a damaged segment: " + damage + " (a reader found: " + problem + ")");
-      counters.damagedSegments.increment();
-      counters.lastDamagedSegment = damage;
-    }
+    repair(ds, feature, chunk, ref, damage, "a reader found: " + problem);
     return new TierViews.SegmentCheck(true, true, damage);
+  }
+
+  /**
+   * A resident segment found gone or damaged (by a reader, or by the background {@link
+   * SegmentScrub}): it leaves the tier, counted, and is placed again at once within the budget.
+   * Nothing when it was no longer resident (evicted meanwhile).
+   */
+  private void repair(Dataset ds, String feature, int chunk, SegmentRef ref, String damage, String foundBy) {
+    // Looked at first: once dropped, the file is unlinked (on the queue's thread).
+    boolean vanished = !Files.isRegularFile(ref.path(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+    int placed = state.repair(ds, feature, chunk, ref);
+    if (placed < 0) {
+      return;
+    }
+    LOG.log(System.Logger.Level.WARNING, "dropping a " + (vanished ? "vanished" : "damaged") + " segment: " + damage
+        + " (" + foundBy + "); placed again: " + placed + " feature chunk(s)");
+    (vanished ? counters.vanishedSegments : counters.damagedSegments).increment();
+    counters.repairedSegments.add(placed);
+    counters.lastDamagedSegment = damage;
+  }
+
+  /** The scrub's finding: {@code r}'s file is gone or damaged ({@code damage} says how). */
+  void repair(TierState.Resident r, String damage) {
+    Dataset ds;
+    try {
+      ds = dataset(r.key().dataset());
+    } catch (NodeException e) {
+      return; // unregistered or unopenable meanwhile: its segments go with it
+    }
+    if (ds.version().equals(r.key().version())) {
+      repair(ds, r.key().feature(), r.key().chunk(), r.ref(), damage, "found by the background scrub");
+    }
+  }
+
+  /** The resident segment files, for the scrub. */
+  List<TierState.Resident> residents() {
+    return state.residents();
   }
 
   // ---------------------------------------------------------------- derived features
@@ -561,6 +598,7 @@ final class TierManager implements AutoCloseable {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
+    scrub.close();
     state.close();
     queue.close();
     datasets.close();

@@ -50,7 +50,8 @@ final class TierReport {
     double now = clock.getAsDouble();
     TierViews.Ssd ssd = new TierViews.Ssd(config.ssdDir().toString(), store.bytes(), s.residentBytes(), s.budgetBytes(),
         store.segments().size(), s.pending(), store.unlinkedMappedBytes() + s.jobsUnlinkedBytes(), c.damagedSegments(),
-        counters.lastDamagedSegment);
+        counters.lastDamagedSegment, counters.vanishedSegments.sum(), counters.repairedSegments.sum(),
+        counters.scrubbedBytes.sum(), counters.scrubPasses.sum(), config.scrubBytesPerSecond());
     TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots(),
         counters.promotionOrcBytes.sum());
     long[] mem = TierHistory.hostMemory();
@@ -160,6 +161,9 @@ final class TierReport {
     m.put("rejectedPromotions", c.rejectedPromotions());
     m.put("evictions", c.evictions());
     m.put("damagedSegments", c.damagedSegments());
+    m.put("vanishedSegments", counters.vanishedSegments.sum());
+    m.put("repairedSegments", counters.repairedSegments.sum());
+    m.put("scrubbedBytes", counters.scrubbedBytes.sum());
     m.put("ssdBytesHeld", store.bytes());
     m.put("ssdBudgetBytes", s.budgetBytes());
     m.put("unlinkedMappedBytes", store.unlinkedMappedBytes() + s.jobsUnlinkedBytes());

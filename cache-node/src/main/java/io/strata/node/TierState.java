@@ -479,15 +479,52 @@ final class TierState {
     return residentRefs.get(key(ds, feature, chunk));
   }
 
-  /** Drops {@code ref} from the tier if it still holds {@code feature} of {@code chunk} (found damaged); true if it did. */
-  synchronized boolean drop(Dataset ds, String feature, int chunk, SegmentRef ref) {
+  /** A resident segment file: one of the keys it holds (its dataset, version and chunk), and the file. */
+  record Resident(KeySpace.KeyInfo key, SegmentRef ref) {}
+
+  /** Every resident segment file once (a file holding several features is listed under one of them). */
+  synchronized List<Resident> residents() {
+    List<Resident> out = new ArrayList<>();
+    Set<SegmentRef> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
+      if (seen.add(e.getValue())) {
+        out.add(new Resident(keys.get(e.getKey()), e.getValue()));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * {@code ref}, found gone or damaged, leaves the tier if it still holds {@code feature} of
+   * {@code chunk} (with the other features it holds; jobs learn it as any residency change) and
+   * is placed again at once, within the budget: the policy had it resident. Returns the keys
+   * placed again, or -1 if {@code ref} was no longer resident (evicted meanwhile: nothing to do).
+   */
+  synchronized int repair(Dataset ds, String feature, int chunk, SegmentRef ref) {
     int k = key(ds, feature, chunk);
     if (residentRefs.get(k) != ref) {
-      return false;
+      return -1;
+    }
+    List<Integer> held = new ArrayList<>();
+    KeySpace.KeyInfo info = keys.get(k);
+    for (String f : ref.info().columns()) {
+      int other = keys.find(info.dataset(), info.version(), f, info.chunk());
+      if (other >= 0 && residentRefs.get(other) == ref) {
+        held.add(other);
+      }
     }
     policy.removed(k);
     evicted(k);
-    return true;
+    int placed = 0;
+    for (int h : held) {
+      if (!residentRefs.containsKey(h) && !pending.containsKey(h) && policy.residentBytes() + keys.bytes(h) <= policy.budget()) {
+        policy.restore(h, keys.bytes(h));
+        if (schedule(h)) {
+          placed++;
+        }
+      }
+    }
+    return placed;
   }
 
   /** SSD bytes a dataset holds or has in flight. */

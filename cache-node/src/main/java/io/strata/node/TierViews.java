@@ -95,7 +95,8 @@ final class TierViews {
 
   @JsonInclude(JsonInclude.Include.NON_NULL)
   record Ssd(String directory, long bytes, long residentBytes, long budgetBytes, int segments, int pendingPromotions,
-      long unlinkedMappedBytes, long damagedSegments, String lastDamagedSegment) {}
+      long unlinkedMappedBytes, long damagedSegments, String lastDamagedSegment, long vanishedSegments,
+      long repairedSegments, long scrubbedBytes, long scrubPasses, long scrubBytesPerSecond) {}
 
   /** The HDD tier: datasets, their ORC bytes, the roots, and the bytes this node's own promotions read from ORC. */
   record Hdd(int datasets, long bytes, List<String> roots, long promotionReadBytes) {}

@@ -751,6 +751,70 @@ class CacheNodeTest {
   }
 
   @Test
+  void aResidentSegmentDeletedUnderTheNodeIsNoticedDroppedAndPlacedAgain() throws Exception {
+    client.promote("events", List.of("amount"), List.of(0, 1));
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode before = client.resolve(null, "events", List.of("amount"), List.of(0, 1));
+    Path gone = Path.of(before.path("segments").get(0).path("path").asText());
+    Files.delete(gone);
+    // Nobody reads it: the node's sweep notices within one sweep interval.
+    long deadline = System.nanoTime() + (SegmentScrub.SWEEP_MILLIS + 20_000) * 1_000_000;
+    JsonNode ssd = client.tiers().path("ssd");
+    while (ssd.path("vanishedSegments").asLong() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(100);
+      ssd = client.tiers().path("ssd");
+    }
+    assertEquals(1, ssd.path("vanishedSegments").asLong(), ssd.toString());
+    assertTrue(ssd.path("lastDamagedSegment").asText().contains(gone.getFileName().toString()), ssd.toString());
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode after = client.resolve(null, "events", List.of("amount"), List.of(0, 1));
+    assertEquals(2, after.path("segments").size(), "placed again: " + after);
+    for (JsonNode seg : after.path("segments")) {
+      assertTrue(Files.isRegularFile(Path.of(seg.path("path").asText())), "every segment listed is on disk: " + seg);
+    }
+    assertTrue(client.tiers().path("ssd").path("repairedSegments").asLong() >= 1);
+    assertTrue(client.metrics().contains("strata_vanished_segments_total 1.0"), "counted in the metrics too");
+  }
+
+  @Test
+  void theScrubFindsAFlippedByteInAResidentSegmentAndPlacesItAgain() throws Exception {
+    assertTrue(SegmentScrub.MIN_PASS_MILLIS <= 1_000, "the tests run with passes at most a second apart (pom.xml)");
+    node.close();
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20).withScrubRate(256L << 20));
+    client = new NodeClient(node.url(), null);
+    client.promote("events", List.of("amount", "score"), List.of(0));
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode seg = client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").get(0);
+    Path file = Path.of(seg.path("path").asText());
+    long residency = client.resolve(null, "events", List.of("amount"), List.of(0)).path("residency").asLong();
+    // A bit flipped in the middle of the file (a value), the size unchanged: only a checksum tells.
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE,
+        java.nio.file.StandardOpenOption.READ)) {
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+      long at = ch.size() / 2;
+      ch.read(b, at);
+      b.put(0, (byte) (b.get(0) ^ 0x10)).rewind();
+      ch.write(b, at);
+    }
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    JsonNode ssd = client.tiers().path("ssd");
+    while (ssd.path("damagedSegments").asLong() == 0 && System.nanoTime() < deadline) {
+      Thread.sleep(100);
+      ssd = client.tiers().path("ssd");
+    }
+    assertEquals(1, ssd.path("damagedSegments").asLong(), ssd.toString());
+    assertTrue(ssd.path("scrubbedBytes").asLong() > 0 && ssd.path("scrubBytesPerSecond").asLong() == 256L << 20, ssd.toString());
+    assertTrue(node.awaitIdle(30_000));
+    JsonNode after = client.resolve(null, "events", List.of("amount"), List.of(0));
+    assertTrue(after.path("residency").asLong() != residency, "jobs on the host see the residency change");
+    assertEquals(1, after.path("segments").size(), after.toString());
+    Path again = Path.of(after.path("segments").get(0).path("path").asText());
+    assertFalse(again.equals(file), "a new file");
+    assertEquals(null, io.strata.sdk.tier.SegmentStore.recheck(again, "amount", 0), "placed again, intact");
+    assertFalse(Files.exists(file), "the damaged file is gone");
+  }
+
+  @Test
   void aManifestNamingAMissingPartIsRefusedAtRegistration() throws Exception {
     String original = Files.readString(datasetDir.resolve("manifest.json"));
     String part = Json.parse(original).path("files").get(0).path("path").asText();

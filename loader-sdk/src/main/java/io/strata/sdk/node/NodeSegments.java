@@ -247,10 +247,9 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
         return f;
       });
     } catch (NoSuchFileException e) {
-      // Evicted since the node answered: the HDD tier serves it.
-      synchronized (this) {
-        residency.remove(feature + "\0" + chunk);
-      }
+      // Evicted since the node answered, or deleted under the node: the HDD tier serves it, and
+      // the node is told (a node still listing a file that is gone drops it and places it again).
+      damaged(ds, feature, chunk, p, "the segment file is gone: " + p);
       return null;
     } catch (CorruptFileException e) {
       // Damaged: the HDD tier serves it, and the node checks the file.
