@@ -13,13 +13,18 @@ public class CorruptFileException extends IOException {
   private final transient Path file;
 
   public CorruptFileException(Path file, String problem) {
-    super(file + ": " + problem);
+    super(clean(file) + ": " + problem);
     this.file = file;
   }
 
   public CorruptFileException(Path file, String problem, Throwable cause) {
-    super(file + ": " + problem, cause);
+    super(clean(file) + ": " + problem, cause);
     this.file = file;
+  }
+
+  /** The file as a message names it: absolute and without {@code .} or {@code ..} steps. */
+  private static Path clean(Path file) {
+    return file == null ? null : file.toAbsolutePath().normalize();
   }
 
   /** The file at fault. */

@@ -84,8 +84,7 @@ public final class Dataset implements AutoCloseable {
     for (FeatureInfo f : manifest.features()) {
       if (f.name().equals(name)) {
         if (!f.supported()) {
-          throw new IllegalArgumentException(
-              "column '" + name + "' of dataset " + name() + " is not served: " + f.unsupportedReason());
+          throw new IllegalArgumentException(f.notServed(name()));
         }
         return f;
       }

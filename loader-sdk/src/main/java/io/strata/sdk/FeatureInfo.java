@@ -26,4 +26,10 @@ public record FeatureInfo(
   public boolean supported() {
     return type != null;
   }
+
+  /** The refusal of a request for this unserved column of {@code dataset}: says once that it is not served, and why. */
+  public String notServed(String dataset) {
+    String r = unsupportedReason.startsWith("not served: ") ? unsupportedReason.substring("not served: ".length()) : unsupportedReason;
+    return "column '" + name + "' of dataset " + dataset + (r.contains("not served") ? ": " + r : " is not served: " + r);
+  }
 }

@@ -320,14 +320,16 @@ final class DatasetCommand implements Runnable {
   }
 
   @Command(name = "verify", mixinStandardHelpOptions = true,
-      description = "Check every segment of a dataset on the SSD tier against its ORC source, value by value.")
+      description = "Check a dataset's ORC files against the checksums recorded when they were written (every byte: each"
+          + " file's CRC32C, and every stream's where the dataset records them), and with --ssd every segment of it on the"
+          + " SSD tier against ORC, value by value.")
   static final class Verify implements Callable<Integer> {
     @Spec CommandSpec spec;
 
     @Parameters(paramLabel = "DIR", description = "Dataset directory.")
     Path dir;
 
-    @Option(names = "--ssd", required = true, description = "SSD tier directory (segment store).")
+    @Option(names = "--ssd", description = "SSD tier directory (segment store) whose segments of the dataset are checked too.")
     Path ssd;
 
     @Option(names = "--json", description = "Print the result as JSON.")
@@ -340,46 +342,60 @@ final class DatasetCommand implements Runnable {
       long bytes = 0;
       int segments = 0;
       long start = System.nanoTime();
-      try (Dataset ds = Dataset.open(dir); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.ALWAYS)) {
-        List<SegmentRef> refs = store.segments().stream()
-            .filter(r -> r.info().dataset().equals(ds.name()) && r.info().datasetVersion().equals(ds.version()))
-            .sorted((a, b) -> Integer.compare(a.info().chunk(), b.info().chunk()))
-            .toList();
-        if (refs.isEmpty()) {
-          throw new IllegalArgumentException("no segments of " + ds.name() + " " + ds.version() + " in " + ssd);
-        }
-        Terminal.Bar bar = new Terminal.Bar("verify", spec.commandLine().getErr());
-        for (SegmentRef ref : refs) {
-          try (SegmentStore.Lease lease = store.map(ref); Arena arena = Arena.ofConfined()) {
-            Map<String, Column> orc = ds.readChunk(ref.info().chunk(), ref.info().columns(), arena);
-            for (String f : ref.info().columns()) {
-              Column fromSegment = lease.column(f);
-              Column fromOrc = orc.get(f);
-              int diff = Columns.firstDifference(fromOrc, fromSegment);
-              if (diff >= 0) {
-                throw new IllegalStateException(
-                    "segment " + ref.path() + " differs from ORC in column " + f + " at chunk row " + diff
-                        + ": ORC " + (diff < fromOrc.length() ? fromOrc.getObject(diff) : "<end>")
-                        + ", segment " + (diff < fromSegment.length() ? fromSegment.getObject(diff) : "<end>"));
-              }
-              bytes += Columns.dataBytes(fromSegment);
-            }
-            rows += ref.info().rows();
-            segments++;
+      long orcBytes;
+      boolean streamSums;
+      try (Dataset ds = Dataset.open(dir)) {
+        orcBytes = ds.orc().verifyChecksums();
+        streamSums = ds.manifest().streamChecksums() != null;
+      }
+      if (ssd != null) {
+        try (Dataset ds = Dataset.open(dir); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.ALWAYS)) {
+          List<SegmentRef> refs = store.segments().stream()
+              .filter(r -> r.info().dataset().equals(ds.name()) && r.info().datasetVersion().equals(ds.version()))
+              .sorted((a, b) -> Integer.compare(a.info().chunk(), b.info().chunk()))
+              .toList();
+          if (refs.isEmpty() && ds.rows() > 0) {
+            throw new IllegalArgumentException("no segments of " + ds.name() + " " + ds.version() + " in " + ssd);
           }
-          store.trim();
-          bar.update(segments, refs.size(), "segments");
+          Terminal.Bar bar = new Terminal.Bar("verify", spec.commandLine().getErr());
+          for (SegmentRef ref : refs) {
+            try (SegmentStore.Lease lease = store.map(ref); Arena arena = Arena.ofConfined()) {
+              Map<String, Column> orc = ds.readChunk(ref.info().chunk(), ref.info().columns(), arena);
+              for (String f : ref.info().columns()) {
+                Column fromSegment = lease.column(f);
+                Column fromOrc = orc.get(f);
+                int diff = Columns.firstDifference(fromOrc, fromSegment);
+                if (diff >= 0) {
+                  throw new IllegalStateException(
+                      "segment " + ref.path() + " differs from ORC in column " + f + " at chunk row " + diff
+                          + ": ORC " + (diff < fromOrc.length() ? fromOrc.getObject(diff) : "<end>")
+                          + ", segment " + (diff < fromSegment.length() ? fromSegment.getObject(diff) : "<end>"));
+                }
+                bytes += Columns.dataBytes(fromSegment);
+              }
+              rows += ref.info().rows();
+              segments++;
+            }
+            store.trim();
+            bar.update(segments, refs.size(), "segments");
+          }
+          bar.done();
         }
-        bar.done();
       }
       if (json) {
-        w.println(Json.compact(Json.object().put("segments", segments).put("rows", rows).put("bytes", bytes).put("identical", true)
+        w.println(Json.compact(Json.object().put("orcBytes", orcBytes).put("streamChecksums", streamSums)
+            .put("segments", segments).put("rows", rows).put("bytes", bytes).put("identical", true)
             .put("seconds", (System.nanoTime() - start) / 1e9)));
         return 0;
       }
-      w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
-          Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),
-          Terminal.bytes(Runtime.getRuntime().maxMemory()));
+      w.printf("ORC files: %s checked, every byte as recorded (%s)%n", Terminal.bytes(orcBytes),
+          streamSums ? "each file's CRC32C and every stream's" : "each file's CRC32C; no stream checksums recorded: a relayout or"
+              + " a new import records them");
+      if (ssd != null) {
+        w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
+            Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),
+            Terminal.bytes(Runtime.getRuntime().maxMemory()));
+      }
       return 0;
     }
   }

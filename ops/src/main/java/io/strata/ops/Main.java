@@ -103,6 +103,9 @@ public final class Main implements Runnable {
    * (404: no such dataset, feature or chunk); 1 for every other failure.
    */
   static int exitCode(Exception ex) {
+    if (ex instanceof java.io.UncheckedIOException u && u.getCause() != null) {
+      return exitCode(u.getCause());
+    }
     if (ex instanceof IllegalArgumentException) {
       return USAGE;
     }
@@ -112,10 +115,27 @@ public final class Main implements Runnable {
     return FAILURE;
   }
 
+  /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path). */
+  static String clean(String file) {
+    try {
+      return java.nio.file.Path.of(file).toAbsolutePath().normalize().toString();
+    } catch (java.nio.file.InvalidPathException e) {
+      return file;
+    }
+  }
+
   /** One line naming the problem, without a stack trace. */
   static String describe(Throwable ex) {
+    if (ex instanceof java.io.UncheckedIOException u && u.getCause() != null) {
+      return describe(u.getCause()); // its own message is the cause's class and message
+    }
     if (ex instanceof NoSuchFileException n) {
-      return (n.getReason() == null ? "no such file" : n.getReason()) + ": " + n.getFile();
+      return (n.getReason() == null ? "no such file" : n.getReason()) + ": " + clean(n.getFile());
+    }
+    if (ex instanceof java.nio.file.FileSystemException f && f.getFile() != null && !(ex instanceof NoSuchFileException)) {
+      // The JDK's own form, "FILE: reason", with the file's path clean.
+      return clean(f.getFile()) + (f.getOtherFile() == null ? "" : " -> " + clean(f.getOtherFile()))
+          + ": " + (f.getReason() == null ? ex.getClass().getSimpleName().replace("Exception", "").replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(java.util.Locale.ROOT) : f.getReason());
     }
     String m = ex.getMessage();
     if (m == null || m.isBlank()) {

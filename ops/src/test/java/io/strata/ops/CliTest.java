@@ -169,4 +169,39 @@ class CliTest {
     Cli.Result d = Cli.run("dataset", "describe", tmp.resolve("t1").toString(), "--json");
     assertTrue(d.out().contains("\"type\" : \"binary\""), d.out());
   }
+  @Test
+  void verifyChecksEveryOrcByteAndAZeroRowDatasetIsValid() throws Exception {
+    // decimal.orc imported, then 8 bytes overwritten inside a stream: verify names the damage,
+    // and a job reading it from ORC gets the error, never the values.
+    Path orc = Files.copy(Path.of(System.getProperty("strata.conformance.dir"), "decimal.orc"), tmp.resolve("decimal.orc"));
+    Path ds = tmp.resolve("dec");
+    assertEquals(0, Cli.run("dataset", "import", "--out", ds.toString(), orc.toString()).code());
+    Cli.Result ok = Cli.run("dataset", "verify", ds.toString());
+    assertEquals(0, ok.code(), ok.err());
+    assertTrue(ok.out().contains("every stream's"), ok.out());
+    long size = Files.size(orc);
+    try (var ch = java.nio.channels.FileChannel.open(orc, java.nio.file.StandardOpenOption.WRITE)) {
+      ch.write(java.nio.ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}), size / 3);
+    }
+    Cli.Result bad = Cli.run("dataset", "verify", ds.toString());
+    assertEquals(1, bad.code(), bad.out());
+    assertTrue(bad.err().contains("decimal.orc") && bad.err().contains("stream is damaged"), bad.err());
+    Cli.Result read = Cli.run("loader", "run", "--dataset", ds.toString(), "--mode", "rows", "--no-shuffle", "--batch", "1000");
+    assertEquals(1, read.code(), read.out());
+    assertTrue(read.err().contains("stream is damaged"), read.err());
+
+    // A valid dataset of no rows verifies (exit 0), with or without an SSD tier to check.
+    Path empty = tmp.resolve("empty.orc");
+    org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(false);
+    org.apache.orc.OrcFile.createWriter(new org.apache.hadoop.fs.Path(empty.toUri()), org.apache.orc.OrcFile.writerOptions(conf)
+        .setSchema(org.apache.orc.TypeDescription.fromString("struct<a:bigint,b:string>"))).close();
+    Path zero = tmp.resolve("zero");
+    Cli.Result imp = Cli.run("dataset", "import", "--out", zero.toString(), empty.toString());
+    assertEquals(0, imp.code(), imp.err());
+    for (List<String> args : List.of(List.of("dataset", "verify", zero.toString()),
+        List.of("dataset", "verify", zero.toString(), "--ssd", tmp.resolve("ssd0").toString()))) {
+      Cli.Result v = Cli.run(args.toArray(String[]::new));
+      assertEquals(0, v.code(), args + ": " + v.err());
+    }
+  }
 }

@@ -411,7 +411,8 @@ public final class DatasetGenerator {
             features,
             fileInfos,
             chunks,
-            new Manifest.SampleIndexInfo("sample_id", indexPath, samples));
+            new Manifest.SampleIndexInfo("sample_id", indexPath, samples))
+        .withStreamChecksums(StreamChecksums.write(dir.resolve(StreamChecksums.FILE_NAME), StreamChecksums.FILE_NAME, paths));
     manifest.write(dir);
     return new Report(manifest, bytes, (System.nanoTime() - started) / 1e9);
   }

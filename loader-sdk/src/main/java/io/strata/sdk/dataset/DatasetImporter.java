@@ -156,7 +156,9 @@ public final class DatasetImporter {
       sampleInfo = scan(o, draft, progress);
     }
     Manifest manifest =
-        new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo);
+        new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo)
+            .withStreamChecksums(StreamChecksums.write(o.datasetDir().resolve(StreamChecksums.FILE_NAME),
+                StreamChecksums.FILE_NAME, files));
     manifest.write(o.datasetDir());
     return manifest;
   }

@@ -65,6 +65,12 @@ public final class Manifest {
    */
   public record ReplicaInfo(String field, String feature, int position) {}
 
+  /**
+   * The dataset's stream checksums ({@link StreamChecksums}, docs/FORMAT.md §1.6): the file, in
+   * the dataset directory, and its own CRC32C.
+   */
+  public record StreamChecksumsInfo(String path, String crc32c) {}
+
   private final String name;
   private final String version;
   private final long rows;
@@ -73,6 +79,7 @@ public final class Manifest {
   private final List<ChunkInfo> chunks;
   private final SampleIndexInfo sampleIndex;
   private final List<ReplicaInfo> replicas;
+  private final StreamChecksumsInfo streamChecksums;
 
   public Manifest(
       String name,
@@ -94,6 +101,20 @@ public final class Manifest {
       List<ChunkInfo> chunks,
       SampleIndexInfo sampleIndex,
       List<ReplicaInfo> replicas) {
+    this(name, version, rows, features, files, chunks, sampleIndex, replicas, null);
+  }
+
+  private Manifest(
+      String name,
+      String version,
+      long rows,
+      List<FeatureInfo> features,
+      List<OrcFileInfo> files,
+      List<ChunkInfo> chunks,
+      SampleIndexInfo sampleIndex,
+      List<ReplicaInfo> replicas,
+      StreamChecksumsInfo streamChecksums) {
+    this.streamChecksums = streamChecksums;
     this.name = checkName(name);
     this.version = Objects.requireNonNull(version, "version");
     this.rows = rows;
@@ -103,6 +124,16 @@ public final class Manifest {
     this.sampleIndex = sampleIndex;
     this.replicas = replicas.stream().sorted(java.util.Comparator.comparingInt(ReplicaInfo::position)).toList();
     validate();
+  }
+
+  /** This manifest naming {@code info} as its stream checksums (null: none recorded). */
+  public Manifest withStreamChecksums(StreamChecksumsInfo info) {
+    return new Manifest(name, version, rows, features, files, chunks, sampleIndex, replicas, info);
+  }
+
+  /** The stream checksums recorded for the dataset's files, or null (a dataset written before they were). */
+  public StreamChecksumsInfo streamChecksums() {
+    return streamChecksums;
   }
 
   /** Checks a dataset name: letters, digits, '_', '.', '-', at most 128 characters. */
@@ -240,6 +271,9 @@ public final class Manifest {
       s.put("path", sampleIndex.path());
       s.put("samples", sampleIndex.samples());
     }
+    if (streamChecksums != null) {
+      root.putObject("streamChecksums").put("path", streamChecksums.path()).put("crc32c", streamChecksums.crc32c());
+    }
     if (!replicas.isEmpty()) {
       ArrayNode rs = root.putArray("replicas");
       for (ReplicaInfo r : replicas) {
@@ -316,8 +350,13 @@ public final class Manifest {
         throw new IllegalArgumentException("format version " + formatVersion + " does not match its replicas ("
             + replicas.size() + ")");
       }
+      StreamChecksumsInfo sums = null;
+      if (root.hasNonNull("streamChecksums")) {
+        JsonNode c = root.get("streamChecksums");
+        sums = new StreamChecksumsInfo(text(c, "path"), text(c, "crc32c"));
+      }
       return new Manifest(
-          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample, replicas);
+          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample, replicas, sums);
     } catch (IllegalArgumentException e) {
       throw new CorruptFileException(file, "invalid manifest: " + e.getMessage(), e);
     }

@@ -84,6 +84,9 @@ final class OrcIo {
       if (e.getCause() instanceof java.nio.file.AccessDeniedException denied) {
         throw denied;
       }
+      if (strataCause(e) != null) {
+        throw strataCause(e);
+      }
       // Only now look at the file's shape (two more reads, which a file that opens never pays):
       // the plain cases get their own message rather than orc-core's.
       checkShape(file, confinement);
@@ -167,23 +170,71 @@ final class OrcIo {
     };
   }
 
-  /** The messages of an exception and its causes, without repeats or file URIs. */
+  /** Words of a library's own that a message to a user must not carry (class names, buffer dumps, JVM phrasing). */
+  private static final java.util.regex.Pattern LIBRARY_WORDS = java.util.regex.Pattern.compile(
+      "java\\.|javax\\.|org\\.apache|com\\.google|\\$|Exception|Error\\b|Cannot (read|invoke|load|store|assign)"
+          + "|out of bounds for length|ByteBuffer|\\bnull\\b|protocol message|\\bthis\\.");
+
+  /**
+   * What went wrong when orc-core failed on a file's bytes, in words of Strata's own: the kind
+   * of damage its failure shows (a length or offset out of range, a stream missing, data that
+   * does not decompress, a file that ends early), never the library's class names or internal
+   * messages; a message of Strata's own (a value out of range) is kept. The library's exception
+   * stays the cause, for a stack trace under {@code STRATA_DEBUG}.
+   */
   static String describeChain(Throwable e) {
-    StringBuilder sb = new StringBuilder();
     java.util.Set<Throwable> seen = new java.util.HashSet<>();
+    String kept = null;
     for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+      String kind = kindOf(t);
+      if (kind != null) {
+        return kind;
+      }
       String m = t.getMessage();
-      String part = m == null ? t.getClass().getSimpleName() : m.replaceAll(" in file:\\S+", "").strip();
-      if (!sb.toString().contains(part)) {
-        sb.append(sb.isEmpty() ? "" : ": ").append(part);
+      if (kept == null && m != null && !m.isBlank() && !LIBRARY_WORDS.matcher(m).find()) {
+        kept = m.replaceAll(" in file:\\S+", "").strip();
       }
     }
-    return sb.toString();
+    return kept != null ? kept : "its encoded data is malformed (damaged, or written by a faulty writer)";
+  }
+
+  /** A {@link CorruptFileException} of Strata's own in {@code e}'s causes (orc-core wraps what its streams throw), or null. */
+  static CorruptFileException strataCause(Throwable e) {
+    java.util.Set<Throwable> seen = new java.util.HashSet<>();
+    for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+      if (t instanceof CorruptFileException c) {
+        return c;
+      }
+    }
+    return null;
+  }
+
+  /** The kind of damage a library failure shows, or null where its type says nothing. */
+  private static String kindOf(Throwable t) {
+    String m = String.valueOf(t.getMessage());
+    if (t instanceof IndexOutOfBoundsException || t instanceof NegativeArraySizeException
+        || t instanceof java.nio.BufferUnderflowException || t instanceof java.nio.BufferOverflowException) {
+      return "its encoded data points outside itself (a length, offset or dictionary entry out of range)";
+    }
+    if (t instanceof NullPointerException) {
+      return "a stream its encoding needs is missing";
+    }
+    if (t instanceof java.util.zip.DataFormatException || m.contains("Decompress") || m.contains("decompress")
+        || m.contains("buffer too small") || m.contains("Corrupt input") || m.contains("invalid stored block")
+        || m.contains("incorrect header check") || m.contains("Malformed input")) {
+      return "its compressed data does not decompress";
+    }
+    if (t instanceof java.io.EOFException || m.contains("Read past end") || m.contains("past EOF") || m.contains("Can't finish")) {
+      return "it ends before its data does (truncated?)";
+    }
+    if (t.getClass().getName().endsWith("InvalidProtocolBufferException") || (m.contains("stripe") && m.contains("footer"))) {
+      return "its metadata (ORC's footer or a stripe footer) is malformed";
+    }
+    return null;
   }
 
   static String describe(Throwable e) {
-    String m = e.getMessage();
-    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    return describeChain(e);
   }
 
   /** A memory manager that never forces a stripe flush: stripes end only where the writer says. */

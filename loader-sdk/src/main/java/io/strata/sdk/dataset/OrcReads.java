@@ -79,6 +79,22 @@ public final class OrcReads {
     FOOTERS.put(key, footers);
   }
 
+  /**
+   * Stream checksums by file ({@link #key}): registered by the table that opened the file, checked
+   * by every stream orc-core opens on it against the bytes it reads.
+   */
+  private static final java.util.concurrent.ConcurrentHashMap<String, StreamChecksums.File> SUMS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  static void remember(String key, StreamChecksums.File sums) {
+    SUMS.put(key, sums);
+  }
+
+  /** Forgets {@code sums} of the file {@code key} names, unless another table has registered its own since. */
+  static void forget(String key, StreamChecksums.File sums) {
+    SUMS.remove(key, sums);
+  }
+
   /** Forgets {@code footers} of the file {@code key} names, unless another table has registered its own since. */
   static void forget(String key, StripeFooters footers) {
     FOOTERS.remove(key, footers);
@@ -118,7 +134,7 @@ public final class OrcReads {
       java.nio.file.Path file = pathToFile(f).toPath();
       FSDataInputStream in = confinement.confined() ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
           : super.open(f, bufferSize);
-      return new FSDataInputStream(new Counting(in, key(file)));
+      return new FSDataInputStream(new Counting(in, key(file), file));
     }
   }
 
@@ -195,12 +211,22 @@ public final class OrcReads {
     private static final int KEEP = 64 << 10;
     private final FSDataInputStream in;
     private final String file;
+    private final java.nio.file.Path path;
     private long keptPosition = -1;
     private byte[] kept;
 
-    Counting(FSDataInputStream in, String file) {
+    Counting(FSDataInputStream in, String file, java.nio.file.Path path) {
       this.in = in;
       this.file = file;
+      this.path = path;
+    }
+
+    /** Checks the recorded streams that {@code data} (the file's bytes from {@code position}) covers, if any are recorded. */
+    private void verify(long position, ByteBuffer data) throws IOException {
+      StreamChecksums.File sums = SUMS.get(file);
+      if (sums != null) {
+        sums.check(path, position, data);
+      }
     }
 
     @Override
@@ -259,6 +285,7 @@ public final class OrcReads {
       }
       in.readFully(position, buffer, offset, length);
       count(length);
+      verify(position, ByteBuffer.wrap(buffer, offset, length));
       if (length <= KEEP) {
         kept = java.util.Arrays.copyOfRange(buffer, offset, offset + length);
         keptPosition = position;
@@ -299,6 +326,7 @@ public final class OrcReads {
           run.duplicate().put(bytes);
         }
         count(length);
+        verify(start, run.duplicate().limit(run.position() + length));
         for (int k = i; k < j; k++) {
           FileRange r = sorted.get(k);
           ByteBuffer b = run.duplicate();

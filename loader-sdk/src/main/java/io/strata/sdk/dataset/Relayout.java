@@ -76,7 +76,7 @@ public final class Relayout {
         placed.add(new Manifest.OrcFileInfo(layout + "/" + i.path(), i.bytes(), i.rows(), i.crc32c()));
       }
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex(),
-          w.replicas());
+          w.replicas()).withStreamChecksums(streamChecksums(tmp, w, layout + "/"));
       // Commit: the layout directory appears whole (one rename), the old files are listed for
       // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
       Path target = dir.resolve(layout);
@@ -134,7 +134,7 @@ public final class Relayout {
         Files.copy(dir.resolve(old.sampleIndex().path()), index);
       }
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex(),
-          w.replicas());
+          w.replicas()).withStreamChecksums(streamChecksums(tmp, w, ""));
       next.write(tmp);
       AtomicFiles.fsyncDirectory(tmp);
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
@@ -196,6 +196,15 @@ public final class Relayout {
           + " once (twice for one stored twice): " + names);
     }
     return old;
+  }
+
+  /** The stream checksums of the files written in {@code tmp}, kept there; {@code prefix} is tmp's place in the dataset. */
+  private static Manifest.StreamChecksumsInfo streamChecksums(Path tmp, Written w, String prefix) throws IOException {
+    List<Path> files = new ArrayList<>();
+    for (Manifest.OrcFileInfo i : w.infos()) {
+      files.add(tmp.resolve(i.path()));
+    }
+    return StreamChecksums.write(tmp.resolve(StreamChecksums.FILE_NAME), prefix + StreamChecksums.FILE_NAME, files);
   }
 
   /** The new files in a temporary directory, checked, with their stripe map, checksums and version. */

@@ -23,12 +23,23 @@ import org.apache.orc.TimestampColumnStatistics;
  * integer and decimal sums, boolean true counts) are an
  * independent record of what the stripe holds, so a disagreement means the decoded values are
  * wrong. A statistic that is zero is treated as absent (old writers omit some), so that no valid
- * file is rejected for missing statistics.
+ * file is rejected for missing statistics. A minimum and a maximum are bounds, not the values
+ * themselves: a writer may record wider ones (decimal64_v2.orc's writer records a minimum of 0
+ * for values from 2), so values outside them are damage and values inside are not. Counts, sums
+ * and totals are exact.
+ *
+ * <p>Timestamps: writers from ORC-135 on record them in UTC (compared to the millisecond);
+ * older writers recorded the writer's local time, so their bounds are widened by the largest
+ * difference between two time zones ({@link #LOCAL_TIME_SLACK_MILLIS}) instead of skipped: a
+ * damaged value decades away is still caught.
  */
 final class StripeStatisticsCheck {
+  /** UTC+14 to UTC-12: the most a local time recorded by an old writer may differ from the same instant read here. */
+  static final long LOCAL_TIME_SLACK_MILLIS = 26L * 3600 * 1000;
+
   private StripeStatisticsCheck() {}
 
-  /** As below, for a file whose writer recorded timestamp statistics in local time (they are not compared). */
+  /** As below, for a file whose writer recorded timestamp statistics in local time (compared give or take 26 hours). */
   static void check(Path file, int stripe, String name, ColumnStatistics stats, Column c) throws CorruptFileException {
     check(file, stripe, name, stats, c, false);
   }
@@ -95,8 +106,8 @@ final class StripeStatisticsCheck {
             }
           }
         }
-        if (s.getMinimum() != min || s.getMaximum() != max) {
-          fail(file, stripe, name, "decoded values in [" + min + ", " + max + "], the stripe statistics record ["
+        if (min < s.getMinimum() || max > s.getMaximum()) {
+          fail(file, stripe, name, "decoded values in [" + min + ", " + max + "], outside the bounds the stripe statistics record ["
               + s.getMinimum() + ", " + s.getMaximum() + "]");
         }
         if (sumDefined && s.isSumDefined() && s.getSum() != sum) {
@@ -118,8 +129,8 @@ final class StripeStatisticsCheck {
           min = Math.min(min, v);
           max = Math.max(max, v);
         }
-        if (Double.compare(s.getMinimum(), min) != 0 || Double.compare(s.getMaximum(), max) != 0) {
-          fail(file, stripe, name, "decoded values in [" + min + ", " + max + "], the stripe statistics record ["
+        if (min < s.getMinimum() || max > s.getMaximum()) {
+          fail(file, stripe, name, "decoded values in [" + min + ", " + max + "], outside the bounds the stripe statistics record ["
               + s.getMinimum() + ", " + s.getMaximum() + "]");
         }
       }
@@ -137,9 +148,9 @@ final class StripeStatisticsCheck {
           sum = sum.add(v);
         }
         if (s.getMinimum() != null && s.getMaximum() != null
-            && (s.getMinimum().bigDecimalValue().compareTo(min) != 0 || s.getMaximum().bigDecimalValue().compareTo(max) != 0)) {
+            && (min.compareTo(s.getMinimum().bigDecimalValue()) < 0 || max.compareTo(s.getMaximum().bigDecimalValue()) > 0)) {
           fail(file, stripe, name, "decoded values in [" + min.toPlainString() + ", " + max.toPlainString()
-              + "], the stripe statistics record [" + s.getMinimum() + ", " + s.getMaximum() + "]");
+              + "], outside the bounds the stripe statistics record [" + s.getMinimum() + ", " + s.getMaximum() + "]");
         }
         // The writer drops the sum when it overflows 38 digits: then it is null.
         if (s.getSum() != null && s.getSum().bigDecimalValue().compareTo(sum) != 0) {
@@ -150,31 +161,32 @@ final class StripeStatisticsCheck {
         long[] range = longRange(c);
         long min = range[0];
         long max = range[1];
-        if (s.getMinimumDayOfEpoch() != min || s.getMaximumDayOfEpoch() != max) {
-          fail(file, stripe, name, "decoded days in [" + min + ", " + max + "], the stripe statistics record ["
+        if (min < s.getMinimumDayOfEpoch() || max > s.getMaximumDayOfEpoch()) {
+          fail(file, stripe, name, "decoded days in [" + min + ", " + max + "], outside the bounds the stripe statistics record ["
               + s.getMinimumDayOfEpoch() + ", " + s.getMaximumDayOfEpoch() + "]");
         }
       }
-      case TimestampColumnStatistics s when t.kind() == FeatureType.Kind.TIMESTAMP && utcTimestamps
-          && s.getMinimumUTC() != null && s.getMaximumUTC() != null -> {
+      case TimestampColumnStatistics s when t.kind() == FeatureType.Kind.TIMESTAMP
+          && (utcTimestamps ? s.getMinimumUTC() != null && s.getMaximumUTC() != null
+              : s.getMinimum() != null && s.getMaximum() != null) -> {
         long[] range = longRange(c);
-        long min = range[0];
-        long max = range[1];
         // Decoded values are nanoseconds; the statistics keep milliseconds (and writers have
-        // rounded the maximum up), so a millisecond either way is no disagreement.
-        long minMillis = Math.floorDiv(min, 1_000_000L);
-        long maxMillis = Math.floorDiv(max, 1_000_000L);
-        long recordedMin = s.getMinimumUTC().getTime();
-        long recordedMax = s.getMaximumUTC().getTime();
-        if (Math.abs(minMillis - recordedMin) > 1 || Math.abs(maxMillis - recordedMax) > 1) {
+        // rounded the maximum up), so a millisecond either way is no disagreement; an old
+        // writer's local time may be off by any time zone's offset.
+        long minMillis = Math.floorDiv(range[0], 1_000_000L);
+        long maxMillis = Math.floorDiv(range[1], 1_000_000L);
+        long recordedMin = utcTimestamps ? s.getMinimumUTC().getTime() : s.getMinimum().getTime();
+        long recordedMax = utcTimestamps ? s.getMaximumUTC().getTime() : s.getMaximum().getTime();
+        long slack = utcTimestamps ? 1 : LOCAL_TIME_SLACK_MILLIS;
+        if (minMillis < recordedMin - slack || maxMillis > recordedMax + slack) {
           fail(file, stripe, name, "decoded timestamps in [" + java.time.Instant.ofEpochMilli(minMillis) + ", "
-              + java.time.Instant.ofEpochMilli(maxMillis) + "], the stripe statistics record ["
-              + java.time.Instant.ofEpochMilli(recordedMin) + ", " + java.time.Instant.ofEpochMilli(recordedMax) + "]");
+              + java.time.Instant.ofEpochMilli(maxMillis) + "], outside the bounds the stripe statistics record ["
+              + java.time.Instant.ofEpochMilli(recordedMin) + ", " + java.time.Instant.ofEpochMilli(recordedMax) + "]"
+              + (utcTimestamps ? "" : " (in the writer's local time, give or take 26 hours)"));
         }
       }
       default -> {
-        // Counts only for other types, and for timestamps of writers before ORC-135, which
-        // recorded their statistics in local time (a valid file could disagree).
+        // Counts only for other types.
       }
     }
   }

@@ -107,6 +107,9 @@ class OrcConformanceTest {
                                         new DatasetImporter.Options("bad", List.of(orc), dsDir, null, true, false),
                                         io.strata.sdk.Progress.NONE));
                         assertTrue(e.getMessage().contains(orc.getFileName().toString()), e.getMessage());
+                        assertFalse(java.util.regex.Pattern.compile("Exception|java\\.|org\\.apache|out of bounds for length"
+                            + "|ByteBuffer|Cannot read|\\.\\./").matcher(e.getMessage()).find(),
+                            "in Strata's words, the path clean: " + e.getMessage());
                         assertFalse(Files.exists(dsDir.resolve(Manifest.FILE_NAME)), "no manifest for a rejected import");
                       })));
     }
@@ -127,6 +130,82 @@ class OrcConformanceTest {
       assertTrue(e.getMessage().contains("missing_blob_stream_in_string_dict.orc"), e.getMessage());
       assertTrue(e.getMessage().contains("string_col is damaged"), e.getMessage());
     }
+  }
+
+  /**
+   * TestOrcFile.testUnionAndTimestamp.orc was written before ORC-135 (timestamp statistics in
+   * local time). Its timestamp stream overwritten, 8 bytes at a time at places across the stream,
+   * before import: every import either refuses the file or serves timestamps within the
+   * statistics' bounds (26 hours of slack for local time) and every other value right; never a
+   * timestamp decades off (which it did when old writers' timestamps went unchecked). Damage that
+   * stays within the bounds is beyond what statistics can tell; the stream checksums recorded at
+   * import catch damage after it.
+   */
+  @org.junit.jupiter.api.Test
+  void anOldWritersDamagedTimestampsAreRefusedNotServed() throws Exception {
+    Path orc = conformanceDir().resolve("TestOrcFile.testUnionAndTimestamp.orc");
+    List<JsonNode> expected = readExpected(conformanceDir().resolve("expected/TestOrcFile.testUnionAndTimestamp.jsn.gz"));
+    long[] stream = null;
+    try (org.apache.orc.Reader reader = OrcIo.open(orc)) {
+      int timeColumn = reader.getSchema().getFieldNames().indexOf("time") + 1;
+      StreamChecksums.File sums = StreamChecksums.compute(orc, reader);
+      for (int i = 0; i < sums.streams() && stream == null; i++) {
+        if (sums.column(i) == timeColumn && sums.kind(i) == org.apache.orc.OrcProto.Stream.Kind.DATA && sums.stream(i)[1] >= 16) {
+          stream = sums.stream(i);
+        }
+      }
+    }
+    assertTrue(stream != null, "the file has a timestamp data stream");
+    long[] timeRange = {Long.MAX_VALUE, Long.MIN_VALUE};
+    for (JsonNode row : expected) {
+      if (row.hasNonNull("time")) {
+        long nanos = ((java.time.LocalDateTime) expectedValue(FeatureType.TIMESTAMP, row.get("time")))
+            .toEpochSecond(java.time.ZoneOffset.UTC) * 1_000_000_000L;
+        timeRange[0] = Math.min(timeRange[0], nanos);
+        timeRange[1] = Math.max(timeRange[1], nanos);
+      }
+    }
+    int refused = 0;
+    int servedRight = 0;
+    for (int k = 0; k < 12; k++) {
+      // Past the stream's first run header: damage there sends orc-core through a long decode (36 s).
+      long at = stream[0] + 8 + (stream[1] - 16) * k / 11;
+      Path copy = tmp.resolve("damaged-" + k + ".orc");
+      Files.copy(orc, copy);
+      try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(copy, java.nio.file.StandardOpenOption.WRITE)) {
+        ch.write(java.nio.ByteBuffer.wrap(new byte[] {0x7f, 0x3e, 0x55, 0x12, 0x7f, 0x01, 0x66, 0x2a}), at);
+      }
+      Path dsDir = tmp.resolve("damaged-ds-" + k);
+      try {
+        DatasetImporter.importFiles(new DatasetImporter.Options("dmg", List.of(copy), dsDir, null, true, false),
+            io.strata.sdk.Progress.NONE);
+      } catch (CorruptFileException e) {
+        assertTrue(e.getMessage().contains(copy.toString()), e.getMessage());
+        refused++;
+        continue;
+      }
+      try (Dataset ds = Dataset.open(dsDir)) {
+        for (ChunkInfo c : ds.chunks()) {
+          try (Arena arena = Arena.ofConfined()) {
+            SequencedMap<String, Column> cols = ds.readChunk(c.index(), ds.featureNames(), arena);
+            Column time = cols.remove("time");
+            compare(ds, cols, expected, c.firstRow(), "damaged at " + at);
+            long slack = (StripeStatisticsCheck.LOCAL_TIME_SLACK_MILLIS + 1_000) * 1_000_000L;
+            for (int r = 0; r < time.length(); r++) {
+              if (!time.isNull(r)) {
+                assertTrue(time.getLong(r) >= timeRange[0] - slack && time.getLong(r) <= timeRange[1] + slack,
+                    "damaged at " + at + ": row " + (c.firstRow() + r) + " served " + time.getObject(r)
+                        + ", outside the file's timestamps give or take 26 hours");
+              }
+            }
+          }
+        }
+      }
+      servedRight++;
+    }
+    assertTrue(refused > 0, "refused " + refused + ", served right " + servedRight);
+    System.out.printf("FAULTS old-writer timestamps: 12 damaged copies, %d refused at import, %d imported with every timestamp within the statistics' bounds; 0 served outside the bounds%n",
+        refused, servedRight);
   }
 
   private void checkFile(Path orc) throws Exception {

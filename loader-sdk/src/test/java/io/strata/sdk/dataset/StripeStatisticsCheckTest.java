@@ -68,7 +68,7 @@ class StripeStatisticsCheckTest {
   }
 
   @Test
-  void timestampsOutsideTheRecordedRangeAreDamageWhenTheWriterRecordedThemInUtc() {
+  void timestampsOutsideTheRecordedRangeAreDamageInUtcOrAnOldWritersLocalTime() {
     long[] millis = {1_700_000_000_123L, 1_700_000_500_456L, 1_700_000_250_789L};
     int[] nanosOfMilli = {456_789, 0, 999_999};
     ColumnStatisticsImpl stats = ColumnStatisticsImpl.create(TypeDescription.createTimestamp());
@@ -87,8 +87,16 @@ class StripeStatisticsCheckTest {
       CorruptFileException e = assertThrows(CorruptFileException.class,
           () -> StripeStatisticsCheck.check(FILE, 0, "event_time", stats, timestamps(arena, damaged), true));
       assertTrue(e.getMessage().contains("event_time") && e.getMessage().contains("timestamps"), e.getMessage());
-      // A writer before ORC-135 recorded local time: not compared.
-      assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "event_time", stats, timestamps(arena, damaged), false));
+      // A writer before ORC-135 recorded local time: compared give or take the widest time-zone
+      // difference, so a value a time zone away passes and one a year away is damage.
+      long[] zoned = decoded.clone();
+      for (int i = 0; i < zoned.length; i++) {
+        zoned[i] -= 14L * 3600 * 1_000_000_000L; // the writer was at UTC+14
+      }
+      assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "event_time", stats, timestamps(arena, zoned), false));
+      CorruptFileException old = assertThrows(CorruptFileException.class,
+          () -> StripeStatisticsCheck.check(FILE, 0, "event_time", stats, timestamps(arena, damaged), false));
+      assertTrue(old.getMessage().contains("writer's local time"), old.getMessage());
     }
   }
 
