@@ -329,6 +329,32 @@ class _Server:
         self.slabs.clear()
 
 
+def _buffer(server, lease, ref):
+    """A buffer of the batch: a view of its slab, keeping the lease (and so the slab) alive."""
+    if ref is None:
+        return None
+    sid, off, length = ref
+    slab = lease.slabs.get(sid)
+    if slab is None:
+        slab = lease.slabs[sid] = server.slab(sid)
+    return pa.foreign_buffer(slab.address + off, length, base=lease)
+
+
+def _array(server, lease, c):
+    """One column of a batch message as an Arrow array over the batch's slabs."""
+    typ = _arrow_type(c["type"])
+    validity, offsets, values = [_buffer(server, lease, r) for r in c["buffers"]]
+    children = None
+    if pa.types.is_list(typ):
+        layout = [validity, offsets]
+        children = [_array(server, lease, c["child"])]
+    elif pa.types.is_string(typ) or pa.types.is_binary(typ):
+        layout = [validity, offsets, values if values is not None else pa.py_buffer(b"")]
+    else:
+        layout = [validity, values if values is not None else pa.py_buffer(b"")]
+    return pa.Array.from_buffers(typ, c["length"], layout, null_count=c["nullCount"], offset=c["offset"], children=children)
+
+
 def _local_path(location):
     """A dataset location as the Java side takes it: a path, or a file:// URI (other schemes are refused there)."""
     text = os.fspath(location)
@@ -431,34 +457,11 @@ class Loader:
             yield batch
 
     def _build(self, server, b):
+        # No closure here refers to itself (a recursive inner function is a reference cycle, which
+        # would keep the lease, and so the batch's slab, until the cyclic collector ran).
         lease = _Lease(b["seq"], server.released)
-
-        def buf(ref):
-            if ref is None:
-                return None
-            sid, off, length = ref
-            slab = lease.slabs.get(sid)
-            if slab is None:
-                slab = lease.slabs[sid] = server.slab(sid)
-            return pa.foreign_buffer(slab.address + off, length, base=lease)
-
-        def array(c):
-            typ = _arrow_type(c["type"])
-            bufs = [buf(r) for r in c["buffers"]]
-            validity, offsets, values = bufs
-            children = None
-            if pa.types.is_list(typ):
-                layout = [validity, offsets]
-                children = [array(c["child"])]
-            elif pa.types.is_string(typ) or pa.types.is_binary(typ):
-                layout = [validity, offsets, values if values is not None else pa.py_buffer(b"")]
-            else:
-                layout = [validity, values if values is not None else pa.py_buffer(b"")]
-            return pa.Array.from_buffers(typ, c["length"], layout, null_count=c["nullCount"], offset=c["offset"],
-                                         children=children)
-
         cols = b["columns"]
-        arrays = [array(c) for c in cols]
+        arrays = [_array(server, lease, c) for c in cols]
         schema = pa.schema([pa.field(c["name"], a.type) for c, a in zip(cols, arrays)],
                            metadata={"strata.epoch": str(b["epoch"]), "strata.step": str(b["step"])})
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -67,6 +67,12 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
     return dir;
   }
 
+  /** The service closes a batch only when the job gave it back, and never reads it after: no scope per batch. */
+  @Override
+  public boolean scopedBatches() {
+    return false;
+  }
+
   @Override
   public Slab allocate(long bytes) throws IOException {
     int id = ids.getAndIncrement();

@@ -41,6 +41,8 @@ public final class OrcTable implements AutoCloseable {
   private final String[] footerKeys;
   private final List<?>[] stripeStats;
   private final long[] fileFirstRow;
+  /** Each chunk's first row, for {@link #chunkOf}. */
+  private final long[] chunkFirstRows;
   private final Map<String, Integer> columnIndex = new HashMap<>();
   private volatile boolean closed;
   private final io.strata.sdk.internal.Confinement confinement;
@@ -72,6 +74,7 @@ public final class OrcTable implements AutoCloseable {
     for (int i = 0; i < manifest.features().size(); i++) {
       columnIndex.put(manifest.features().get(i).name(), i);
     }
+    this.chunkFirstRows = manifest.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
   }
 
   /** The absolute path of ORC file {@code index}. */
@@ -275,14 +278,14 @@ public final class OrcTable implements AutoCloseable {
     return reader(file).getRowIndexStride();
   }
 
-  /** Index of the chunk holding global row {@code row}. */
+  /** Index of the chunk holding global row {@code row} (a binary search of the chunks' first rows; a shuffled batch asks once a row). */
   public int chunkOf(long row) {
-    List<ChunkInfo> chunks = manifest.chunks();
+    long[] first = chunkFirstRows;
     int lo = 0;
-    int hi = chunks.size() - 1;
+    int hi = first.length - 1;
     while (lo < hi) {
       int mid = (lo + hi + 1) >>> 1;
-      if (chunks.get(mid).firstRow() <= row) {
+      if (first[mid] <= row) {
         lo = mid;
       } else {
         hi = mid - 1;

@@ -391,7 +391,7 @@ public final class ColumnBuilder {
         if (c.type() != type && !c.type().equals(type)) {
           throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
         }
-        anyValidity |= c.validity() != MemorySegment.NULL;
+        anyValidity |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
       }
     }
     if (n == 0) {
@@ -413,42 +413,26 @@ public final class ColumnBuilder {
       }
     }
     long at = rows;
-    switch (width) {
-      case 0 -> {
-        for (int k = 0; k < n; k++) {
-          Bits.set(values, at + k, Bits.get(src[col[k]], (long) base[col[k]] + row[k]));
-        }
+    // One source column at a time, so that the inner loop reads one segment (its bounds and
+    // liveness checked once, the loop left to the gather itself): the rows of each source, in
+    // batch order, come from a counting sort of the positions by source.
+    int[] first = new int[cols.length + 1];
+    for (int k = 0; k < n; k++) {
+      first[col[k] + 1]++;
+    }
+    for (int c = 0; c < cols.length; c++) {
+      first[c + 1] += first[c];
+    }
+    int[] next = first.clone();
+    int[] order = new int[n];
+    for (int k = 0; k < n; k++) {
+      order[next[col[k]]++] = k;
+    }
+    for (int c = 0; c < cols.length; c++) {
+      if (first[c] == first[c + 1]) {
+        continue;
       }
-      case 1 -> {
-        for (int k = 0; k < n; k++) {
-          int c = col[k];
-          values.set(ValueLayout.JAVA_BYTE, at + k, src[c].get(ValueLayout.JAVA_BYTE, (long) base[c] + row[k]));
-        }
-      }
-      case 2 -> {
-        for (int k = 0; k < n; k++) {
-          int c = col[k];
-          values.set(Le.SHORT, (at + k) * 2, src[c].get(Le.SHORT, ((long) base[c] + row[k]) * 2));
-        }
-      }
-      case 4 -> {
-        for (int k = 0; k < n; k++) {
-          int c = col[k];
-          values.set(Le.INT, (at + k) * 4, src[c].get(Le.INT, ((long) base[c] + row[k]) * 4));
-        }
-      }
-      case 8 -> {
-        for (int k = 0; k < n; k++) {
-          int c = col[k];
-          values.set(Le.LONG, (at + k) * 8, src[c].get(Le.LONG, ((long) base[c] + row[k]) * 8));
-        }
-      }
-      default -> {
-        for (int k = 0; k < n; k++) {
-          int c = col[k];
-          MemorySegment.copy(src[c], ((long) base[c] + row[k]) * width, values, (at + k) * width, width);
-        }
-      }
+      gather(src[c], base[c], row, order, first[c], first[c + 1], at);
     }
     if (anyValidity) {
       for (int k = 0; k < n; k++) {
@@ -473,6 +457,51 @@ public final class ColumnBuilder {
 
   private static final boolean NATIVE_LE = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
 
+
+  /**
+   * Copies rows {@code row[order[j]]} of {@code src} (values from element {@code base} on) to
+   * positions {@code at + order[j]} of this builder's values, for {@code j} in {@code [from, to)}.
+   */
+  private void gather(MemorySegment src, long base, int[] row, int[] order, int from, int to, long at) {
+    switch (width) {
+      case 0 -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          Bits.set(values, at + k, Bits.get(src, base + row[k]));
+        }
+      }
+      case 1 -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          values.set(ValueLayout.JAVA_BYTE, at + k, src.get(ValueLayout.JAVA_BYTE, base + row[k]));
+        }
+      }
+      case 2 -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          values.set(Le.SHORT, (at + k) * 2, src.get(Le.SHORT, (base + row[k]) * 2));
+        }
+      }
+      case 4 -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          values.set(Le.INT, (at + k) * 4, src.get(Le.INT, (base + row[k]) * 4));
+        }
+      }
+      case 8 -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          values.set(Le.LONG, (at + k) * 8, src.get(Le.LONG, (base + row[k]) * 8));
+        }
+      }
+      default -> {
+        for (int j = from; j < to; j++) {
+          int k = order[j];
+          MemorySegment.copy(src, (base + row[k]) * width, values, (at + k) * width, width);
+        }
+      }
+    }
+  }
   /** {@code dst[dstIndex + k] = src[srcIndex + k] + delta} for {@code k < count} (int32 offsets). */
   private static void rebaseOffsets(
       MemorySegment src, long srcIndex, MemorySegment dst, long dstIndex, int count, int delta) {

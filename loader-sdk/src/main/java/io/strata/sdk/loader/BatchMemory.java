@@ -22,6 +22,18 @@ public interface BatchMemory {
   /** A slab of at least {@code bytes} bytes, 64-byte aligned. */
   Slab allocate(long bytes) throws IOException;
 
+  /**
+   * Whether each batch's buffers get a scope of their own that closing the batch ends, so that a
+   * column used after its batch was closed fails instead of showing the next batch's data (the
+   * default). Closing such a scope stops every thread of the process briefly (a handshake), a
+   * cost paid per batch; a consumer whose Java batches never outlive their use (the Python loader
+   * service, where the job holds the memory itself and the service closes each batch when the job
+   * gives it back) turns it off.
+   */
+  default boolean scopedBatches() {
+    return true;
+  }
+
   /** Memory of the job's own process ({@link Arena#ofShared()}); what a loader uses by default. */
   static BatchMemory offHeap() {
     return bytes -> {

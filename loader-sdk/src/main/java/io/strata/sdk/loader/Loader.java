@@ -142,7 +142,10 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     if (node != null) {
       node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
     }
-    this.slabs = new SlabPool(b.depth + b.threads + 2, b.batchMemory);
+    // Slabs for the batches in the prefetch queue and being assembled, the batch the job holds, the
+    // one it has let go of but not yet returned (a Python job returns it with its next request),
+    // and one in transit.
+    this.slabs = new SlabPool(b.depth + b.threads + 4, b.batchMemory);
     this.assemblyThreads = Math.min(b.assemblyThreads == Builder.AUTO ? autoAssemblyThreads(b.threads) : b.assemblyThreads,
         features.size());
     if (b.cacheRoot != null) {
