@@ -6,9 +6,11 @@ any thread: a batch's lease only appends its number to a deque, which the iterat
 sends to the server with its next request.
 """
 
+import base64
 import collections
 import hashlib
 import json
+import numbers
 import mmap
 import os
 import shutil
@@ -20,6 +22,7 @@ import threading
 import time
 import warnings
 
+import numpy as np
 import pyarrow as pa
 
 _STATE_FORMAT = 1
@@ -93,7 +96,11 @@ def _serve_command():
     With $STRATA_CLASSPATH set, java ($STRATA_JAVA, else java on $PATH) runs it from that class
     path; otherwise the ``strata`` launcher does (it finds a JDK 25 and builds what is missing).
     """
-    opts = os.environ.get("STRATA_PY_JAVA_OPTS", "-XX:+UseSerialGC -Xss512k").split()
+    # A bounded heap that gives memory back: the service's batches live off the heap (shared memory), and
+    # without a bound the JVM grows its heap with garbage it has no reason to collect (150-180 MiB a round
+    # of jobs was measured); an ORC stripe decoded on the heap is the largest thing it holds.
+    opts = os.environ.get("STRATA_PY_JAVA_OPTS",
+                          "-XX:+UseSerialGC -Xss512k -Xmx384m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30").split()
     cp = os.environ.get("STRATA_CLASSPATH")
     if cp:
         java = os.environ.get("STRATA_JAVA") or shutil.which("java")
@@ -199,6 +206,7 @@ def _start_service():
         return s, path
     _private_dir(os.path.dirname(path))
     log_path = path + ".log"
+    log_from = _log_size(log_path)
     proc = _spawn_service(cmd, env, path, log_path)
     spawned = time.monotonic()
     deadline = spawned + float(os.environ.get("STRATA_LOADER_START_TIMEOUT", "300"))
@@ -211,7 +219,7 @@ def _start_service():
             return s, path
         code = proc.poll()
         if code is not None and code != 0:
-            raise StrataError(_last_line(log_path) or "strata: the loader service failed to start (exit code %d)" % code)
+            raise StrataError(_last_line(log_path, log_from) or "strata: the loader service failed to start (exit code %d)" % code)
         if code == 0 and time.monotonic() - spawned >= 1.0:
             # Exit 0: another service held the lock. It is starting (its socket will answer), or it
             # is an idle one on its way out (it took its socket away first): start ours again, at
@@ -232,14 +240,36 @@ def _spawn_service(cmd, env, path, log_path):
             raise StrataError("strata: cannot start the loader service (%s): %s" % (cmd[0], e)) from None
 
 
-def _last_line(log_path):
+def _log_size(log_path):
+    try:
+        return os.path.getsize(log_path)
+    except OSError:
+        return 0
+
+
+def _last_line(log_path, since=0):
+    """The last error line the service wrote to its log after byte `since` (the log is shared by
+    every service started on the socket: what came before is another service's); its own start
+    notice is not an error."""
     try:
         with open(log_path, "rb") as f:
+            f.seek(since)
             lines = [l.strip() for l in f.read().decode(errors="replace").splitlines() if l.strip()]
     except OSError:
         return ""
+    lines = [l for l in lines if not l.startswith("strata: loader service on ")]
     strata_lines = [l for l in lines if l.startswith("strata:")]
     return (strata_lines or lines or [""])[-1]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
 
 
 class _Server:
@@ -248,6 +278,11 @@ class _Server:
 
     def __init__(self, request):
         self.sock, self.path = _start_service()
+        self.log_from = _log_size(self.path + ".log")
+        try:
+            self.pid = int(open(self.path + ".pid").read().strip())
+        except (OSError, ValueError):
+            self.pid = None
         self.out = self.sock.makefile("rb")
         self.released = collections.deque()
         self.slabs = {}
@@ -270,11 +305,28 @@ class _Server:
             raise self._died() from None
 
     def _died(self):
-        last = _last_line(self.path + ".log")
-        return StrataError("strata: the loader service closed the connection" + (" (its log ends: %s)" % last if last else ""))
+        """The error for a service that went away under this session: named, with what its log said
+        since this session began; its shared memory is removed when it is gone."""
+        gone = self.pid is not None and not _alive(self.pid)
+        last = _last_line(self.path + ".log", self.log_from)
+        who = "the loader service%s on %s" % ("" if self.pid is None else " (pid %d)" % self.pid, self.path)
+        if gone:
+            self._remove_slabs()
+        return StrataError("strata: %s %s" % (who, "died" if gone else "closed the connection")
+                           + (" (its log since this job began: %s)" % last if last else ""))
+
+    def _remove_slabs(self):
+        """The session's slab directory, once its service is dead (the next service would remove it too)."""
+        d = self.dir
+        if d and os.path.basename(d).startswith("strata-py-"):
+            self.slabs.clear()
+            shutil.rmtree(d, ignore_errors=True)
 
     def _read(self):
-        line = self.out.readline()
+        try:
+            line = self.out.readline()
+        except OSError:
+            raise self._died() from None
         if not line:
             raise self._died()
         try:
@@ -380,14 +432,27 @@ class Loader:
     samples with all their rows), ``"rows"`` (``batch_rows`` rows) or ``"windows"``
     (``batch_samples`` windows of ``window`` rows plus ``lookahead`` label rows, every ``stride``).
     substitutable: let the loader take, within an epoch, batches whose chunks are on the SSD tier
-    first (every batch once; ``state_dict`` records it).
+    first (every batch once; ``state_dict`` records it). start_epoch: begin at that epoch's first
+    batch (of ``epochs`` in all, counted from 0). units: after each batch, ``loader.units``
+    is a numpy array of what its units are (the sample ids of a sample batch, the first row of
+    each block of a row batch, each window's number), to ask another reader for the same rows.
     """
 
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None, *,
                  mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, window=32, lookahead=1, stride=1,
-                 drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1, substitutable=False):
+                 drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1, substitutable=False,
+                 units=False, start_epoch=0):
         if mode not in ("samples", "rows", "windows"):
             raise StrataUsageError("strata: mode must be samples, rows or windows, got %r" % (mode,))
+        if isinstance(features, (str, bytes)):
+            features = [features.decode() if isinstance(features, bytes) else features]  # one feature, not its letters
+        for name, value, low, high in (("seed", seed, -(1 << 63), 1 << 63), ("start_epoch", start_epoch, 0, 1 << 31),
+                                       ("epochs", epochs, 1, 1 << 31)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value < high:
+                raise StrataUsageError("strata: %s must be an integer in [%d, %d), got %r" % (name, low, high, value))
+        if ssd is not None and not os.path.isdir(os.fspath(ssd)):
+            raise StrataUsageError("strata: no SSD tier directory at %s (promote features there first: strata promote --ssd)"
+                                   % os.fspath(ssd))
         if not (0 <= rank < world):
             raise StrataUsageError("strata: rank must be in 0..world-1, got rank %r of world %r" % (rank, world))
         self._request = {
@@ -412,6 +477,8 @@ class Loader:
             "prefetch": int(prefetch),
             "threads": int(threads),
             "substitutable": bool(substitutable),
+            "units": bool(units),
+            "startEpoch": int(start_epoch),
             "resume": None,
             "token": os.environ.get("STRATA_TOKEN") or None,
         }
@@ -421,6 +488,7 @@ class Loader:
         self._position = None
         self._steps = None
         self.stats = None
+        self.units = None
         self._warned = False
         self._start()
 
@@ -453,6 +521,8 @@ class Loader:
             b = msg["batch"]
             server.map_slabs(b["slabs"], b["retired"])
             batch = self._build(server, b)
+            if "units" in b:
+                self.units = np.frombuffer(base64.b64decode(b["units"]), dtype="<i8")
             self._position = b["checkpoint"]
             yield batch
 

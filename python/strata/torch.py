@@ -14,6 +14,9 @@ shared memory (no copy in the worker); a column with nulls also gives ``"NAME.va
 strings and binaries stay pyarrow arrays.
 """
 
+import numbers
+import os
+import types
 import warnings
 
 import numpy as np
@@ -79,22 +82,81 @@ def to_tensors(batch):
 
 class StrataIterableDataset(IterableDataset):
     """A :class:`strata.Loader` per DataLoader worker, each a shard; yields dicts of tensors
-    (``as_tensors=False``: the pyarrow RecordBatches themselves)."""
+    (``as_tensors=False``: the pyarrow RecordBatches themselves).
+
+    Each pass (each ``iter()``, as a DataLoader starts an epoch) reads the next ``epochs`` epochs
+    in a new order: pass ``p`` reads epochs ``[p * epochs, (p + 1) * epochs)``, ``p`` counted
+    from :meth:`set_epoch` (as ``DistributedSampler``) or, when nothing sets it, by the passes
+    this object has begun. With ``persistent_workers=True`` each worker keeps its copy and counts
+    its own passes, so the order still changes every epoch; ``set_epoch`` reaches workers made
+    after it was called (a new worker copies the dataset), not persistent ones already running.
+    The loader's settings (``args``) are fixed at construction: a read-only mapping.
+
+    ``len()`` is the batches per epoch of this rank read by one reader (with several workers
+    each reads its shard, and their batches add up to at most ``workers - 1`` more).
+    ``state_dict()`` / ``load_state_dict()`` follow torchdata's ``StatefulDataLoader``: called in
+    each worker, they save and restore that worker's position (its pass and its loader's
+    checkpoint), so a resumed job continues with the next batch of every worker.
+    """
 
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None,
                  as_tensors=True, **options):
         super().__init__()
-        self.args = dict(dataset=dataset, features=features, batch_samples=batch_samples, seed=seed, epochs=epochs,
-                         node=node, **options)
+        if isinstance(features, (str, bytes)):
+            features = [features.decode() if isinstance(features, bytes) else features]
+        self._args = dict(dataset=dataset, features=features, batch_samples=batch_samples, seed=seed, epochs=epochs,
+                          node=node, **options)
         self.rank = rank
         self.world = world
         self.as_tensors = as_tensors
         self.stats = None
+        self._epoch = 0
+        self._passes = 0
+        self._resume = None
+        self._current = None  # (pass, loader) of the pass under way in this process
+        self._length = None
 
-    def __iter__(self):
+    @property
+    def args(self):
+        """The loader's settings (read-only: a pass of another worker could not see a change)."""
+        return types.MappingProxyType(self._args)
+
+    def set_epoch(self, epoch):
+        """The epoch the next pass reads (as ``DistributedSampler.set_epoch``)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ValueError("strata: the epoch must be a non-negative integer, got %r" % (epoch,))
+        self._epoch = int(epoch)
+        self._passes = 0
+
+    def _shard(self):
         info = get_worker_info()
         workers, wid = (1, 0) if info is None else (info.num_workers, info.id)
-        loader = Loader(rank=self.rank * workers + wid, world=self.world * workers, **self.args)
+        return self.rank * workers + wid, self.world * workers
+
+    def __len__(self):
+        if self._length is None:
+            args = dict(self._args, epochs=1)
+            with Loader(rank=self.rank, world=self.world, **args) as probe:
+                self._length = probe.steps_per_epoch
+        return self._length
+
+    def __iter__(self):
+        rank, world = self._shard()
+        per = int(self._args.get("epochs", 1))
+        if self._resume is not None:
+            p, checkpoint = self._resume["pass"], self._resume["checkpoint"]
+            self._resume = None
+        else:
+            p, checkpoint = self._epoch + self._passes, None
+        self._passes = p - self._epoch + 1
+        args = dict(self._args, epochs=(p + 1) * per)
+        if "threads" not in args:
+            # Each worker's loader assembles on its share of the cores (workers x threads beyond them only contend).
+            args["threads"] = max(1, (os.cpu_count() or 1) // max(1, world // max(1, self.world)))
+        loader = Loader(rank=rank, world=world, start_epoch=p * per, **args)
+        if checkpoint is not None:
+            loader.load_state_dict({"format": 1, "checkpoint": checkpoint})
+        self._current = (p, loader)
         try:
             for batch in loader:
                 yield to_tensors(batch) if self.as_tensors else batch
@@ -102,3 +164,20 @@ class StrataIterableDataset(IterableDataset):
             self.stats = loader.stats
         finally:
             loader.close()
+
+    def state_dict(self):
+        """This process's position: the pass under way and its loader's checkpoint (torchdata's
+        convention: each worker's own)."""
+        if self._current is None:
+            return {"format": 1, "pass": self._epoch + self._passes, "checkpoint": None}
+        p, loader = self._current
+        return {"format": 1, "pass": p, "checkpoint": loader.state_dict()["checkpoint"]}
+
+    def load_state_dict(self, state):
+        """Continue from ``state`` (from :meth:`state_dict` of the same worker): the next pass resumes there."""
+        if not isinstance(state, dict) or state.get("format") != 1 or not isinstance(state.get("pass"), int):
+            raise ValueError("strata: not a StrataIterableDataset state (expected the dict state_dict() returns)")
+        if state["checkpoint"] is None:
+            self._epoch, self._passes, self._resume = state["pass"], 0, None
+        else:
+            self._resume = {"pass": state["pass"], "checkpoint": state["checkpoint"]}

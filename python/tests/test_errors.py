@@ -104,3 +104,37 @@ def test_a_socket_or_shared_memory_directory_others_control_is_refused(dataset, 
         strata.Loader(dataset, features=["amount"])
     assert "refusing %s" % open_dir in one_line(e) and "writable by others" in one_line(e), one_line(e)
     assert os.listdir(open_dir) == []
+
+
+def test_seeds_epochs_and_a_missing_ssd_are_refused_by_name(dataset, tmp_path):
+    for kwargs, words in (({"seed": 1.5}, "seed"), ({"seed": 1 << 64}, "seed"), ({"seed": True}, "seed"),
+                          ({"epochs": 0}, "epochs"), ({"ssd": str(tmp_path / "no-such-tier")}, "no SSD tier directory")):
+        with pytest.raises(strata.StrataUsageError) as e:
+            strata.Loader(dataset, features=["amount"], **kwargs)
+        assert words in one_line(e), one_line(e)
+    assert not os.path.exists(tmp_path / "no-such-tier"), "nothing created"
+
+
+def test_a_dead_loader_service_is_named_and_its_memory_removed(dataset, tmp_path, monkeypatch):
+    import signal
+    import time
+
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(tmp_path / "svc" / "loader.sock"))
+    ld = strata.Loader(dataset, features=["amount"], batch_samples=4, epochs=50)
+    it = iter(ld)
+    next(it)
+    slab_dir = ld._server.dir
+    pid = ld._server.pid
+    assert os.path.isdir(slab_dir)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 10
+    while time.time() < deadline and os.path.exists("/proc/%d" % pid) and open("/proc/%d/stat" % pid).read().split()[2] != "Z":
+        time.sleep(0.05)
+    with pytest.raises(strata.StrataError) as e:
+        for _ in range(1000):
+            next(it)
+    text = one_line(e)
+    assert "the loader service (pid %d)" % pid in text and ("died" in text or "closed the connection" in text), text
+    assert "loader service on" not in text, "an old start notice is not the cause: " + text
+    ld.close()
+    assert not os.path.exists(slab_dir), "the dead service's shared memory is removed by the job that saw it die"

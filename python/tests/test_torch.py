@@ -40,3 +40,65 @@ def test_a_tiny_model_trains(dataset):
         opt.step()
         losses.append(loss.item())
     assert len(losses) > 3 and all(np.isfinite(losses))
+
+
+def order_of(loader_batches):
+    return np.concatenate([b["sample_id"].numpy() for b in loader_batches])
+
+
+def test_a_new_order_every_epoch_with_persistent_workers_and_set_epoch(dataset):
+    ds = StrataIterableDataset(dataset, features=["sample_id"], batch_samples=16, seed=4)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    first = order_of(list(dl))
+    second = order_of(list(dl))
+    assert np.array_equal(np.sort(first), np.sort(second)), "every sample once per epoch"
+    assert not np.array_equal(first, second), "persistent workers read a new order in the second epoch"
+    # set_epoch, as DistributedSampler: epoch 1 is the same order whoever asks for it.
+    ds0 = StrataIterableDataset(dataset, features=["sample_id"], batch_samples=16, seed=4)
+    ds0.set_epoch(1)
+    again = order_of(list(DataLoader(ds0, batch_size=None, num_workers=0)))
+    plain = order_of([to_tensors(b) for b in strata.Loader(dataset, features=["sample_id"], batch_samples=16, seed=4,
+                                                           epochs=2, start_epoch=1)])
+    assert np.array_equal(again, plain)
+    ds0.set_epoch(1)
+    assert np.array_equal(order_of(list(DataLoader(ds0, batch_size=None))), plain), "set_epoch again: the same epoch"
+    # The settings are fixed: changing them is an error, not silently ignored by running workers.
+    try:
+        ds.args["seed"] = 9
+        raise AssertionError("args changed")
+    except TypeError:
+        pass
+
+
+def test_len_is_the_batches_of_an_epoch(dataset):
+    ds = StrataIterableDataset(dataset, features=["sample_id"], batch_samples=16, seed=4)
+    assert len(ds) == len(list(DataLoader(ds, batch_size=None, num_workers=0)))
+    assert len(DataLoader(ds, batch_size=None)) == len(ds)
+
+
+def test_stateful_dataloader_resumes_every_worker_with_its_next_batch(dataset):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    def make():
+        return StatefulDataLoader(StrataIterableDataset(dataset, features=["sample_id"], batch_samples=8, seed=6),
+                                  batch_size=None, num_workers=2)
+
+    whole = [b["sample_id"].numpy() for b in make()]
+    dl = make()
+    it = iter(dl)
+    head = [next(it)["sample_id"].numpy() for _ in range(5)]
+    state = dl.state_dict()
+    del it, dl
+    resumed = make()
+    resumed.load_state_dict(state)
+    tail = [b["sample_id"].numpy() for b in resumed]
+    got = head + tail
+    assert len(got) == len(whole)
+    assert all(np.array_equal(a, b) for a, b in zip(got, whole)), "the resumed run continues exactly"
+
+
+def test_a_feature_given_as_a_string_is_one_feature(dataset):
+    b = next(iter(strata.Loader(dataset, features="amount", batch_samples=4)))
+    assert b.schema.names == ["amount"]
+    t = next(iter(DataLoader(StrataIterableDataset(dataset, features="amount", batch_samples=4), batch_size=None)))
+    assert list(t) == ["amount"]

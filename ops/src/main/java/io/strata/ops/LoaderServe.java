@@ -212,6 +212,8 @@ public final class LoaderServe {
     private long seq;
     private long copiedBytes;
     private long servedBytes;
+    /** Whether each batch message says what its units are ({@code "units": true} in the request). */
+    private boolean withUnits;
 
     /** A batch the job holds, and the spill slab of its buffers that lay outside every slab. */
     private record Held(Batch batch, BatchMemory.Slab spill) {}
@@ -261,6 +263,11 @@ public final class LoaderServe {
       Dataset ds = Dataset.open(io.strata.sdk.dataset.Locations.local(datasetPath));
       resources.add(ds);
       String ssd = text(r, "ssd", null);
+      if (ssd != null && !Files.isDirectory(Path.of(ssd))) {
+        // A mistyped tier would otherwise become a new, empty one, and every read silently go to ORC.
+        throw new IllegalArgumentException("no SSD tier directory at " + ssd + " (promote features there first: strata promote"
+            + " --ssd " + ssd + ")");
+      }
       String nodeUrl = text(r, "node", null);
       if (ssd != null && nodeUrl != null) {
         throw new IllegalArgumentException("give node or ssd, not both: the node owns its SSD tier");
@@ -300,6 +307,7 @@ public final class LoaderServe {
           .shuffle(shuffle)
           .substitutable(r.path("substitutable").asBoolean(false))
           .dropLast(r.path("dropLast").asBoolean(false));
+      withUnits = r.path("units").asBoolean(false);
       String mode = text(r, "mode", "samples");
       switch (mode) {
         case "samples" -> b.sampleBatches(batch);
@@ -323,6 +331,9 @@ public final class LoaderServe {
           warning = "strata: warning: " + Main.describe(e) + "; reading from ORC until the node answers";
         }
         b.node(client, job);
+      }
+      if (r.hasNonNull("startEpoch")) {
+        b.startEpoch(integer(r, "startEpoch", 0));
       }
       String resume = text(r, "resume", null);
       if (resume != null) {
@@ -407,6 +418,14 @@ public final class LoaderServe {
         ObjectNode body = msg.putObject("batch");
         body.put("seq", n).put("epoch", batch.epoch()).put("step", batch.step()).put("rows", batch.rows())
             .put("checkpoint", HexFormat.of().formatHex(batch.checkpoint().toBytes()));
+        if (withUnits) {
+          // What each unit of the batch is (a sample id, a block's first row, a window): little-endian int64s.
+          java.nio.ByteBuffer ids = java.nio.ByteBuffer.allocate(8 * batch.units()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+          for (int k = 0; k < batch.units(); k++) {
+            ids.putLong(batch.unitId(k));
+          }
+          body.put("units", java.util.Base64.getEncoder().encodeToString(ids.array()));
+        }
         long outside = 0;
         for (Column c : batch.columns().values()) {
           outside += outsideBytes(c);

@@ -32,7 +32,8 @@ class BenchAllTest {
     for (String n : BenchAll.NAMES) {
       assertTrue(all.has(n), "missing " + n);
       assertTrue(Files.exists(out.resolve(n + ".json")), n);
-      if (!(n.equals("gpu") || n.equals("python") || n.equals("cluster")) || all.path(n).path("available").asBoolean()) {
+      if (!(n.equals("gpu") || n.equals("python") || n.equals("cluster") || n.equals("peers"))
+          || all.path(n).path("available").asBoolean()) {
         String svg = Files.readString(out.resolve(n + ".svg"));
         assertTrue(svg.startsWith("<svg") && svg.strip().endsWith("</svg>"), n);
       }
@@ -81,6 +82,28 @@ class BenchAllTest {
       assertTrue(python.path("ratios").path("pythonVsJava").asDouble() > 0, python.toString());
       assertTrue(python.path("ratios").path("pythonVsTorchMemmap").asDouble() > 0, python.toString());
       assertTrue(python.path("memory").path("servicePrivateBytesOneJob").asLong() > 0, python.toString());
+    }
+    // The tools a PyTorch user would pick: every peer present, each one's batches equal to Strata's.
+    JsonNode peers = all.path("peers");
+    if ("1".equals(System.getenv("STRATA_REQUIRE_PYTHON"))) {
+      assertTrue(peers.path("available").asBoolean(), "peers: " + peers);
+    }
+    if (peers.path("available").asBoolean()) {
+      assertTrue(peers.path("atom").path("batchesChecked").asInt() >= 1, peers.path("atom").toString());
+      for (String p : new String[] {"pyarrowIpc", "numpyMemmap", "duckdbParquet", "strata1", "strata2"}) {
+        assertTrue(peers.path("atom").path("peers").path(p).path("rowsPerSecond").asDouble() > 0, p + ": " + peers.path("atom"));
+      }
+      assertTrue(peers.path("rows").path("batchesChecked").asInt() >= 1, peers.path("rows").toString());
+      assertTrue(peers.path("rows").path("rayChecked").asInt() > 0, "Ray Data's batch checked: " + peers.path("rows"));
+      for (String p : new String[] {"numpyLoop", "numpyBatchSampler", "numpyIterable", "huggingFace", "rayData", "strata"}) {
+        assertTrue(peers.path("rows").path("workers0").path(p).path("batchesPerSecond").asDouble() > 0, p + ": " + peers.path("rows"));
+      }
+      assertTrue(peers.path("docs").path("docsChecked").asInt() > 0, peers.path("docs").toString());
+      for (String k : new String[] {"atomVsBestPeer", "rowsVsBestPeer0", "rowsVsBestPeer2", "docsVsIrDatasets",
+          "memoryVsLeanestPeer3", "assemblyVsGatherFloor1", "assemblyVsGatherFloorN"}) {
+        assertTrue(peers.path("ratios").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
+      }
+      assertTrue(peers.path("versions").path("duckdb").isTextual(), "peers are pinned by version: " + peers.path("versions"));
     }
     String text = Files.readString(md);
     assertTrue(text.contains(BenchAll.BEGIN) && text.contains(BenchAll.END), text);

@@ -119,24 +119,26 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.end = stepsPerEpoch * b.epochs;
     long start = 0;
     long planStart = 0;
-    if (b.resume != null) {
-      if (b.resume.planHash() != planHash) {
+    // A start epoch is a checkpoint at that epoch's first batch.
+    Checkpoint resume = b.resume != null ? b.resume : b.startEpoch > 0 ? new Checkpoint(b.startEpoch, 0, planHash) : null;
+    if (resume != null) {
+      if (resume.planHash() != planHash) {
         throw new IllegalArgumentException(
             "the checkpoint belongs to a different plan (dataset, features, batching, seed or shard changed)");
       }
-      if (b.resume.ahead() != 0 && !b.substitutable) {
+      if (resume.ahead() != 0 && !b.substitutable) {
         throw new IllegalArgumentException("the checkpoint was written by a loader with substitutable reads (it delivered steps"
             + " out of order); resume it with substitutable reads");
       }
-      planStart = Math.min(end, b.resume.epoch() * stepsPerEpoch + b.resume.step());
-      start = b.substitutable ? Math.min(end, Substitution.start(b.resume, stepsPerEpoch)) : planStart;
+      planStart = Math.min(end, resume.epoch() * stepsPerEpoch + resume.step());
+      start = b.substitutable ? Math.min(end, Substitution.start(resume, stepsPerEpoch)) : planStart;
     }
     if (b.substitutable && b.cacheRoot != null) {
       throw new IllegalArgumentException("substitutable reads change the order of an epoch's batches; the batch cache needs the"
           + " plan's order: use one or the other");
     }
     this.subst = b.substitutable
-        ? new Substitution(plan, dataset, store, storageNames, stepsPerEpoch, b.depth, planHash, b.resume) : null;
+        ? new Substitution(plan, dataset, store, storageNames, stepsPerEpoch, b.depth, planHash, resume) : null;
     this.next = start;
     this.program = PlanProgram.of(plan, b.epochs, planStart);
     if (node != null) {
@@ -386,6 +388,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private int assemblyThreads = 1;
     private Checkpoint resume;
     private Path cacheRoot;
+    private int startEpoch;
     private long cacheMaxBytes = 1L << 30;
     private int cacheLookback = 2;
     private Duration cacheStaleAfter = Duration.ofHours(24);
@@ -565,6 +568,19 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     /** Continue after {@code checkpoint}. */
     public Builder resumeFrom(Checkpoint checkpoint) {
       this.resume = checkpoint;
+      return this;
+    }
+
+    /**
+     * Begin at the first batch of epoch {@code epoch} (what a checkpoint taken there would resume),
+     * reading up to the end of the last of {@link #epochs}; a checkpoint given to {@link
+     * #resumeFrom} wins. What a PyTorch job's {@code set_epoch} asks for.
+     */
+    public Builder startEpoch(int epoch) {
+      if (epoch < 0) {
+        throw new IllegalArgumentException("the start epoch must not be negative, got " + epoch);
+      }
+      this.startEpoch = epoch;
       return this;
     }
 

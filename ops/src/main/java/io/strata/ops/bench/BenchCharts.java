@@ -119,6 +119,19 @@ final class BenchCharts {
             List.of("before relayout", "after relayout"),
             List.of(r.path("before").path("requestsPerEpoch").asDouble(), r.path("after").path("requestsPerEpoch").asDouble()), false);
       }
+      case "peers" -> {
+        if (!r.path("available").asBoolean(true)) {
+          return null;
+        }
+        List<String> labels = new ArrayList<>();
+        List<Double> values = new ArrayList<>();
+        r.path("ratios").properties().forEach(e -> {
+          labels.add(e.getKey());
+          values.add(e.getValue().asDouble());
+        });
+        return bars("Strata vs the tools a PyTorch user would pick: ratios (1 = even; memory: lower is leaner)", "ratio", labels,
+            values, false);
+      }
       case "cluster" -> {
         if (!r.path("available").asBoolean()) {
           return null;
@@ -438,6 +451,20 @@ final class BenchCharts {
               r.path("disk").path("what").asText("the working directory's own disk"), Terminal.seconds(b.path("epochSeconds").asDouble()),
               Terminal.seconds(a.path("epochSeconds").asDouble()), q.path("epochTimeAfterVsBefore").asDouble(),
               r.path("identical").asBoolean() ? "identical" : "DIFFERENT"));
+        }
+        case "peers" -> {
+          m.append("### 12. The tools a PyTorch user would pick: `bench peers`").append(time).append("\n\n");
+          if (!r.path("available").asBoolean()) {
+            m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
+          } else {
+            StringBuilder q = new StringBuilder();
+            r.path("ratios").properties().forEach(x -> q.append(q.isEmpty() ? "" : ", ").append('`').append(x.getKey())
+                .append("` **").append(String.format(Locale.ROOT, "%.2f", x.getValue().asDouble())).append("**"));
+            m.append(String.format(Locale.ROOT, "%,d rows, %,d documents, warm; each peer used as its documentation recommends, every"
+                + " peer's batch checked equal to Strata's first. Ratios: %s. The full tables and what each figure assumes:"
+                + " BENCHMARKS.md \"PyTorch jobs: Strata and the tools a user would pick\".%n%n", r.path("rows").asLong(),
+                r.path("documents").asLong(), q));
+          }
         }
         case "cluster" -> {
           m.append("### 11. Clustered nodes across network namespaces: `bench cluster`").append(time).append("\n\n");

@@ -1,0 +1,780 @@
+"""The tools a PyTorch user would pick instead of Strata, side by side with it (`strata bench peers`).
+
+    peers.py SPEC.json SCENARIO
+
+Each peer is used through its own API the way its documentation recommends (batched access
+where it offers it), on the same data and the same requests as Strata, and every peer's batch is
+checked equal to Strata's for the same request before it is timed. One JSON object per
+scenario on stdout (its last line). Scenarios:
+
+  prepare   write the peers' copies of the dataset (Arrow IPC, Parquet, .npy per column, a Hugging
+            Face dataset on disk) and the document corpus (untimed)
+  atom      seed 000's own workload: 512 random identifiers per batch, all rows of each
+  rows      shuffled single rows, fixed-width features, as torch tensors; 0 and 2 workers
+  docs      seed 004's: random documents by id from 1, 2, 4 and 8 processes
+  memory    seed 001's: host memory of 1, 3 and 8 concurrent jobs, every process counted
+  job-*     one process of the docs and memory scenarios (started by them)
+
+The rates are batches (documents) per second after a warm-up, in this process's steady state;
+the data lies in the page cache (warm), which the spec's 'warm' says.
+"""
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def versions():
+    out = {"python": sys.version.split()[0]}
+    for mod in ("numpy", "pyarrow", "torch", "duckdb", "datasets", "ray", "lz4"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception as e:  # not installed: the peer is reported unavailable
+            out[mod] = None
+    return out
+
+
+def rate(step, seconds, warmup=2, min_batches=3):
+    """Calls step() (one batch; returns its rows) `warmup` times, then for `seconds` (at least
+    `min_batches` times); returns batches/s and rows/s."""
+    for _ in range(warmup):
+        step()
+    n = 0
+    rows = 0
+    t0 = time.perf_counter()
+    while n < min_batches or time.perf_counter() - t0 < seconds:
+        rows += step()
+        n += 1
+    dt = time.perf_counter() - t0
+    return {"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "rowsPerSecond": rows / dt}
+
+
+def iterate_rate(make_iter, seconds, skip, per=lambda b: 1):
+    """The rate of an iterator (a DataLoader): the first `skip` batches (start-up, workers filling
+    their queues) are not timed; a new iterator is made when one ends."""
+    it = make_iter()
+    seen = 0
+    while seen < skip:
+        try:
+            next(it)
+        except StopIteration:
+            it = make_iter()
+            continue
+        seen += 1
+    n = 0
+    t0 = time.perf_counter()
+    while n < 3 or time.perf_counter() - t0 < seconds:
+        try:
+            next(it)
+        except StopIteration:
+            it = make_iter()
+            continue
+        n += 1
+    dt = time.perf_counter() - t0
+    del it
+    return {"batches": n, "seconds": dt, "batchesPerSecond": n / dt}
+
+
+# ----------------------------------------------------------------------------------- data
+
+def files(spec):
+    d = spec["peerData"]
+    return {
+        "ipc": os.path.join(d, "events.arrow"),
+        "ranges": os.path.join(d, "ranges.npy"),
+        "parquet": os.path.join(d, "events.parquet"),
+        "npy": os.path.join(d, "npy"),
+        "hf": os.path.join(d, "hf"),
+        "docs": os.path.join(d, "docs"),
+    }
+
+
+def prepare(spec):
+    """The peers' copies of the Strata dataset, each in the form its tool reads, written once."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    f = files(spec)
+    os.makedirs(f["npy"], exist_ok=True)
+    manifest = json.load(open(os.path.join(spec["dataset"], "manifest.json")))
+    table = pa.concat_tables([orc.read_table(os.path.join(spec["dataset"], p["path"])) for p in manifest["files"]])
+    table = table.combine_chunks()
+    # Arrow IPC file, the seed's own store (uncompressed, memory-mappable)
+    with pa.OSFile(f["ipc"], "wb") as out, ipc.new_file(out, table.schema) as w:
+        w.write_table(table, max_chunksize=1 << 20)
+    # the identifier -> row range table (the seed's "dimensions table")
+    ids = table.column("sample_id").to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.r_[starts[1:], len(ids)]
+    np.save(f["ranges"], np.stack([ids[starts], starts, ends], 1))
+    # Parquet with its row number (Ray's batches are checked against the rows they hold)
+    pq.write_table(table.append_column("row", pa.array(np.arange(table.num_rows, dtype=np.int64))), f["parquet"],
+                   row_group_size=1 << 20)
+    # one .npy per column: fixed-width values; strings and lists as offsets + values
+    for name in table.column_names:
+        col = table.column(name).combine_chunks()
+        t = col.type
+        if col.null_count:
+            # numpy has no nulls: the values (nulls as zero) beside a validity mask, as Strata's tensors give them
+            np.save(os.path.join(f["npy"], name + ".valid.npy"), col.is_valid().to_numpy(zero_copy_only=False))
+            col = col.fill_null(0) if not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_list(t)) else col
+        if pa.types.is_string(t) or pa.types.is_binary(t):
+            col = col.cast(pa.large_string()) if pa.types.is_string(t) else col.cast(pa.large_binary())
+            np.save(os.path.join(f["npy"], name + ".offsets.npy"), np.frombuffer(col.buffers()[1], dtype=np.int64)[:len(col) + 1])
+            np.save(os.path.join(f["npy"], name + ".bytes.npy"), np.frombuffer(col.buffers()[2], dtype=np.uint8))
+        elif pa.types.is_list(t):
+            np.save(os.path.join(f["npy"], name + ".offsets.npy"), col.offsets.to_numpy())
+            np.save(os.path.join(f["npy"], name + ".values.npy"), col.values.to_numpy())
+        elif pa.types.is_boolean(t):
+            np.save(os.path.join(f["npy"], name + ".npy"), col.to_numpy(zero_copy_only=False))
+        elif pa.types.is_decimal(t):
+            np.save(os.path.join(f["npy"], name + ".npy"), np.frombuffer(col.buffers()[1], dtype=np.int64).reshape(-1, 2))
+        elif pa.types.is_timestamp(t):
+            np.save(os.path.join(f["npy"], name + ".npy"), col.cast(pa.int64()).to_numpy())
+        else:
+            np.save(os.path.join(f["npy"], name + ".npy"), col.to_numpy())
+    # a Hugging Face dataset on disk (Arrow files it memory-maps)
+    import datasets
+
+    datasets.Dataset(table.select(spec["rowFeatures"])).save_to_disk(f["hf"])
+    prepare_docs(spec)
+    emit({"prepared": spec["peerData"], "rows": table.num_rows, "samples": int(len(starts))})
+
+
+# ----------------------------------------------------------------------------------- ATOM
+
+def atom_fetchers(spec):
+    """Each peer's way to get all rows of a list of sample ids, as a dict of column -> numpy (or
+    Arrow for strings), materialized (what a training step then ships to a GPU)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    f = files(spec)
+    ranges = np.load(f["ranges"])
+    where = {int(s): i for i, s in enumerate(ranges[:, 0])}
+    cols = spec["atomFeatures"]
+
+    # pyarrow over a memory-mapped Arrow IPC file, with the identifier -> row range table: the seed's own code
+    table = ipc.open_file(pa.memory_map(f["ipc"])).read_all().select(cols)
+
+    def pyarrow_ipc(sample_ids):
+        parts = [table.slice(int(ranges[where[s], 1]), int(ranges[where[s], 2] - ranges[where[s], 1])) for s in sample_ids]
+        return pa.concat_tables(parts).combine_chunks()
+
+    # per-column numpy.memmap arrays (the seed's second candidate): ranges concatenated per column
+    mm = {}
+    for c in cols:
+        p = os.path.join(f["npy"], c + ".npy")
+        if os.path.exists(os.path.join(f["npy"], c + ".valid.npy")):
+            mm[c + ".valid"] = ("fixed", np.load(os.path.join(f["npy"], c + ".valid.npy"), mmap_mode="r"))
+        if os.path.exists(p):
+            mm[c] = ("fixed", np.load(p, mmap_mode="r"))
+        elif os.path.exists(os.path.join(f["npy"], c + ".bytes.npy")):
+            mm[c] = ("var", np.load(os.path.join(f["npy"], c + ".offsets.npy"), mmap_mode="r"),
+                     np.load(os.path.join(f["npy"], c + ".bytes.npy"), mmap_mode="r"))
+        else:
+            mm[c] = ("list", np.load(os.path.join(f["npy"], c + ".offsets.npy"), mmap_mode="r"),
+                     np.load(os.path.join(f["npy"], c + ".values.npy"), mmap_mode="r"))
+
+    def numpy_memmap(sample_ids):
+        spans = [(int(ranges[where[s], 1]), int(ranges[where[s], 2])) for s in sample_ids]
+        out = {}
+        for c, m in mm.items():
+            if m[0] == "fixed":
+                out[c] = np.concatenate([m[1][a:b] for a, b in spans])
+            else:
+                offs, vals = m[1], m[2]
+                lengths = np.concatenate([np.diff(offs[a:b + 1]) for a, b in spans])
+                o = np.zeros(len(lengths) + 1, dtype=np.int64)
+                np.cumsum(lengths, out=o[1:])
+                out[c] = (o, np.concatenate([vals[offs[a]:offs[b]] for a, b in spans]))
+        return out
+
+    # DuckDB over Parquet (the seed's baseline): one query per batch, ids as a list parameter
+    import duckdb
+
+    con = duckdb.connect()
+    select = ", ".join('p."%s"' % c for c in cols)
+    # the rows of the requested samples, samples in the order asked, rows in file order
+    query = ("SELECT %s FROM read_parquet('%s') p JOIN (SELECT unnest($ids) AS sid, generate_subscripts($ids, 1) AS pos) q"
+             " ON p.sample_id = q.sid ORDER BY q.pos, p.row") % (select, f["parquet"])
+
+    def duckdb_parquet(sample_ids):
+        return con.execute(query, {"ids": list(map(int, sample_ids))}).to_arrow_table()
+
+    return {"pyarrowIpc": pyarrow_ipc, "numpyMemmap": numpy_memmap, "duckdbParquet": duckdb_parquet}
+
+
+def as_table(x, cols):
+    """A peer's batch as a pyarrow Table, for comparison."""
+    import pyarrow as pa
+
+    if isinstance(x, pa.Table):
+        return x.select(cols).combine_chunks()
+    return None
+
+
+def check_atom(batch, got, cols, peer):
+    """Strata's batch (a RecordBatch) against a peer's answer for the same sample ids."""
+    import pyarrow as pa
+
+    if isinstance(got, dict):  # numpy peer: compare column values (where valid) and validity
+        for c in cols:
+            want = batch.column(c)
+            g = got[c]
+            t = want.type
+            if c + ".valid" in got:
+                valid = want.is_valid().to_numpy(zero_copy_only=False)
+                if not np.array_equal(valid, got[c + ".valid"]):
+                    raise SystemExit("peer %s differs from Strata in the nulls of column %s" % (peer, c))
+                want = want.filter(valid)
+                g = g[valid]
+            if isinstance(g, tuple):
+                offs, vals = g
+                if pa.types.is_list(t):
+                    same = np.array_equal(np.asarray(want.offsets) - want.offsets[0].as_py(), offs) and np.array_equal(
+                        want.flatten().to_numpy(), vals)
+                else:
+                    same = want.to_pylist() == [bytes(vals[offs[i]:offs[i + 1]]).decode() for i in range(len(offs) - 1)]
+            elif pa.types.is_boolean(t):
+                same = np.array_equal(want.to_numpy(zero_copy_only=False), g)
+            elif pa.types.is_decimal(t):
+                same = np.array_equal(np.frombuffer(want.buffers()[1], dtype=np.int64).reshape(-1, 2)[want.offset:want.offset + len(want)], g)
+            elif pa.types.is_timestamp(t):
+                same = np.array_equal(want.cast(pa.int64()).to_numpy(), g)
+            else:
+                same = np.array_equal(want.to_numpy(zero_copy_only=False), g)
+            if not same:
+                raise SystemExit("peer %s differs from Strata in column %s" % (peer, c))
+        return
+    t = as_table(got, cols)
+    for c in cols:
+        want = batch.column(c)
+        g = t.column(c).chunk(0) if t.column(c).num_chunks else t.column(c)
+        if pa.types.is_timestamp(want.type):
+            want, g = want.cast(pa.int64()), g.cast(pa.timestamp(want.type.unit)).cast(pa.int64())
+        if not want.equals(g.cast(want.type) if g.type != want.type else g):
+            raise SystemExit("peer %s differs from Strata in column %s" % (peer, c))
+
+
+def atom(spec):
+    import strata
+    from strata.torch import to_tensors
+
+    cols = spec["atomFeatures"]
+    seconds = spec["seconds"]
+    fetch = atom_fetchers(spec)
+    result = {"scenario": "atom", "batchSamples": 512, "features": cols, "peers": {}}
+    # Equality: Strata's first batches, and each peer asked for the same sample ids.
+    checker = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=7, units=True)
+    checked = 0
+    for b in checker:
+        for name, fn in fetch.items():
+            check_atom(b, fn(checker.units), cols, name)
+        checked += 1
+        if checked >= spec["checkBatches"]:
+            break
+    checker.close()
+    result["batchesChecked"] = checked
+    ranges = np.load(files(spec)["ranges"])
+    rng = np.random.default_rng(11)
+
+    def ids():
+        return ranges[rng.choice(len(ranges), 512, replace=False), 0]
+
+    for name, fn in fetch.items():
+        result["peers"][name] = rate(lambda fn=fn: _rows(fn(ids())), seconds)
+    # Strata: its Python client, batches as torch tensors (strings stay Arrow arrays), as a job reads them.
+    for threads in (1, 2):
+        ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=1, epochs=100000,
+                           threads=threads, drop_last=True)
+        it = iter(ld)
+
+        def step():
+            b = next(it)
+            to_tensors(b)
+            return b.num_rows
+
+        result["peers"]["strata%d" % threads] = rate(step, seconds)
+        ld.close()
+    gc.collect()
+    emit(result)
+
+
+def _rows(x):
+    if isinstance(x, dict):
+        v = next(iter(x.values()))
+        return len(v[0]) - 1 if isinstance(v, tuple) else len(v)
+    return x.num_rows
+
+
+# ----------------------------------------------------------------------------------- rows
+
+def rows(spec):
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler, get_worker_info
+
+    import strata
+    from strata.torch import StrataIterableDataset, to_tensors
+
+    f = files(spec)
+    feats = spec["rowFeatures"]
+    B = spec["batchRows"]
+    seconds = spec["seconds"]
+    mm = {c: np.load(os.path.join(f["npy"], c + ".npy"), mmap_mode="r") for c in feats}
+    for c in feats:
+        if os.path.exists(os.path.join(f["npy"], c + ".valid.npy")):
+            mm[c + ".valid"] = np.load(os.path.join(f["npy"], c + ".valid.npy"), mmap_mode="r")
+    n = len(mm[feats[0]])
+
+    def gather(idx):
+        return {c: torch.from_numpy(np.asarray(a[idx])) for c, a in mm.items()}
+
+    class MemmapBatches(Dataset):
+        """A map-style Dataset whose items are whole batches: a BatchSampler hands __getitem__
+        a list of indices, one fancy-indexing gather per column (what a careful user writes)."""
+
+        def __len__(self):
+            return n
+
+        def __getitem__(self, idx):
+            return gather(np.asarray(idx))
+
+    class MemmapPermutation(IterableDataset):
+        """An IterableDataset over a seeded permutation, each worker its share of the batches."""
+
+        def __init__(self, seed):
+            self.seed = seed
+
+        def __iter__(self):
+            info = get_worker_info()
+            w, i = (1, 0) if info is None else (info.num_workers, info.id)
+            perm = np.random.default_rng(self.seed).permutation(n)
+            for k, s in enumerate(range(0, n - B + 1, B)):
+                if k % w == i:
+                    yield gather(perm[s:s + B])
+
+    result = {"scenario": "rows", "batchRows": B, "features": feats, "rows": n, "peers": {}}
+
+    # Equality: Strata's first batches' rows, asked of every peer that can be asked for rows.
+    import datasets
+
+    hf = datasets.load_from_disk(f["hf"]).with_format("torch")
+    checker = strata.Loader(spec["dataset"], features=feats, mode="rows", batch_rows=B, ssd=spec["ssd"], seed=7,
+                            units=True)
+    checked = 0
+    for b in checker:
+        t = to_tensors(b)
+        idx = checker.units
+        answers = {"numpyMemmap": gather(idx), "huggingFace": hf[idx.tolist()]}
+        for peer, got in answers.items():
+            for c in feats:
+                valid = t.get(c + ".valid")
+                # compared in the peer's dtype (Hugging Face's torch format makes float64 float32 and ints int64)
+                g = got[c]
+                want = t[c].to(g.dtype)
+                if valid is not None:
+                    if peer == "numpyMemmap" and not torch.equal(valid, got[c + ".valid"]):
+                        raise SystemExit("peer %s differs from Strata in the nulls of column %s" % (peer, c))
+                    want, g = want[valid], g[valid]
+                if not torch.equal(want, g):
+                    raise SystemExit("peer %s differs from Strata in column %s" % (peer, c))
+        checked += 1
+        if checked >= spec["checkBatches"]:
+            break
+    checker.close()
+    result["batchesChecked"] = checked
+    ray_check = None
+
+    for workers in (0, 2):
+        skip = 2 * workers + 2
+        peers = {}
+        if workers == 0:
+            perm_state = {"perm": np.random.default_rng(3).permutation(n), "at": 0}
+
+            def plain():
+                at = perm_state["at"]
+                if at + B > n:
+                    perm_state["perm"] = np.random.default_rng(at).permutation(n)
+                    at = 0
+                gather(perm_state["perm"][at:at + B])
+                perm_state["at"] = at + B
+                return B
+
+            peers["numpyLoop"] = rate(plain, seconds)
+            ld = strata.Loader(spec["dataset"], features=feats, mode="rows", batch_rows=B, ssd=spec["ssd"], seed=1,
+                               epochs=100000, threads=spec["threads"])
+            sit = iter(ld)
+
+            def strata_loop():
+                to_tensors(next(sit))
+                return B
+
+            peers["strataLoop"] = rate(strata_loop, seconds)
+            ld.close()
+        peers["numpyBatchSampler"] = iterate_rate(
+            lambda: iter(DataLoader(MemmapBatches(), sampler=BatchSampler(RandomSampler(range(n)), B, drop_last=True),
+                                    batch_size=None, num_workers=workers)), seconds, skip)
+        peers["numpyIterable"] = iterate_rate(
+            lambda: iter(DataLoader(MemmapPermutation(5), batch_size=None, num_workers=workers)), seconds, skip)
+        peers["huggingFace"] = iterate_rate(
+            lambda: iter(DataLoader(hf, batch_size=B, shuffle=True, num_workers=workers, drop_last=True)), seconds, skip)
+        # Strata's own default: each worker's loader assembles on its share of the cores.
+        peers["strata"] = iterate_rate(
+            lambda: iter(DataLoader(StrataIterableDataset(spec["dataset"], features=feats, mode="rows", batch_rows=B,
+                                                          ssd=spec["ssd"], seed=1, epochs=100000),
+                                    batch_size=None, num_workers=workers)), seconds, skip)
+        if spec.get("ray", True) and workers == 0:
+            peers["rayData"], ray_check = ray_rows(spec, f, feats, B, n, seconds, mm)
+        result["workers%d" % workers] = peers
+    if ray_check is not None:
+        result["rayChecked"] = ray_check
+    emit(result)
+
+
+def ray_rows(spec, f, feats, B, n, seconds, mm):
+    """Ray Data: read_parquet, then iter_torch_batches with its local shuffle buffer (its
+    recommended way to shuffle for training); Ray runs its own parallelism (one figure)."""
+    try:
+        import ray
+    except Exception as e:
+        return {"available": False, "reason": "ray is not installed: %s" % e}, None
+    import logging
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+             configure_logging=False)
+    try:
+        ds = ray.data.read_parquet(f["parquet"]).select_columns(feats + ["row"])
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        # Its batches hold the rows they say: each checked against the dataset's rows.
+        it = ds.iter_torch_batches(batch_size=B, local_shuffle_buffer_size=4 * B)
+        first = next(iter(it))
+        idx = first["row"].numpy()
+        for c in feats:
+            valid = np.asarray(mm[c + ".valid"][idx]) if c + ".valid" in mm else np.ones(len(idx), dtype=bool)
+            if not np.array_equal(first[c].numpy()[valid], np.asarray(mm[c][idx])[valid]):
+                raise SystemExit("Ray Data's batch differs from the dataset in column %s" % c)
+        data = ray.data.read_parquet(f["parquet"]).select_columns(feats).materialize()
+        r = iterate_rate(lambda: iter(data.iter_torch_batches(batch_size=B, local_shuffle_buffer_size=4 * B, drop_last=True)),
+                         seconds, 2)
+        return r, int(len(idx))
+    finally:
+        ray.shutdown()
+
+
+# ----------------------------------------------------------------------------------- docs
+
+def docs_files(spec):
+    d = files(spec)["docs"]
+    return {"text": os.path.join(d, "docs.txt"), "offsets": os.path.join(d, "offsets.npy"),
+            "lz4": os.path.join(d, "docs.lz4"), "lz4index": os.path.join(d, "lz4index.npy"), "orc": os.path.join(d, "orc"),
+            "ids": os.path.join(d, "ids.npy")}
+
+
+def corpus(count, seed=5):
+    """Documents of a few hundred words (MS MARCO passages are 50-400 words), ids not dense."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["w%04d" % i for i in range(8000)])
+    zipf = rng.zipf(1.3, size=4000000) % len(words)
+    lengths = rng.integers(40, 320, size=count)
+    at = 0
+    out = []
+    for i in range(count):
+        k = int(lengths[i])
+        if at + k > len(zipf):
+            at = 0
+        out.append(" ".join(words[zipf[at:at + k]]))
+        at += k
+    return out
+
+
+def prepare_docs(spec):
+    """The document corpus in each store's form: a plain file with an offset table (`indexed`),
+    lz4-compressed blocks with a sorted offset index in a numpy.memmap (the docs store ir_datasets
+    uses, written here from its published description), and ORC for Strata (imported, promoted)."""
+    import lz4.block
+    import pyarrow as pa
+    import pyarrow.orc as orc
+
+    d = docs_files(spec)
+    os.makedirs(files(spec)["docs"], exist_ok=True)
+    texts = corpus(spec["docs"])
+    ids = np.arange(len(texts), dtype=np.int64) * 7 + 1000
+    np.save(d["ids"], ids)
+    enc = [t.encode() for t in texts]
+    offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(e) for e in enc])
+    with open(d["text"], "wb") as out:
+        for e in enc:
+            out.write(e)
+    np.save(d["offsets"], np.stack([ids, offsets[:-1], offsets[1:]], 1))
+    # lz4 blocks of ~64 KiB of documents; index rows: doc id, block offset, block length, position in block, length
+    block, index, pos, at = [], [], 0, 0
+    with open(d["lz4"], "wb") as out:
+        def flush():
+            nonlocal block, at, pos
+            if block:
+                raw = b"".join(block)
+                comp = lz4.block.compress(raw, store_size=True)
+                out.write(comp)
+                for row in index[-len(block):]:
+                    row[1], row[2] = at, len(comp)
+                at += len(comp)
+                block, pos = [], 0
+
+        for i, e in enumerate(enc):
+            index.append([int(ids[i]), 0, 0, pos, len(e)])
+            block.append(e)
+            pos += len(e)
+            if pos >= 64 << 10:
+                flush()
+        flush()
+    np.save(d["lz4index"], np.array(index, dtype=np.int64))  # sorted by doc id
+    os.makedirs(d["orc"], exist_ok=True)
+    orc.write_table(pa.table({"doc_id": pa.array(ids), "text": pa.array(texts, type=pa.string())}),
+                    os.path.join(d["orc"], "docs.orc"), stripe_size=16 << 20)
+
+
+def docs_job(spec, store, count, seed, ready):
+    """One process reading `count` random documents by id through `store`; prints its rate, then
+    (with `ready`) waits on stdin so that its memory can be measured."""
+    d = docs_files(spec)
+    ids = np.load(d["ids"])
+    rng = np.random.default_rng(seed)
+    want = ids[rng.integers(0, len(ids), size=count)]
+    B = spec["docsBatch"]
+    got = 0
+    if store == "dict":
+        table = np.load(d["offsets"])
+        docs = {}
+        with open(d["text"], "rb") as fh:
+            data = fh.read()
+        for i, a, b in table:
+            docs[int(i)] = data[a:b].decode()
+        del data
+        t0 = time.perf_counter()
+        for i in want:
+            got += len(docs[int(i)])
+    elif store == "indexed":
+        table = np.load(d["offsets"])
+        where = {int(i): (int(a), int(b)) for i, a, b in table}
+        fh = open(d["text"], "rb")
+        t0 = time.perf_counter()
+        for i in want:
+            a, b = where[int(i)]
+            fh.seek(a)
+            got += len(fh.read(b - a).decode())
+    elif store == "lz4":
+        import lz4.block
+
+        index = np.load(d["lz4index"], mmap_mode="r")
+        keys = index[:, 0]
+        raw = np.memmap(d["lz4"], dtype=np.uint8, mode="r")
+        t0 = time.perf_counter()
+        for i in want:
+            k = int(np.searchsorted(keys, i))
+            _, off, length, pos, n = index[k]
+            block = lz4.block.decompress(raw[off:off + length].tobytes())
+            got += len(block[pos:pos + n].decode())
+    elif store == "strata":
+        import strata
+
+        ld = strata.Loader(spec["docsDataset"], features=["text"], batch_samples=B, ssd=spec["docsSsd"], seed=seed,
+                           epochs=1000000)
+        it = iter(ld)
+        t0 = time.perf_counter()
+        n = 0
+        while n < count:
+            b = next(it)
+            col = b.column("text")
+            for s in col.to_pylist():
+                got += len(s)
+            n += b.num_rows
+        count = n
+    else:
+        raise SystemExit("no document store %r" % store)
+    seconds = time.perf_counter() - t0
+    emit({"docs": count, "seconds": seconds, "chars": got})
+    if ready:
+        emit({"ready": os.getpid()})
+        sys.stdin.readline()
+
+
+def pss(pid):
+    """Proportional set size of a process (bytes), shared pages split among their users."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+def service_pid():
+    """The loader service of this run (the pid file beside its socket)."""
+    sock = os.environ.get("STRATA_LOADER_SOCKET")
+    try:
+        return int(open(sock + ".pid").read().strip())
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def run_jobs(spec_file, scenario, store, count, jobs, extra=()):
+    """Starts `jobs` processes of `scenario` at once; returns their results and the host memory
+    (the sum of every process's PSS, the loader service's included) while all of them hold."""
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_file, scenario, store, str(count), str(k),
+                               *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for k in range(jobs)]
+    results = []
+    try:
+        for p in procs:
+            r = None
+            for line in p.stdout:
+                msg = json.loads(line)
+                if "ready" in msg:
+                    break
+                r = msg
+            if r is None:
+                raise SystemExit("a %s job (%s) ended before it was ready" % (scenario, store))
+            results.append(r)
+        memory = sum(pss(p.pid) for p in procs)
+        svc = service_pid() if store.startswith("strata") else None
+        if svc:
+            memory += pss(svc)
+        return results, memory
+    finally:
+        for p in procs:
+            try:
+                p.stdin.write("\n")
+                p.stdin.flush()
+            except OSError:
+                pass
+        for p in procs:
+            p.wait(timeout=120)
+
+
+def docs(spec, spec_file):
+    result = {"scenario": "docs", "docs": spec["docs"], "processes": {}}
+    # Equality: every store returns Strata's document for the same ids.
+    d = docs_files(spec)
+    import strata
+
+    ld = strata.Loader(spec["docsDataset"], features=["text", "doc_id"], batch_samples=spec["docsBatch"], ssd=spec["docsSsd"],
+                       seed=3)
+    b = next(iter(ld))
+    ids = b.column("doc_id").to_numpy()
+    texts = b.column("text").to_pylist()
+    ld.close()
+    table = np.load(d["offsets"])
+    where = {int(i): (int(a), int(e)) for i, a, e in table}
+    with open(d["text"], "rb") as fh:
+        for i, t in zip(ids, texts):
+            a, e = where[int(i)]
+            fh.seek(a)
+            if fh.read(e - a).decode() != t:
+                raise SystemExit("the indexed store differs from Strata for document %d" % i)
+    import lz4.block
+
+    index = np.load(d["lz4index"])
+    raw = np.memmap(d["lz4"], dtype=np.uint8, mode="r")
+    for i, t in zip(ids, texts):
+        k = int(np.searchsorted(index[:, 0], i))
+        _, off, length, pos, n = index[k]
+        if lz4.block.decompress(raw[off:off + length].tobytes())[pos:pos + n].decode() != t:
+            raise SystemExit("the lz4 docs store differs from Strata for document %d" % i)
+    result["docsChecked"] = len(ids)
+    for procs in spec["docsProcesses"]:
+        row = {}
+        for store in ("dict", "indexed", "lz4", "strata"):
+            rs, mem = run_jobs(spec_file, "job-docs", store, spec["docsPerProcess"], procs)
+            secs = max(r["seconds"] for r in rs)
+            row[store] = {"docsPerSecond": sum(r["docs"] for r in rs) / secs, "hostBytes": mem}
+        result["processes"][str(procs)] = row
+    emit(result)
+
+
+# ----------------------------------------------------------------------------------- memory
+
+def memory_job(spec, store, count, seed, ready):
+    """One training job reading `count` batches of shuffled rows as tensors, then holding."""
+    from strata.torch import to_tensors
+
+    feats = spec["rowFeatures"]
+    B = spec["batchRows"]
+    if store == "numpy":
+        import torch
+
+        f = files(spec)
+        mm = {c: np.load(os.path.join(f["npy"], c + ".npy"), mmap_mode="r") for c in feats}
+        n = len(mm[feats[0]])
+        perm = np.random.default_rng(seed).permutation(n)
+        t0 = time.perf_counter()
+        for k in range(count):
+            s = (k * B) % (n - B)
+            {c: torch.from_numpy(np.asarray(a[perm[s:s + B]])) for c, a in mm.items()}
+    else:
+        import strata
+
+        ld = strata.Loader(spec["dataset"], features=feats, mode="rows", batch_rows=B, ssd=spec["ssd"], seed=seed,
+                           epochs=100000, threads=spec["threads"], prefetch=spec.get("prefetch", 4))
+        it = iter(ld)
+        t0 = time.perf_counter()
+        for _ in range(count):
+            to_tensors(next(it))
+    emit({"batches": count, "seconds": time.perf_counter() - t0})
+    if ready:
+        emit({"ready": os.getpid()})
+        sys.stdin.readline()
+
+
+def memory(spec, spec_file):
+    result = {"scenario": "memory", "jobs": {}}
+    for jobs in spec["memoryJobs"]:
+        row = {}
+        for store in ("numpy", "strata"):
+            rs, mem = run_jobs(spec_file, "job-memory", store, spec["memoryBatches"], jobs)
+            row[store] = {"hostBytes": mem, "batchesPerSecond": sum(r["batches"] / r["seconds"] for r in rs)}
+        result["jobs"][str(jobs)] = row
+    emit(result)
+
+
+def main():
+    spec_file, scenario = sys.argv[1], sys.argv[2]
+    spec = json.load(open(spec_file))
+    if scenario == "prepare":
+        prepare(spec)
+    elif scenario == "versions":
+        emit(versions())
+    elif scenario == "atom":
+        atom(spec)
+    elif scenario == "rows":
+        rows(spec)
+    elif scenario == "docs":
+        docs(spec, spec_file)
+    elif scenario == "memory":
+        memory(spec, spec_file)
+    elif scenario == "job-docs":
+        docs_job(spec, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), True)
+    elif scenario == "job-memory":
+        memory_job(spec, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), True)
+    else:
+        raise SystemExit("unknown scenario %r" % scenario)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+package io.strata.ops.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.Processes;
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.Loader;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code strata bench peers}: Strata against the tools a PyTorch user would pick instead, each
+ * used as its documentation recommends, on the same data and requests (the harness is Python,
+ * {@code bench/peers/peers.py} of the checkout, run with the project's venv), plus the gather
+ * floor its Java loader's assembly is judged against. The figures and the ratios (JSON keys as
+ * issue 33 names them) come from one run.
+ */
+@Command(name = "peers", mixinStandardHelpOptions = true,
+    description = "Strata vs pyarrow, numpy.memmap, DuckDB, Hugging Face datasets, Ray Data, document stores (seeds 000, 001, 004)"
+        + " and the gather floor, in one run.")
+final class PeersBench implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Option(names = "--rows", defaultValue = "8000000", description = "Rows of the generated event dataset; default ${DEFAULT-VALUE}.")
+  long rows;
+
+  @Option(names = "--docs", defaultValue = "200000", description = "Documents of the generated corpus; default ${DEFAULT-VALUE}.")
+  int docs;
+
+  @Option(names = "--seconds", defaultValue = "5", description = "Seconds each peer is timed; default ${DEFAULT-VALUE}.")
+  double seconds;
+
+  @Option(names = "--threads", defaultValue = "2", description = "Strata's assembly threads (the loader's prefetch threads); default ${DEFAULT-VALUE}.")
+  int threads;
+
+  @Option(names = "--python", description = "Python with the peers installed (default: target/pyvenv/bin/python of the checkout).")
+  String python;
+
+  @Option(names = "--work", description = "Work directory (default: a temporary one, removed afterwards; a given one keeps its data for the next run).")
+  Path work;
+
+  @Option(names = "--only", split = ",", description = "Scenarios to run (atom, rows, docs, memory, floor); default all.")
+  List<String> only;
+
+  @Option(names = "--quick", description = "Small data and short timings: every peer present and its batches equal to Strata's, not a measurement.")
+  boolean quick;
+
+  @Option(names = "--json", description = "Print the figures as one JSON object.")
+  boolean json;
+
+  static final List<String> ROW_FEATURES = List.of("amount", "merchant_id", "quantity", "score", "sample_id");
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    if (quick) {
+      rows = Math.min(rows, 200_000);
+      docs = Math.min(docs, 3_000);
+      seconds = Math.min(seconds, 0.3);
+    }
+    String py = python != null ? python : Processes.defaultPython();
+    Path checkout = Processes.checkout();
+    Path harness = checkout == null ? null : checkout.resolve("bench/peers/peers.py");
+    String why = Processes.pythonUnavailable(py);
+    if (why == null && (harness == null || !Files.isRegularFile(harness))) {
+      why = "the peers' harness is bench/peers/peers.py of a checkout, and this strata runs from none";
+    }
+    if (why == null) {
+      why = missingPeers(py);
+    }
+    if (why != null) {
+      if (json) {
+        out.println(Json.compact(Json.object().put("benchmark", "peers").put("available", false).put("reason", why)));
+      } else {
+        out.println("not measured: " + why);
+      }
+      out.flush();
+      return 0;
+    }
+    boolean ownWork = work == null;
+    Path dir = ownWork ? Files.createTempDirectory("strata-bench-peers-") : work;
+    Files.createDirectories(dir);
+    try {
+      return run(out, dir, py, harness);
+    } finally {
+      if (ownWork) {
+        Processes.deleteTree(dir);
+      }
+    }
+  }
+
+  /** Null when the peers import, else what is missing. */
+  private static String missingPeers(String py) throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, torch, duckdb, datasets, lz4").redirectErrorStream(true).start();
+    String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    return p.waitFor() == 0 ? null : "the peers are not installed in " + py + " (.ci/run installs them): "
+        + text.strip().lines().reduce((a, b) -> b).orElse("");
+  }
+
+  private boolean wanted(String scenario) {
+    return only == null || only.contains(scenario);
+  }
+
+  private int run(PrintWriter out, Path dir, String py, Path harness) throws Exception {
+    PrintWriter log = spec.commandLine().getErr();
+    Path data = dir.resolve("data-" + rows);
+    BenchAll.prepare(data, rows, log);
+    Path peerData = data.resolve("peers-" + docs);
+    Path docsDs = peerData.resolve("docs-dataset");
+    Path docsSsd = peerData.resolve("docs-ssd");
+    ObjectNode s = Json.object().put("dataset", data.resolve("hdd").toString()).put("ssd", data.resolve("ssd").toString())
+        .put("peerData", peerData.toString()).put("seconds", seconds).put("checkBatches", quick ? 1 : 3)
+        .put("batchRows", 16384).put("threads", threads).put("docs", docs).put("docsBatch", 64)
+        .put("docsPerProcess", quick ? 500 : 20_000).put("docsDataset", docsDs.toString()).put("docsSsd", docsSsd.toString())
+        .put("memoryBatches", quick ? 5 : 200).put("ray", true);
+    List.of("sample_id", "event_time", "amount", "merchant_category", "is_online", "merchant_id", "quantity", "embedding",
+        "balance", "score").forEach(s.putArray("atomFeatures")::add);
+    ROW_FEATURES.forEach(s.putArray("rowFeatures")::add);
+    (quick ? List.of(1, 2) : List.of(1, 2, 4, 8)).forEach(s.putArray("docsProcesses")::add);
+    (quick ? List.of(1, 3) : List.of(1, 3, 8)).forEach(s.putArray("memoryJobs")::add);
+    Path specFile = dir.resolve("peers-spec.json");
+    Files.writeString(specFile, Json.pretty(s));
+    Path socket = dir.resolve("service/loader.sock");
+
+    ObjectNode result = Json.object().put("benchmark", "peers").put("available", true).put("rows", rows).put("documents", docs)
+        .put("secondsPerPeer", seconds).put("cores", Runtime.getRuntime().availableProcessors()).put("machine", BenchAll.machine())
+        .put("data", "warm: every file in the page cache (the machine holds them); cold runs are not part of this command");
+    result.set("versions", harness(py, harness, specFile, "versions", socket));
+    if (!Files.exists(peerData.resolve("READY"))) {
+      log.println("preparing the peers' copies of the data (Arrow IPC, Parquet, .npy, a Hugging Face dataset, documents) ...");
+      log.flush();
+      harness(py, harness, specFile, "prepare", socket);
+      BenchAll.runQuietly(List.of("dataset", "import", "--out", docsDs.toString(), "--sample-column", "doc_id", "--replace",
+          peerData.resolve("docs/orc/docs.orc").toString()));
+      BenchAll.runQuietly(List.of("promote", "--dataset", docsDs.toString(), "--ssd", docsSsd.toString()));
+      Files.writeString(peerData.resolve("READY"), "ok");
+    }
+    ObjectNode ratios = result.putObject("ratios");
+    if (wanted("atom")) {
+      JsonNode atom = harness(py, harness, specFile, "atom", socket);
+      result.set("atom", atom);
+      ratios.put("atomVsBestPeer", vsBest(atom.path("peers"), "strata" + threads, "rowsPerSecond", "strata"));
+    }
+    if (wanted("rows")) {
+      JsonNode r = harness(py, harness, specFile, "rows", socket);
+      result.set("rows", r);
+      ratios.put("rowsVsBestPeer0", vsBest(r.path("workers0"), "strata", "batchesPerSecond", "strata"));
+      ratios.put("rowsVsBestPeer2", vsBest(r.path("workers2"), "strata", "batchesPerSecond", "strata"));
+    }
+    if (wanted("docs")) {
+      JsonNode d = harness(py, harness, specFile, "docs", socket);
+      result.set("docs", d);
+      double worst = Double.MAX_VALUE;
+      double memory = Double.MAX_VALUE;
+      for (var e : d.path("processes").properties()) {
+        JsonNode row = e.getValue();
+        worst = Math.min(worst, row.path("strata").path("docsPerSecond").asDouble() / row.path("lz4").path("docsPerSecond").asDouble());
+        memory = Math.min(memory, row.path("lz4").path("hostBytes").asDouble() / row.path("strata").path("hostBytes").asDouble());
+      }
+      ratios.put("docsVsIrDatasets", worst);
+      ratios.put("docsMemoryLz4VsStrata", memory);
+    }
+    if (wanted("memory")) {
+      JsonNode m = harness(py, harness, specFile, "memory", socket);
+      result.set("memory", m);
+      for (var e : m.path("jobs").properties()) {
+        JsonNode row = e.getValue();
+        ratios.put("memoryVsLeanestPeer" + e.getKey(), row.path("strata").path("hostBytes").asDouble()
+            / row.path("numpy").path("hostBytes").asDouble());
+      }
+    }
+    if (wanted("floor")) {
+      ObjectNode floor = gatherFloor(data.resolve("hdd"), data.resolve("ssd"));
+      result.set("floor", floor);
+      ratios.put("assemblyVsGatherFloor1", floor.path("loader1").asDouble() / floor.path("floor1").asDouble());
+      ratios.put("assemblyVsGatherFloorN", floor.path("loaderN").asDouble() / floor.path("floorN").asDouble());
+    }
+    if (json) {
+      out.println(Json.compact(result));
+    } else {
+      print(out, result);
+    }
+    out.flush();
+    return 0;
+  }
+
+  /** Strata's figure over the best other peer's (every field but those whose name starts with {@code ours}). */
+  private static double vsBest(JsonNode peers, String strata, String field, String ours) {
+    double best = 0;
+    for (var e : peers.properties()) {
+      if (!e.getKey().startsWith(ours) && e.getValue().has(field)) {
+        best = Math.max(best, e.getValue().path(field).asDouble());
+      }
+    }
+    return best == 0 ? 0 : peers.path(strata).path(field).asDouble() / best;
+  }
+
+  private JsonNode harness(String py, Path harness, Path specFile, String scenario, Path socket) throws Exception {
+    ProcessBuilder pb = new ProcessBuilder(py, harness.toString(), specFile.toString(), scenario);
+    Processes.clientEnvironment(pb, socket, 10);
+    pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (!p.waitFor(60, TimeUnit.MINUTES) || p.exitValue() != 0) {
+      p.destroyForcibly();
+      throw new IOException("the peers' " + scenario + " run failed: " + text.strip().lines().reduce((a, b) -> b).orElse(""));
+    }
+    JsonNode r = Processes.jsonResult(text);
+    if (r == null) {
+      throw new IOException("the peers' " + scenario + " run printed no result: " + text.strip());
+    }
+    return r;
+  }
+
+  /**
+   * The gather floor of shuffled single rows: the same rows of the same segments the loader
+   * gathers (its first batches' rows, grouped by chunk beforehand), copied by the tightest loop
+   * (one source segment per loop, one {@code get}/{@code set} a row), on one thread and on {@code threads} threads each doing
+   * whole batches; beside the loader's own assembly of those batches in this process, on one
+   * and on {@code threads} prefetch threads (batches closed as they come: no consumer cost).
+   */
+  private ObjectNode gatherFloor(Path ds, Path ssd) throws Exception {
+    int batchRows = 16384;
+    int batches = quick ? 8 : 64;
+    try (Dataset d = Dataset.open(ds); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
+        Arena arena = Arena.ofShared()) {
+      // The rows of the loader's first batches, by chunk and row within it.
+      int[][] chunk = new int[batches][];
+      int[][] local = new int[batches][];
+      try (Loader l = Loader.builder(d).features(ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(1000)
+          .build()) {
+        var it = l.iterator();
+        for (int b = 0; b < batches; b++) {
+          try (Batch batch = it.next()) {
+            chunk[b] = new int[batch.units()];
+            local[b] = new int[batch.units()];
+            for (int k = 0; k < batch.units(); k++) {
+              long row = batch.unitId(k);
+              chunk[b][k] = d.chunkOf(row);
+              local[b][k] = (int) (row - d.chunks().get(chunk[b][k]).firstRow());
+            }
+          }
+        }
+      }
+      // Each feature's values in each chunk's segment, mapped once.
+      List<io.strata.sdk.loader.SegmentSource.Lease> leases = new ArrayList<>();
+      MemorySegment[][] src = new MemorySegment[ROW_FEATURES.size()][d.chunks().size()];
+      int[] width = new int[ROW_FEATURES.size()];
+      try {
+        for (int f = 0; f < ROW_FEATURES.size(); f++) {
+          for (int c = 0; c < d.chunks().size(); c++) {
+            io.strata.sdk.loader.SegmentSource.Lease lease = store.lease(d, ROW_FEATURES.get(f), c);
+            if (lease == null) {
+              throw new IOException(ROW_FEATURES.get(f) + " chunk " + c + " is not on the SSD tier");
+            }
+            leases.add(lease);
+            Column col = lease.column(ROW_FEATURES.get(f));
+            width[f] = col.type().kind().width();
+            src[f][c] = col.values().asSlice((long) col.offset() * width[f]);
+          }
+        }
+        double floor1 = floorRate(src, width, chunk, local, 1, arena);
+        double floorN = floorRate(src, width, chunk, local, threads, arena);
+        double loader1 = loaderRate(d, store, batchRows, 1);
+        double loaderN = loaderRate(d, store, batchRows, threads);
+        return Json.object().put("batchRows", batchRows).put("threads", threads).put("floor1", floor1).put("floorN", floorN)
+            .put("loader1", loader1).put("loaderN", loaderN).put("unit", "batches per second");
+      } finally {
+        for (io.strata.sdk.loader.SegmentSource.Lease l : leases) {
+          l.close();
+        }
+      }
+    }
+  }
+
+  private double floorRate(MemorySegment[][] src, int[] width, int[][] chunk, int[][] local, int nThreads, Arena arena)
+      throws Exception {
+    int batches = chunk.length;
+    // Grouped by source chunk beforehand (the loop then reads one segment at a time, as the loader's does).
+    int chunks = src[0].length;
+    int[][][] byChunkRow = new int[batches][chunks][];
+    int[][][] byChunkAt = new int[batches][chunks][];
+    for (int b = 0; b < batches; b++) {
+      int[] count = new int[chunks];
+      for (int c : chunk[b]) {
+        count[c]++;
+      }
+      for (int c = 0; c < chunks; c++) {
+        byChunkRow[b][c] = new int[count[c]];
+        byChunkAt[b][c] = new int[count[c]];
+        count[c] = 0;
+      }
+      for (int k = 0; k < chunk[b].length; k++) {
+        int c = chunk[b][k];
+        byChunkRow[b][c][count[c]] = local[b][k];
+        byChunkAt[b][c][count[c]++] = k;
+      }
+    }
+    long nanos = (long) (Math.max(seconds, 0.2) * 1e9);
+    long[] done = new long[nThreads];
+    List<Thread> ts = new ArrayList<>();
+    long t0 = System.nanoTime();
+    for (int t = 0; t < nThreads; t++) {
+      int me = t;
+      MemorySegment[] out = new MemorySegment[width.length];
+      for (int f = 0; f < width.length; f++) {
+        out[f] = arena.allocate((long) chunk[0].length * Math.max(1, width[f]), 64);
+      }
+      ts.add(Thread.ofPlatform().name("strata-gather-floor-" + t).start(() -> {
+        int b = me;
+        while (System.nanoTime() - t0 < nanos) {
+          for (int f = 0; f < width.length; f++) {
+            for (int c = 0; c < src[f].length; c++) {
+              floorGather(src[f][c], out[f], width[f], byChunkRow[b % batches][c], byChunkAt[b % batches][c]);
+            }
+          }
+          done[me]++;
+          b += nThreads;
+        }
+      }));
+    }
+    for (Thread t : ts) {
+      t.join();
+    }
+    long n = 0;
+    for (long x : done) {
+      n += x;
+    }
+    return n / ((System.nanoTime() - t0) / 1e9);
+  }
+
+  /** The tightest loop: the rows of one chunk, from its one segment, each one load and one store to its place in the batch. */
+  private static void floorGather(MemorySegment src, MemorySegment out, int width, int[] row, int[] at) {
+    int n = row.length;
+    switch (width) {
+      case 8 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, row[k]));
+        }
+      }
+      case 4 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, row[k]));
+        }
+      }
+      case 2 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, row[k]));
+        }
+      }
+      default -> {
+        for (int k = 0; k < n; k++) {
+          MemorySegment.copy(src, (long) row[k] * width, out, (long) at[k] * width, width);
+        }
+      }
+    }
+  }
+
+  private double loaderRate(Dataset d, SegmentStore store, int batchRows, int nThreads) throws IOException {
+    try (Loader l = Loader.builder(d).features(ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(100000)
+        .prefetch(4, nThreads).build()) {
+      var it = l.iterator();
+      for (int i = 0; i < 8; i++) {
+        it.next().close();
+      }
+      long t0 = System.nanoTime();
+      long n = 0;
+      while (n < 10 || System.nanoTime() - t0 < Math.max(seconds, 0.2) * 1e9) {
+        it.next().close();
+        n++;
+      }
+      return n / ((System.nanoTime() - t0) / 1e9);
+    }
+  }
+
+  private static void print(PrintWriter out, JsonNode r) {
+    JsonNode ratios = r.path("ratios");
+    out.printf("Strata vs the peers (warm data, %d cores; JSON: --json)%n", r.path("cores").asInt());
+    if (r.has("atom")) {
+      out.println("seed 000, ATOM: 512 random identifiers per batch, all their rows, 10 columns (rows/s):");
+      r.path("atom").path("peers").properties().forEach(e -> out.printf("  %-16s %12.0f rows/s  %8.1f batches/s%n", e.getKey(),
+          e.getValue().path("rowsPerSecond").asDouble(), e.getValue().path("batchesPerSecond").asDouble()));
+      out.printf("  atomVsBestPeer %.2f%n", ratios.path("atomVsBestPeer").asDouble());
+    }
+    if (r.has("rows")) {
+      for (String w : List.of("workers0", "workers2")) {
+        out.printf("shuffled single rows, 16,384 a batch, 5 features, as tensors, %s (batches/s):%n", w);
+        r.path("rows").path(w).properties().forEach(e -> out.printf("  %-18s %8.1f%n", e.getKey(),
+            e.getValue().path("batchesPerSecond").asDouble()));
+      }
+      out.printf("  rowsVsBestPeer0 %.2f, rowsVsBestPeer2 %.2f%n", ratios.path("rowsVsBestPeer0").asDouble(),
+          ratios.path("rowsVsBestPeer2").asDouble());
+    }
+    if (r.has("docs")) {
+      out.println("seed 004: random documents by id (docs/s, host MiB):");
+      r.path("docs").path("processes").properties().forEach(e -> {
+        StringBuilder sb = new StringBuilder("  " + e.getKey() + " processes:");
+        e.getValue().properties().forEach(x -> sb.append(String.format(" %s %.0f (%.0f MiB)", x.getKey(),
+            x.getValue().path("docsPerSecond").asDouble(), x.getValue().path("hostBytes").asDouble() / (1 << 20))));
+        out.println(sb);
+      });
+      out.printf("  docsVsIrDatasets %.2f%n", ratios.path("docsVsIrDatasets").asDouble());
+    }
+    if (r.has("memory")) {
+      out.println("seed 001: host memory of concurrent jobs (every process, the loader service included; PSS MiB):");
+      r.path("memory").path("jobs").properties().forEach(e -> out.printf("  %s jobs: numpy %.0f, strata %.0f%n", e.getKey(),
+          e.getValue().path("numpy").path("hostBytes").asDouble() / (1 << 20),
+          e.getValue().path("strata").path("hostBytes").asDouble() / (1 << 20)));
+    }
+    if (r.has("floor")) {
+      JsonNode f = r.path("floor");
+      out.printf("gather floor (batches/s): 1 thread %.0f, loader %.0f (%.2f); %d threads %.0f, loader %.0f (%.2f)%n",
+          f.path("floor1").asDouble(), f.path("loader1").asDouble(), ratios.path("assemblyVsGatherFloor1").asDouble(),
+          f.path("threads").asInt(), f.path("floorN").asDouble(), f.path("loaderN").asDouble(),
+          ratios.path("assemblyVsGatherFloorN").asDouble());
+    }
+  }
+}
