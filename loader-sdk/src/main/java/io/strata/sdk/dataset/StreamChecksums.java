@@ -68,6 +68,27 @@ public final class StreamChecksums {
       this.crc = crc;
     }
 
+    /** The streams of {@code entries}, each {@code [offset, length, stripe, column, kind, crc]}, in offset order. */
+    static File of(List<long[]> entries) {
+      int n = entries.size();
+      long[] start = new long[n];
+      long[] length = new long[n];
+      int[] stripe = new int[n];
+      int[] column = new int[n];
+      int[] kind = new int[n];
+      int[] crc = new int[n];
+      for (int i = 0; i < n; i++) {
+        long[] e = entries.get(i);
+        start[i] = e[0];
+        length[i] = e[1];
+        stripe[i] = (int) e[2];
+        column[i] = (int) e[3];
+        kind[i] = (int) e[4];
+        crc[i] = (int) e[5];
+      }
+      return new File(start, length, stripe, column, kind, crc);
+    }
+
     int streams() {
       return start.length;
     }
@@ -173,23 +194,7 @@ public final class StreamChecksums {
       }
     }
     entries.sort(java.util.Comparator.comparingLong(e -> e[0]));
-    int n = entries.size();
-    long[] start = new long[n];
-    long[] length = new long[n];
-    int[] stripe = new int[n];
-    int[] column = new int[n];
-    int[] kind = new int[n];
-    int[] crc = new int[n];
-    for (int i = 0; i < n; i++) {
-      long[] e = entries.get(i);
-      start[i] = e[0];
-      length[i] = e[1];
-      stripe[i] = (int) e[2];
-      column[i] = (int) e[3];
-      kind[i] = (int) e[4];
-      crc[i] = (int) e[5];
-    }
-    return new File(start, length, stripe, column, kind, crc);
+    return File.of(entries);
   }
 
   /**
@@ -268,21 +273,11 @@ public final class StreamChecksums {
       if (n < 0 || (long) n * ENTRY > b.remaining() - 4) {
         throw new CorruptFileException(p, "file " + f + "'s entry is truncated");
       }
-      long[] start = new long[n];
-      long[] length = new long[n];
-      int[] stripe = new int[n];
-      int[] column = new int[n];
-      int[] kind = new int[n];
-      int[] crc = new int[n];
+      List<long[]> entries = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
-        start[i] = b.getLong();
-        length[i] = b.getLong();
-        stripe[i] = b.getInt();
-        column[i] = b.getInt();
-        kind[i] = b.getInt();
-        crc[i] = b.getInt();
+        entries.add(new long[] {b.getLong(), b.getLong(), b.getInt(), b.getInt(), b.getInt(), b.getInt()});
       }
-      files.add(new File(start, length, stripe, column, kind, crc));
+      files.add(File.of(entries));
     }
     return new StreamChecksums(List.copyOf(files));
   }

@@ -15,6 +15,18 @@ final class BenchPeers {
     return a.length == 0 ? 0 : a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
   }
 
+  /** Prints that benchmark {@code name} was not measured, and why (as JSON with {@code json}); returns 0, the exit code. */
+  static int notMeasured(java.io.PrintWriter out, boolean json, String name, String why) {
+    if (json) {
+      out.println(io.strata.sdk.internal.Json.compact(io.strata.sdk.internal.Json.object().put("benchmark", name)
+          .put("available", false).put("reason", why)));
+    } else {
+      out.println("not measured: " + why);
+    }
+    out.flush();
+    return 0;
+  }
+
   static String f3(double v) {
     return String.format(Locale.ROOT, "%.3f", v);
   }

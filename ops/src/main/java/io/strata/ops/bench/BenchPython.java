@@ -115,13 +115,7 @@ final class BenchPython implements Callable<Integer> {
     String py = python();
     String why = Processes.pythonUnavailable(py);
     if (why != null) {
-      if (json) {
-        out.println(Json.compact(Json.object().put("benchmark", "python").put("available", false).put("reason", why)));
-      } else {
-        out.println("not measured: " + why);
-      }
-      out.flush();
-      return 0;
+      return BenchPeers.notMeasured(out, json, "python", why);
     }
     serviceSocket = dir.resolve("service/loader.sock");
     Path script = dir.resolve("python_bench.py");

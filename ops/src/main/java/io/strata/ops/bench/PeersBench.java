@@ -88,13 +88,7 @@ final class PeersBench implements Callable<Integer> {
       why = missingPeers(py);
     }
     if (why != null) {
-      if (json) {
-        out.println(Json.compact(Json.object().put("benchmark", "peers").put("available", false).put("reason", why)));
-      } else {
-        out.println("not measured: " + why);
-      }
-      out.flush();
-      return 0;
+      return BenchPeers.notMeasured(out, json, "peers", why);
     }
     boolean ownWork = work == null;
     Path dir = ownWork ? Files.createTempDirectory("strata-bench-peers-") : work;
