@@ -59,7 +59,7 @@ def main():
     epochs = []
     tiers = {"ssdBytes": 0, "hddBytes": 0, "derivedChunksComputed": 0}
     for epoch in range(args.epochs):
-        ds.args["seed"] = args.seed + epoch  # a new order each epoch
+        ds.set_epoch(epoch)  # a new order each epoch (as DistributedSampler.set_epoch)
         total, n = 0.0, 0
         for b in DataLoader(ds, batch_size=None, num_workers=args.workers):
             x, y = features_of(b)
