@@ -263,12 +263,17 @@ def _last_line(log_path, since=0):
 
 
 def _alive(pid):
+    """Whether process `pid` runs (a zombie, dead but not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except OSError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True
 
 
