@@ -90,7 +90,7 @@ final class OrcIo {
       // Only now look at the file's shape (two more reads, which a file that opens never pays):
       // the plain cases get their own message rather than orc-core's.
       checkShape(file, confinement);
-      throw new CorruptFileException(file, "not a readable ORC file: " + describe(e), e);
+      throw new CorruptFileException(file, "not a readable ORC file: " + describeChain(e), e);
     }
   }
 
@@ -231,10 +231,6 @@ final class OrcIo {
       return "its metadata (ORC's footer or a stripe footer) is malformed";
     }
     return null;
-  }
-
-  static String describe(Throwable e) {
-    return describeChain(e);
   }
 
   /** A memory manager that never forces a stripe flush: stripes end only where the writer says. */

@@ -85,16 +85,7 @@ public final class Json {
 
   /** Parses JSON text into a tree. */
   public static JsonNode parse(String text) throws IOException {
-    JsonNode n;
-    try {
-      n = STRICT.readTree(text);
-    } catch (JsonProcessingException e) {
-      throw new IOException(describe(e));
-    }
-    if (n == null || n.isMissingNode()) {
-      throw new IOException("empty JSON document");
-    }
-    return n;
+    return parse(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 
   /** Parses JSON bytes (UTF-8) into a tree, as {@link #parse(String)}. */
