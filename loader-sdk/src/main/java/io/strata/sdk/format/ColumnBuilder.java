@@ -376,77 +376,57 @@ public final class ColumnBuilder {
   }
 
   /**
-   * Appends {@code n} single rows of a fixed-width type: row {@code k} is row {@code row[k]} of
-   * column {@code cols[col[k]]} (as {@link #appendRange}{@code (cols[col[k]], row[k], 1)} would
-   * append it, in one tight pass: a shuffled batch's random reads overlap instead of waiting on
-   * per-row bookkeeping).
+   * Appends the single rows of {@code order} (a batch of a fixed-width type): the row at batch
+   * position {@code k} is the row {@code order} names of column {@code cols[chunk]}, as
+   * {@link #appendRange}{@code (cols[chunk], row, 1)} in batch order would append it. The rows are
+   * read in the order's order, one chunk's column at a time (its bounds and liveness checked once a
+   * run), and written to their batch positions.
    */
-  public void appendGathered(Column[] cols, int[] col, int[] row, int n) {
+  public void appendGathered(Column[] cols, GatherOrder order) {
     if (!fixed) {
       throw new IllegalStateException("gathering single rows needs a fixed-width type, not " + type);
     }
-    boolean anyValidity = false;
-    for (Column c : cols) {
-      if (c != null) {
-        if (c.type() != type && !c.type().equals(type)) {
-          throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
-        }
-        anyValidity |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
+    int n = order.size();
+    boolean anyNulls = false;
+    for (int r = 0; r < order.runs(); r++) {
+      Column c = cols[order.runChunk(r)];
+      if (c.type() != type && !c.type().equals(type)) {
+        throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
       }
+      int last = order.runMaxRow(r);
+      if (last >= c.length()) {
+        throw new IndexOutOfBoundsException("row " + last + " of a column of " + c.length() + " rows");
+      }
+      anyNulls |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
     }
     if (n == 0) {
       return;
     }
     ensureRows(n);
-    MemorySegment[] src = new MemorySegment[cols.length];
-    int[] base = new int[cols.length];
-    for (int c = 0; c < cols.length; c++) {
-      if (cols[c] != null) {
-        src[c] = cols[c].values();
-        base[c] = cols[c].offset();
-      }
-    }
-    for (int k = 0; k < n; k++) {
-      int r = row[k];
-      if (r < 0 || r >= cols[col[k]].length()) {
-        throw new IndexOutOfBoundsException("row " + r + " of a column of " + cols[col[k]].length() + " rows");
-      }
-    }
     long at = rows;
-    // One source column at a time, so that the inner loop reads one segment (its bounds and
-    // liveness checked once, the loop left to the gather itself): the rows of each source, in
-    // batch order, come from a counting sort of the positions by source.
-    int[] first = new int[cols.length + 1];
-    for (int k = 0; k < n; k++) {
-      first[col[k] + 1]++;
+    int[] local = order.local();
+    int[] pos = order.positions();
+    for (int r = 0; r < order.runs(); r++) {
+      Column c = cols[order.runChunk(r)];
+      gather(c.values(), c.offset(), local, pos, order.runStart(r), order.runStart(r + 1), at);
     }
-    for (int c = 0; c < cols.length; c++) {
-      first[c + 1] += first[c];
-    }
-    int[] next = first.clone();
-    int[] order = new int[n];
-    for (int k = 0; k < n; k++) {
-      order[next[col[k]]++] = k;
-    }
-    for (int c = 0; c < cols.length; c++) {
-      if (first[c] == first[c + 1]) {
-        continue;
+    if (anyNulls) {
+      if (validity == MemorySegment.NULL) {
+        materializeValidity(n);
       }
-      gather(src[c], base[c], row, order, first[c], first[c + 1], at);
-    }
-    if (anyValidity) {
-      for (int k = 0; k < n; k++) {
-        MemorySegment v = cols[col[k]].validity();
-        boolean valid = v == MemorySegment.NULL || Bits.get(v, (long) base[col[k]] + row[k]);
-        if (!valid) {
-          if (validity == MemorySegment.NULL) {
-            materializeValidity(n);
-            Bits.fill(validity, at, k);
-          }
-          nulls++;
+      Bits.fill(validity, at, n);
+      for (int r = 0; r < order.runs(); r++) {
+        Column c = cols[order.runChunk(r)];
+        MemorySegment v = c.validity();
+        if (v == MemorySegment.NULL || c.nullCount() == 0) {
+          continue;
         }
-        if (validity != MemorySegment.NULL) {
-          Bits.set(validity, at + k, valid);
+        long base = c.offset();
+        for (int j = order.runStart(r); j < order.runStart(r + 1); j++) {
+          if (!Bits.get(v, base + local[j])) {
+            Bits.set(validity, at + pos[j], false);
+            nulls++;
+          }
         }
       }
     } else if (validity != MemorySegment.NULL) {
@@ -457,51 +437,51 @@ public final class ColumnBuilder {
 
   private static final boolean NATIVE_LE = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
 
-
   /**
-   * Copies rows {@code row[order[j]]} of {@code src} (values from element {@code base} on) to
-   * positions {@code at + order[j]} of this builder's values, for {@code j} in {@code [from, to)}.
+   * Copies rows {@code row[j]} of {@code src} (values from element {@code base} on) to positions
+   * {@code at + pos[j]} of this builder's values, for {@code j} in {@code [from, to)}.
    */
-  private void gather(MemorySegment src, long base, int[] row, int[] order, int from, int to, long at) {
+  private void gather(MemorySegment src, long base, int[] row, int[] pos, int from, int to, long at) {
     switch (width) {
       case 0 -> {
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          Bits.set(values, at + k, Bits.get(src, base + row[k]));
+          Bits.set(values, at + pos[j], Bits.get(src, base + row[j]));
         }
       }
       case 1 -> {
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          values.set(ValueLayout.JAVA_BYTE, at + k, src.get(ValueLayout.JAVA_BYTE, base + row[k]));
+          values.set(ValueLayout.JAVA_BYTE, at + pos[j], src.get(ValueLayout.JAVA_BYTE, base + row[j]));
         }
       }
       case 2 -> {
+        MemorySegment s = src.asSlice(base * 2);
+        MemorySegment d = values.asSlice(at * 2);
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          values.set(Le.SHORT, (at + k) * 2, src.get(Le.SHORT, (base + row[k]) * 2));
+          d.setAtIndex(Le.SHORT, pos[j], s.getAtIndex(Le.SHORT, row[j]));
         }
       }
       case 4 -> {
+        MemorySegment s = src.asSlice(base * 4);
+        MemorySegment d = values.asSlice(at * 4);
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          values.set(Le.INT, (at + k) * 4, src.get(Le.INT, (base + row[k]) * 4));
+          d.setAtIndex(Le.INT, pos[j], s.getAtIndex(Le.INT, row[j]));
         }
       }
       case 8 -> {
+        MemorySegment s = src.asSlice(base * 8);
+        MemorySegment d = values.asSlice(at * 8);
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          values.set(Le.LONG, (at + k) * 8, src.get(Le.LONG, (base + row[k]) * 8));
+          d.setAtIndex(Le.LONG, pos[j], s.getAtIndex(Le.LONG, row[j]));
         }
       }
       default -> {
         for (int j = from; j < to; j++) {
-          int k = order[j];
-          MemorySegment.copy(src, (base + row[k]) * width, values, (at + k) * width, width);
+          MemorySegment.copy(src, (base + row[j]) * width, values, (at + pos[j]) * width, width);
         }
       }
     }
   }
+
   /** {@code dst[dstIndex + k] = src[srcIndex + k] + delta} for {@code k < count} (int32 offsets). */
   private static void rebaseOffsets(
       MemorySegment src, long srcIndex, MemorySegment dst, long dstIndex, int count, int delta) {

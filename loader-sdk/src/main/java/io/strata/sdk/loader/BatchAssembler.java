@@ -2,6 +2,7 @@ package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.tier.DerivedChunkSource;
 import io.strata.sdk.tier.TieredReader;
@@ -57,6 +58,9 @@ final class BatchAssembler implements Prefetcher.Producer {
   private final java.util.concurrent.ExecutorService[] partThreads;
   private final boolean writeCache;
   private int orderEpoch = -1;
+  /** The gather order of the batch being assembled (single rows), reused batch after batch. */
+  private final GatherOrder gatherOrder = new GatherOrder();
+  private final long[] chunkFirstRows;
   private Permutation order;
 
   BatchAssembler(Shared shared, boolean writeCache) {
@@ -89,6 +93,7 @@ final class BatchAssembler implements Prefetcher.Producer {
           t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
     }
     this.writeCache = writeCache;
+    this.chunkFirstRows = dataset.chunks().stream().mapToLong(io.strata.sdk.ChunkInfo::firstRow).toArray();
   }
 
   /**
@@ -152,24 +157,38 @@ final class BatchAssembler implements Prefetcher.Producer {
     int[] offsets = new int[units + 1];
     long[] ids = new long[units];
     long[] starts = new long[units];
-    int rows = 0;
-    boolean singleRows = true;
-    for (int k = 0; k < units; k++) {
-      long u = plan.unit(order, step, k);
-      starts[k] = plan.unitStart(u);
-      ids[k] = plan.unitId(u);
-      offsets[k] = rows;
-      int unitRows = plan.unitRows(u);
-      singleRows &= unitRows == 1;
-      rows = Math.addExact(rows, unitRows);
-      offsets[k + 1] = rows;
+    plan.units(order, step, starts, units);
+    int rows;
+    boolean singleRows;
+    if (plan.singleRowUnits()) {
+      // One row a unit, named by its row number.
+      System.arraycopy(starts, 0, ids, 0, units);
+      for (int k = 0; k <= units; k++) {
+        offsets[k] = k;
+      }
+      rows = units;
+      singleRows = true;
+    } else {
+      rows = 0;
+      singleRows = true;
+      for (int k = 0; k < units; k++) {
+        long u = starts[k];
+        starts[k] = plan.unitStart(u);
+        ids[k] = plan.unitId(u);
+        offsets[k] = rows;
+        int unitRows = plan.unitRows(u);
+        singleRows &= unitRows == 1;
+        rows = Math.addExact(rows, unitRows);
+        offsets[k + 1] = rows;
+      }
     }
+    GatherOrder gather = singleRows ? gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows()) : null;
     SlabPool.Memory memory = slabs.take();
     boolean ok = false;
     try {
       Column[] built = new Column[features.size()];
       if (readers.length == 1) {
-        assemble(readers[0], memory, rows, units, starts, offsets, singleRows, positions[0], built);
+        assemble(readers[0], memory, rows, units, starts, offsets, gather, positions[0], built);
       } else {
         // Several threads fill one batch: the slab hands out memory to one at a time.
         java.lang.foreign.SegmentAllocator shared = (size, align) -> {
@@ -178,19 +197,18 @@ final class BatchAssembler implements Prefetcher.Producer {
           }
         };
         int finalRows = rows;
-        boolean finalSingle = singleRows;
         List<java.util.concurrent.Future<?>> parts = new ArrayList<>();
         for (int r = 1; r < readers.length; r++) {
           TieredReader reader = readers[r];
           int[] pos = positions[r];
           parts.add(partThreads[r].submit(() -> {
-            assemble(reader, shared, finalRows, units, starts, offsets, finalSingle, pos, built);
+            assemble(reader, shared, finalRows, units, starts, offsets, gather, pos, built);
             return null;
           }));
         }
         Throwable failure = null;
         try {
-          assemble(readers[0], shared, rows, units, starts, offsets, singleRows, positions[0], built);
+          assemble(readers[0], shared, rows, units, starts, offsets, gather, positions[0], built);
         } catch (IOException | RuntimeException | Error e) {
           failure = e;
         }
@@ -251,7 +269,7 @@ final class BatchAssembler implements Prefetcher.Producer {
    * are, in that order) into {@code built}: sized first, then appended unit by unit.
    */
   private void assemble(TieredReader reader, java.lang.foreign.SegmentAllocator allocator, int rows, int units, long[] starts,
-      int[] offsets, boolean singleRows, int[] pos, Column[] built) throws IOException {
+      int[] offsets, GatherOrder gather, int[] pos, Column[] built) throws IOException {
     List<ColumnBuilder> builders = reader.builders(allocator, rows);
     int n = pos.length;
     long[] dataBytes = new long[n];
@@ -271,8 +289,8 @@ final class BatchAssembler implements Prefetcher.Producer {
         }
       }
     }
-    if (singleRows) {
-      reader.appendSingleRows(starts, units, builders);
+    if (gather != null) {
+      reader.appendSingleRows(starts, units, gather, builders);
     } else {
       reader.appendRanges(starts, offsets, units, builders);
     }

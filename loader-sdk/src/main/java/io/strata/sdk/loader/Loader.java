@@ -190,7 +190,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
   private String key() {
     return dataset.name() + "|" + dataset.version() + "|" + features + "|" + plan.describe() + "|" + plan.seed + "|"
-        + plan.shuffle + "|" + plan.rank + "/" + plan.world + "|" + plan.dropLast;
+        + (plan.shuffle ? "shuffled/" + Permutation.ALGORITHM : "false") + "|" + plan.rank + "/" + plan.world + "|" + plan.dropLast;
   }
 
   /**

@@ -78,6 +78,26 @@ abstract class Plan {
     return order == null ? position : order.apply(position);
   }
 
+  /**
+   * The first {@code count} units of batch {@code step} in an epoch whose order is {@code order},
+   * into {@code out}: {@code out[k] = unit(order, step, k)}, a batch at a time.
+   */
+  final void units(Permutation order, long step, long[] out, int count) {
+    long first = step * unitsPerBatch * world + rank;
+    if (order != null) {
+      order.applyAll(first, world, out, count);
+    } else {
+      for (int k = 0; k < count; k++) {
+        out[k] = first + (long) k * world;
+      }
+    }
+  }
+
+  /** Whether every unit is one row whose identifier is its row number (single shuffled rows). */
+  boolean singleRowUnits() {
+    return false;
+  }
+
   /** Sample batches: each unit is one sample with all its rows (seed 000). */
   static final class Samples extends Plan {
     private final SampleIndex index;
@@ -149,6 +169,11 @@ abstract class Plan {
 
     int blockRows() {
       return blockRows;
+    }
+
+    @Override
+    boolean singleRowUnits() {
+      return blockRows == 1;
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.strata.sdk.loader.TierStats;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
+import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.ChunkInfo;
@@ -45,6 +46,7 @@ public final class TieredReader implements AutoCloseable {
   private final DerivedChunkSource[] derived;
   private final ChunkCache derivedCache;
   private final int[] blockFirst = new int[1];
+  private final long[] chunkFirstRows;
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
@@ -79,6 +81,7 @@ public final class TieredReader implements AutoCloseable {
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
+    this.chunkFirstRows = dataset.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
   }
 
   public List<String> features() {
@@ -257,26 +260,28 @@ public final class TieredReader implements AutoCloseable {
    * pass ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
    */
   public void appendSingleRows(long[] rows, int n, List<ColumnBuilder> out) throws IOException {
-    refreshResidency();
-    List<ChunkInfo> chunks = dataset.chunks();
-    int[] chunk = new int[n];
-    int[] local = new int[n];
-    int[] perChunk = new int[chunks.size()];
-    for (int k = 0; k < n; k++) {
-      long r = rows[k];
-      if (r < 0 || r >= dataset.rows()) {
-        throw new IllegalArgumentException("row " + r + " is outside dataset " + dataset.name() + " (" + dataset.rows() + " rows)");
-      }
-      int c = dataset.chunkOf(r);
-      chunk[k] = c;
-      local[k] = (int) (r - chunks.get(c).firstRow());
-      perChunk[c]++;
+    appendSingleRows(rows, n, gatherOrder(rows, n), out);
+  }
+
+  /** The gather order of single rows {@code rows[0..n)} of this reader's dataset. */
+  public GatherOrder gatherOrder(long[] rows, int n) {
+    return new GatherOrder().compute(rows, n, chunkFirstRows, dataset.rows());
+  }
+
+  /**
+   * {@link #appendSingleRows(long[], int, List)} with the rows' gather order computed beforehand
+   * ({@link #gatherOrder}; the parts of one batch share it).
+   */
+  public void appendSingleRows(long[] rows, int n, GatherOrder order, List<ColumnBuilder> out) throws IOException {
+    if (order.size() != n) {
+      throw new IllegalArgumentException("a gather order of " + order.size() + " rows for " + n + " rows");
     }
+    refreshResidency();
     boolean gather = true;
     for (int i = 0; i < features.size() && gather; i++) {
       gather = derived[i] == null && out.get(i).type().isFixedWidth();
-      for (int c = 0; c < perChunk.length && gather; c++) {
-        gather = perChunk[c] == 0 || resident(i, c) != null;
+      for (int r = 0; r < order.runs() && gather; r++) {
+        gather = resident(i, order.runChunk(r)) != null;
       }
     }
     if (!gather) {
@@ -287,17 +292,13 @@ public final class TieredReader implements AutoCloseable {
     }
     long t0 = System.nanoTime();
     long bytes = 0;
-    Column[] cols = new Column[chunks.size()];
     int[] before = new int[features.size()];
     for (int i = 0; i < features.size(); i++) {
       before[i] = out.get(i).rows();
     }
     for (int i = 0; i < features.size(); i++) {
-      for (int c = 0; c < cols.length; c++) {
-        cols[c] = perChunk[c] == 0 ? null : columns[i][c];
-      }
       try {
-        out.get(i).appendGathered(cols, chunk, local, n);
+        out.get(i).appendGathered(columns[i], order);
       } catch (IndexOutOfBoundsException | InternalError fault) {
         // A segment went bad after it was mapped: undo this batch's gathers and take the row by
         // row path, which finds the damaged chunk and reads it from ORC.
@@ -312,10 +313,8 @@ public final class TieredReader implements AutoCloseable {
       int width = Math.max(1, out.get(i).type().kind().width());
       bytes += (long) n * width;
       if (store != null) {
-        for (int c = 0; c < perChunk.length; c++) {
-          if (perChunk[c] > 0) {
-            store.read(dataset, features.get(i), c, (long) perChunk[c] * width, true);
-          }
+        for (int r = 0; r < order.runs(); r++) {
+          store.read(dataset, features.get(i), order.runChunk(r), (long) order.runRows(r) * width, true);
         }
       }
     }

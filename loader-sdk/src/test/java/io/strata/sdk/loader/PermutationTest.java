@@ -39,4 +39,56 @@ class PermutationTest {
     assertTrue(sameAsOther < 20);
     assertNotEquals(a.apply(0), c.apply(0));
   }
+
+  @Test
+  void aBatchAtATimeGivesWhatOneAtATimeGives() {
+    for (long n : new long[] {1, 5, 1000, 65_537, 8_000_000, 1L << 32, (1L << 40) + 3}) {
+      Permutation p = new Permutation(n, 9);
+      for (int stride : new int[] {1, 3}) {
+        int count = (int) Math.min(5_000, n / stride);
+        long first = n > 100_000 ? n / 2 : 0;
+        if (first + (long) (count - 1) * stride >= n) {
+          first = 0;
+        }
+        long[] out = new long[count];
+        p.applyAll(first, stride, out, count);
+        for (int k = 0; k < count; k++) {
+          long x = p.apply(first + (long) k * stride);
+          assertEquals(x, out[k], "n=" + n + " k=" + k);
+          assertTrue(x >= 0 && x < n);
+        }
+      }
+    }
+  }
+
+  @Test
+  void consecutivePositionsLandFarApartAndEvenly() {
+    // A batch is consecutive positions: its rows should spread over the whole range like a
+    // uniform sample (each eighth of the rows about an eighth of them), and neighbours should not
+    // stay neighbours.
+    long n = 1_000_000;
+    Permutation p = new Permutation(n, 3);
+    long[] out = new long[16_384];
+    p.applyAll(0, 1, out, out.length);
+    int[] eighth = new int[8];
+    int close = 0;
+    for (int k = 0; k < out.length; k++) {
+      eighth[(int) (out[k] * 8 / n)]++;
+      if (k > 0 && Math.abs(out[k] - out[k - 1]) < 1000) {
+        close++;
+      }
+    }
+    for (int e : eighth) {
+      assertTrue(Math.abs(e - out.length / 8) < out.length / 8 / 5, "an eighth of the rows got " + e + " of " + out.length);
+    }
+    // A uniform pair is within 1,000 of each other with probability about 0.002.
+    assertTrue(close < 100, close + " neighbours stayed within 1,000 rows");
+  }
+
+  @Test
+  void outOfRangeBatchesAreRefused() {
+    Permutation p = new Permutation(100, 1);
+    org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class, () -> p.applyAll(90, 1, new long[20], 20));
+    org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class, () -> p.applyAll(-1, 1, new long[2], 2));
+  }
 }

@@ -5,10 +5,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
+import io.strata.sdk.loader.SegmentSource;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -228,42 +230,44 @@ final class PeersBench implements Callable<Integer> {
 
   /**
    * The gather floor of shuffled single rows: the same rows of the same segments the loader
-   * gathers (its first batches' rows, grouped by chunk beforehand), copied by the tightest loop
-   * (one source segment per loop, one {@code get}/{@code set} a row), on one thread and on {@code threads} threads each doing
-   * whole batches; beside the loader's own assembly of those batches in this process, on one
-   * and on {@code threads} prefetch threads (batches closed as they come: no consumer cost).
+   * gathers (its first batches' rows), copied by the tightest loop (one source segment per loop,
+   * one {@code get}/{@code set} a row) in the best of two orders given beforehand: grouped by chunk
+   * in batch order, and the loader's own gather order ({@link GatherOrder}, grouped by region);
+   * on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
+   * own assembly of those batches in this process (computing its order, the permutation and the
+   * grouping, itself), on one and on {@code threads} prefetch threads, batches closed as they come
+   * (no consumer cost). The machine is shared and noisy: after a warm-up of each (not timed), floor
+   * and loader are timed in turns, three rounds of a third of the time each, and each figure is
+   * the median of its rounds.
    */
   private ObjectNode gatherFloor(Path ds, Path ssd) throws Exception {
     int batchRows = 16384;
     int batches = quick ? 8 : 64;
     try (Dataset d = Dataset.open(ds); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
         Arena arena = Arena.ofShared()) {
-      // The rows of the loader's first batches, by chunk and row within it.
-      int[][] chunk = new int[batches][];
-      int[][] local = new int[batches][];
+      // The rows of the loader's first batches.
+      long[][] rows = new long[batches][];
       try (Loader l = Loader.builder(d).features(ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(1000)
           .build()) {
         var it = l.iterator();
         for (int b = 0; b < batches; b++) {
           try (Batch batch = it.next()) {
-            chunk[b] = new int[batch.units()];
-            local[b] = new int[batch.units()];
+            rows[b] = new long[batch.units()];
             for (int k = 0; k < batch.units(); k++) {
-              long row = batch.unitId(k);
-              chunk[b][k] = d.chunkOf(row);
-              local[b][k] = (int) (row - d.chunks().get(chunk[b][k]).firstRow());
+              rows[b][k] = batch.unitId(k);
             }
           }
         }
       }
+      long[] chunkFirst = d.chunks().stream().mapToLong(io.strata.sdk.ChunkInfo::firstRow).toArray();
       // Each feature's values in each chunk's segment, mapped once.
-      List<io.strata.sdk.loader.SegmentSource.Lease> leases = new ArrayList<>();
+      List<SegmentSource.Lease> leases = new ArrayList<>();
       MemorySegment[][] src = new MemorySegment[ROW_FEATURES.size()][d.chunks().size()];
       int[] width = new int[ROW_FEATURES.size()];
       try {
         for (int f = 0; f < ROW_FEATURES.size(); f++) {
           for (int c = 0; c < d.chunks().size(); c++) {
-            io.strata.sdk.loader.SegmentSource.Lease lease = store.lease(d, ROW_FEATURES.get(f), c);
+            SegmentSource.Lease lease = store.lease(d, ROW_FEATURES.get(f), c);
             if (lease == null) {
               throw new IOException(ROW_FEATURES.get(f) + " chunk " + c + " is not on the SSD tier");
             }
@@ -273,44 +277,121 @@ final class PeersBench implements Callable<Integer> {
             src[f][c] = col.values().asSlice((long) col.offset() * width[f]);
           }
         }
-        double floor1 = floorRate(src, width, chunk, local, 1, arena);
-        double floorN = floorRate(src, width, chunk, local, threads, arena);
-        double loader1 = loaderRate(d, store, batchRows, 1);
-        double loaderN = loaderRate(d, store, batchRows, threads);
-        return Json.object().put("batchRows", batchRows).put("threads", threads).put("floor1", floor1).put("floorN", floorN)
-            .put("loader1", loader1).put("loaderN", loaderN).put("unit", "batches per second");
+        // The two orders, as runs of one chunk: (chunk, rows within it, batch positions).
+        FloorOrder[] byChunk = new FloorOrder[batches];
+        FloorOrder[] byRegion = new FloorOrder[batches];
+        for (int b = 0; b < batches; b++) {
+          byChunk[b] = FloorOrder.byChunk(rows[b], chunkFirst);
+          byRegion[b] = FloorOrder.of(new GatherOrder().compute(rows[b], rows[b].length, chunkFirst, d.rows()));
+        }
+        // Warm-up, not timed: the JIT compiles each loop first (on a small machine its compiler
+        // threads compete with the gathers, and a short first slice would time the interpreter).
+        double warm = quick ? 0.2 : 1.5;
+        floorRate(src, width, byChunk, 1, arena, warm / 3);
+        floorRate(src, width, byRegion, 1, arena, warm / 3);
+        loaderRate(d, store, batchRows, threads, warm);
+        loaderRate(d, store, batchRows, 1, warm / 3);
+        int rounds = 3;
+        double slice = Math.max(seconds, 0.3) / rounds;
+        double[][] m = new double[6][rounds];
+        for (int r = 0; r < rounds; r++) {
+          m[0][r] = floorRate(src, width, byChunk, 1, arena, slice);
+          m[1][r] = floorRate(src, width, byRegion, 1, arena, slice);
+          m[2][r] = loaderRate(d, store, batchRows, 1, slice);
+          m[3][r] = floorRate(src, width, byChunk, threads, arena, slice);
+          m[4][r] = floorRate(src, width, byRegion, threads, arena, slice);
+          m[5][r] = loaderRate(d, store, batchRows, threads, slice);
+        }
+        double chunk1 = median(m[0]);
+        double region1 = median(m[1]);
+        double chunkN = median(m[3]);
+        double regionN = median(m[4]);
+        ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("rounds", rounds)
+            .put("floor1", Math.max(chunk1, region1)).put("floorN", Math.max(chunkN, regionN))
+            .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second");
+        o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
+        o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
+        return o;
       } finally {
-        for (io.strata.sdk.loader.SegmentSource.Lease l : leases) {
+        for (SegmentSource.Lease l : leases) {
           l.close();
         }
       }
     }
   }
 
-  private double floorRate(MemorySegment[][] src, int[] width, int[][] chunk, int[][] local, int nThreads, Arena arena)
-      throws Exception {
-    int batches = chunk.length;
-    // Grouped by source chunk beforehand (the loop then reads one segment at a time, as the loader's does).
-    int chunks = src[0].length;
-    int[][][] byChunkRow = new int[batches][chunks][];
-    int[][][] byChunkAt = new int[batches][chunks][];
-    for (int b = 0; b < batches; b++) {
+  private static double median(double[] v) {
+    double[] s = v.clone();
+    java.util.Arrays.sort(s);
+    return s[s.length / 2];
+  }
+
+  /** One batch's rows as runs of one chunk: the chunk, the rows within it and their batch positions. */
+  private record FloorOrder(int[] chunk, int[][] row, int[][] at) {
+    static FloorOrder of(GatherOrder g) {
+      int runs = g.runs();
+      int[] chunk = new int[runs];
+      int[][] row = new int[runs][];
+      int[][] at = new int[runs][];
+      for (int r = 0; r < runs; r++) {
+        chunk[r] = g.runChunk(r);
+        int from = g.runStart(r);
+        int n = g.runRows(r);
+        row[r] = new int[n];
+        at[r] = new int[n];
+        for (int j = 0; j < n; j++) {
+          row[r][j] = g.localRow(from + j);
+          at[r][j] = g.position(from + j);
+        }
+      }
+      return new FloorOrder(chunk, row, at);
+    }
+
+    /** Grouped by chunk, in batch order within one. */
+    static FloorOrder byChunk(long[] rows, long[] chunkFirst) {
+      int chunks = chunkFirst.length;
+      int[] ofRow = new int[rows.length];
       int[] count = new int[chunks];
-      for (int c : chunk[b]) {
+      for (int k = 0; k < rows.length; k++) {
+        int c = java.util.Arrays.binarySearch(chunkFirst, rows[k]);
+        c = c >= 0 ? c : -c - 2;
+        while (c + 1 < chunks && chunkFirst[c + 1] == chunkFirst[c] && chunkFirst[c + 1] <= rows[k]) {
+          c++; // an empty chunk starts where the next does
+        }
+        ofRow[k] = c;
         count[c]++;
       }
+      int used = 0;
+      for (int c : count) {
+        used += c > 0 ? 1 : 0;
+      }
+      int[] chunk = new int[used];
+      int[][] row = new int[used][];
+      int[][] at = new int[used][];
+      int[] slot = new int[chunks];
+      int r = 0;
       for (int c = 0; c < chunks; c++) {
-        byChunkRow[b][c] = new int[count[c]];
-        byChunkAt[b][c] = new int[count[c]];
-        count[c] = 0;
+        if (count[c] > 0) {
+          chunk[r] = c;
+          row[r] = new int[count[c]];
+          at[r] = new int[count[c]];
+          slot[c] = r++;
+        }
       }
-      for (int k = 0; k < chunk[b].length; k++) {
-        int c = chunk[b][k];
-        byChunkRow[b][c][count[c]] = local[b][k];
-        byChunkAt[b][c][count[c]++] = k;
+      int[] fill = new int[used];
+      for (int k = 0; k < rows.length; k++) {
+        int run = slot[ofRow[k]];
+        row[run][fill[run]] = (int) (rows[k] - chunkFirst[ofRow[k]]);
+        at[run][fill[run]++] = k;
       }
+      return new FloorOrder(chunk, row, at);
     }
-    long nanos = (long) (Math.max(seconds, 0.2) * 1e9);
+  }
+
+  private double floorRate(MemorySegment[][] src, int[] width, FloorOrder[] orders, int nThreads, Arena arena, double secs)
+      throws Exception {
+    int batches = orders.length;
+    long nanos = (long) (secs * 1e9);
     long[] done = new long[nThreads];
     List<Thread> ts = new ArrayList<>();
     long t0 = System.nanoTime();
@@ -318,14 +399,15 @@ final class PeersBench implements Callable<Integer> {
       int me = t;
       MemorySegment[] out = new MemorySegment[width.length];
       for (int f = 0; f < width.length; f++) {
-        out[f] = arena.allocate((long) chunk[0].length * Math.max(1, width[f]), 64);
+        out[f] = arena.allocate(16384L * Math.max(1, width[f]), 64);
       }
       ts.add(Thread.ofPlatform().name("strata-gather-floor-" + t).start(() -> {
         int b = me;
         while (System.nanoTime() - t0 < nanos) {
+          FloorOrder o = orders[b % batches];
           for (int f = 0; f < width.length; f++) {
-            for (int c = 0; c < src[f].length; c++) {
-              floorGather(src[f][c], out[f], width[f], byChunkRow[b % batches][c], byChunkAt[b % batches][c]);
+            for (int r = 0; r < o.chunk().length; r++) {
+              floorGather(src[f][o.chunk()[r]], out[f], width[f], o.row()[r], o.at()[r]);
             }
           }
           done[me]++;
@@ -370,7 +452,7 @@ final class PeersBench implements Callable<Integer> {
     }
   }
 
-  private double loaderRate(Dataset d, SegmentStore store, int batchRows, int nThreads) throws IOException {
+  private double loaderRate(Dataset d, SegmentStore store, int batchRows, int nThreads, double secs) throws IOException {
     try (Loader l = Loader.builder(d).features(ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(100000)
         .prefetch(4, nThreads).build()) {
       var it = l.iterator();
@@ -379,7 +461,7 @@ final class PeersBench implements Callable<Integer> {
       }
       long t0 = System.nanoTime();
       long n = 0;
-      while (n < 10 || System.nanoTime() - t0 < Math.max(seconds, 0.2) * 1e9) {
+      while (n < 10 || System.nanoTime() - t0 < secs * 1e9) {
         it.next().close();
         n++;
       }
