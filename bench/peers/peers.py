@@ -46,11 +46,20 @@ def versions():
     return out
 
 
+def warmup_seconds(seconds):
+    """Untimed warm-up every peer gets alike: long enough for a JIT (Strata's loader service, on a
+    small machine its compiler threads compete with the work) to reach steady state."""
+    return min(2.0, seconds / 2)
+
+
 def rate(step, seconds, warmup=2, min_batches=3):
-    """Calls step() (one batch; returns its rows) `warmup` times, then for `seconds` (at least
-    `min_batches` times); returns batches/s and rows/s."""
-    for _ in range(warmup):
+    """Calls step() (one batch; returns its rows) `warmup` times and for warmup_seconds(seconds),
+    then for `seconds` (at least `min_batches` times); returns batches/s and rows/s."""
+    t0 = time.perf_counter()
+    k = 0
+    while k < warmup or time.perf_counter() - t0 < warmup_seconds(seconds):
         step()
+        k += 1
     n = 0
     rows = 0
     t0 = time.perf_counter()
@@ -63,16 +72,20 @@ def rate(step, seconds, warmup=2, min_batches=3):
 
 def iterate_rate(make_iter, seconds, skip, per=lambda b: 1):
     """The rate of an iterator (a DataLoader): the first `skip` batches (start-up, workers filling
-    their queues) are not timed; a new iterator is made when one ends."""
+    their queues), and the batches of warmup_seconds(seconds) after them, are not timed; a new
+    iterator is made when one ends."""
     it = make_iter()
     seen = 0
-    while seen < skip:
+    t0 = time.perf_counter()
+    while seen < skip or time.perf_counter() - t0 < warmup_seconds(seconds):
         try:
             next(it)
         except StopIteration:
             it = make_iter()
             continue
         seen += 1
+        if seen == skip:
+            t0 = time.perf_counter()
     n = 0
     t0 = time.perf_counter()
     while n < 3 or time.perf_counter() - t0 < seconds:

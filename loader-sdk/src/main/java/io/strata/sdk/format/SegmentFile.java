@@ -1,5 +1,7 @@
 package io.strata.sdk.format;
 
+import io.strata.sdk.internal.PageMappings;
+
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;
@@ -120,6 +122,8 @@ public final class SegmentFile implements AutoCloseable {
       if (check) {
         f.verifyChecksums(map);
         VERIFIED.add(key);
+        // The pass mapped every page of the file into this process; readers touch a few columns.
+        PageMappings.release(map);
       }
       success = true;
       return f;
