@@ -70,6 +70,72 @@ def rate(step, seconds, warmup=2, min_batches=3):
     return {"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "rowsPerSecond": rows / dt}
 
 
+class IterStep:
+    """One batch of an iterator a step (a DataLoader's: a new iterator is made when one ends);
+    returns 1 (its rows are not counted)."""
+
+    def __init__(self, make_iter, skip):
+        self.make_iter = make_iter
+        self.skip = skip
+        self.it = None
+
+    def __call__(self):
+        while True:
+            if self.it is None:
+                self.it = self.make_iter()
+            try:
+                next(self.it)
+                return 1
+            except StopIteration:
+                self.it = None
+
+    def close(self):
+        self.it = None
+
+
+def rounds_rate(steps, seconds, rounds=3, keep_open=True):
+    """The peers of one table, timed in turns: the machine is shared and its speed drifts, so each
+    peer (a step function: one batch, returns its rows) is timed for seconds/rounds in each of
+    `rounds` rounds (the order turned each round), after a warm-up (its start-up batches and
+    warmup_seconds); a peer's figure is its median round. With keep_open every peer stays open
+    from round to round (warmed once); otherwise a peer with worker processes (an IterStep) is
+    closed after each turn, so that no other peer's workers are alive while one is timed, and
+    warmed again at its next."""
+    def warm(step):
+        for _ in range(getattr(step, "skip", 2)):
+            step()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < warmup_seconds(seconds):
+            step()
+
+    if keep_open:
+        for step in steps.values():
+            warm(step)
+    per = {name: [] for name in steps}
+    names = list(steps)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            step = steps[name]
+            if not keep_open:
+                warm(step)
+            n = 0
+            rows = 0
+            t0 = time.perf_counter()
+            while n < 3 or time.perf_counter() - t0 < seconds / rounds:
+                rows += step()
+                n += 1
+            dt = time.perf_counter() - t0
+            per[name].append({"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "rowsPerSecond": rows / dt})
+            if not keep_open and isinstance(step, IterStep):
+                step.close()
+                gc.collect()
+    out = {}
+    for name, rs in per.items():
+        mid = sorted(rs, key=lambda x: x["batchesPerSecond"])[len(rs) // 2]
+        out[name] = dict(mid, rounds=[round(x["batchesPerSecond"], 1) for x in rs])
+    return out
+
+
 def iterate_rate(make_iter, seconds, skip, per=lambda b: 1):
     """The rate of an iterator (a DataLoader): the first `skip` batches (start-up, workers filling
     their queues), and the batches of warmup_seconds(seconds) after them, are not timed; a new
@@ -309,20 +375,22 @@ def atom(spec):
     def ids():
         return ranges[rng.choice(len(ranges), 512, replace=False), 0]
 
-    for name, fn in fetch.items():
-        result["peers"][name] = rate(lambda fn=fn: _rows(fn(ids())), seconds)
+    steps = {name: (lambda fn=fn: _rows(fn(ids()))) for name, fn in fetch.items()}
     # Strata: its Python client, batches as torch tensors (strings stay Arrow arrays), as a job reads them.
+    loaders = []
     for threads in (1, 2):
         ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=1, epochs=100000,
                            threads=threads, drop_last=True)
-        it = iter(ld)
+        loaders.append(ld)
 
-        def step():
+        def step(it=iter(ld)):
             b = next(it)
             to_tensors(b)
             return b.num_rows
 
-        result["peers"]["strata%d" % threads] = rate(step, seconds)
+        steps["strata%d" % threads] = step
+    result["peers"] = rounds_rate(steps, seconds)
+    for ld in loaders:
         ld.close()
     gc.collect()
     emit(result)
@@ -415,7 +483,8 @@ def rows(spec):
 
     for workers in (0, 2):
         skip = 2 * workers + 2
-        peers = {}
+        steps = {}
+        closing = []
         if workers == 0:
             perm_state = {"perm": np.random.default_rng(3).permutation(n), "at": 0}
 
@@ -428,29 +497,35 @@ def rows(spec):
                 perm_state["at"] = at + B
                 return B
 
-            peers["numpyLoop"] = rate(plain, seconds)
+            steps["numpyLoop"] = plain
             ld = strata.Loader(spec["dataset"], features=feats, mode="rows", batch_rows=B, ssd=spec["ssd"], seed=1,
                                epochs=100000, threads=spec["threads"])
-            sit = iter(ld)
+            closing.append(ld)
 
-            def strata_loop():
+            def strata_loop(sit=iter(ld)):
                 to_tensors(next(sit))
                 return B
 
-            peers["strataLoop"] = rate(strata_loop, seconds)
-            ld.close()
-        peers["numpyBatchSampler"] = iterate_rate(
+            steps["strataLoop"] = strata_loop
+        steps["numpyBatchSampler"] = IterStep(
             lambda: iter(DataLoader(MemmapBatches(), sampler=BatchSampler(RandomSampler(range(n)), B, drop_last=True),
-                                    batch_size=None, num_workers=workers)), seconds, skip)
-        peers["numpyIterable"] = iterate_rate(
-            lambda: iter(DataLoader(MemmapPermutation(5), batch_size=None, num_workers=workers)), seconds, skip)
-        peers["huggingFace"] = iterate_rate(
-            lambda: iter(DataLoader(hf, batch_size=B, shuffle=True, num_workers=workers, drop_last=True)), seconds, skip)
+                                    batch_size=None, num_workers=workers)), skip)
+        steps["numpyIterable"] = IterStep(
+            lambda: iter(DataLoader(MemmapPermutation(5), batch_size=None, num_workers=workers)), skip)
+        steps["huggingFace"] = IterStep(
+            lambda: iter(DataLoader(hf, batch_size=B, shuffle=True, num_workers=workers, drop_last=True)), skip)
         # Strata's own default: each worker's loader assembles on its share of the cores.
-        peers["strata"] = iterate_rate(
+        steps["strata"] = IterStep(
             lambda: iter(DataLoader(StrataIterableDataset(spec["dataset"], features=feats, mode="rows", batch_rows=B,
                                                           ssd=spec["ssd"], seed=1, epochs=100000),
-                                    batch_size=None, num_workers=workers)), seconds, skip)
+                                    batch_size=None, num_workers=workers)), skip)
+        peers = rounds_rate(steps, seconds, keep_open=workers == 0)
+        for step in steps.values():
+            if isinstance(step, IterStep):
+                step.close()
+        for ld in closing:
+            ld.close()
+        gc.collect()
         if spec.get("ray", True) and workers == 0:
             peers["rayData"], ray_check = ray_rows(spec, f, feats, B, n, seconds, mm)
         result["workers%d" % workers] = peers

@@ -55,11 +55,23 @@ _SCALARS = {
 }
 
 
+_TYPES = {}
+
+
 def _arrow_type(text):
-    """Strata's type text (FeatureType.toString) as an Arrow type."""
+    """Strata's type text (FeatureType.toString) as an Arrow type (remembered: every batch names its types)."""
+    typ = _TYPES.get(text)
+    if typ is None:
+        typ = _parse_type(text)
+        if len(_TYPES) < 1024:
+            _TYPES[text] = typ
+    return typ
+
+
+def _parse_type(text):
     t = text.strip()
     if t.startswith("list<") and t.endswith(">"):
-        return pa.list_(_arrow_type(t[5:-1]))
+        return pa.list_(_parse_type(t[5:-1]))
     if t.startswith("decimal(") and t.endswith(")"):
         p, s = t[8:-1].split(",")
         return pa.decimal128(int(p), int(s))

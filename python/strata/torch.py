@@ -38,7 +38,10 @@ def _tensor(arr):
 
     typ = arr.type
     if pa.types.is_boolean(typ):
-        return torch.from_numpy(arr.fill_null(False).to_numpy(zero_copy_only=False))
+        values = _bits(arr.buffers()[1], arr.offset, len(arr))
+        if arr.null_count > 0:
+            values = values & _bits(arr.buffers()[0], arr.offset, len(arr))
+        return torch.from_numpy(values)
     per = 1
     if pa.types.is_decimal(typ):
         dtype, per = np.int64, 2  # 128-bit little-endian two's complement: (low, high) words
@@ -49,14 +52,20 @@ def _tensor(arr):
     values = np.frombuffer(arr.buffers()[1], dtype=dtype, count=(arr.offset + len(arr)) * per)[arr.offset * per:]
     if per > 1:
         values = values.reshape(len(arr), per)
-    with warnings.catch_warnings():
-        # Read-only shared memory: the tensor is read (or copied by pin_memory), never written.
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.from_numpy(values)
+    # Read-only shared memory: the tensor is read (or copied by pin_memory), never written (the
+    # caller silences torch's warning about it).
+    return torch.from_numpy(values)
 
 
 def to_tensors(batch):
     """A dict of tensors from a Strata RecordBatch (see the module doc for each type)."""
+    with warnings.catch_warnings():
+        # Tensors over read-only shared memory: read (or copied by pin_memory), never written.
+        warnings.simplefilter("ignore", UserWarning)
+        return _to_tensors(batch)
+
+
+def _to_tensors(batch):
     import pyarrow as pa
 
     out = {}
@@ -66,18 +75,22 @@ def to_tensors(batch):
             offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + len(arr) + 1)[arr.offset:]
             if offsets[0] != 0:
                 offsets = offsets - offsets[0]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                out[name + ".offsets"] = torch.from_numpy(offsets)
+            out[name + ".offsets"] = torch.from_numpy(offsets)
             out[name] = _tensor(arr.flatten())
         elif pa.types.is_string(typ) or pa.types.is_binary(typ):
             out[name] = arr
         else:
             out[name] = _tensor(arr)
         if arr.null_count > 0:
-            valid = arr.is_valid().to_numpy(zero_copy_only=False)
-            out[name + ".valid"] = torch.from_numpy(valid)
+            out[name + ".valid"] = torch.from_numpy(_bits(arr.buffers()[0], arr.offset, len(arr)))
     return out
+
+
+def _bits(buf, offset, n):
+    """An Arrow bitmap's bits [offset, offset + n) as a bool array (numpy only: pyarrow's compute
+    functions would import pandas into every job, about 40 MiB each)."""
+    packed = np.frombuffer(buf, dtype=np.uint8, count=(offset + n + 7) // 8)
+    return np.unpackbits(packed, count=offset + n, bitorder="little")[offset:].view(np.bool_)
 
 
 class StrataIterableDataset(IterableDataset):

@@ -30,7 +30,7 @@ import io.strata.sdk.internal.Json;
 public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
     long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) {
   /** The permutation and batching code this program is expanded with; a node refuses others. */
-  public static final String ALGORITHM = "strata-feistel4-v1";
+  public static final String ALGORITHM = "strata-feistel4-v2";
 
   public PlanProgram {
     switch (mode) {

@@ -230,8 +230,9 @@ final class PeersBench implements Callable<Integer> {
 
   /**
    * The gather floor of shuffled single rows: the same rows of the same segments the loader
-   * gathers (its first batches' rows), copied by the tightest loop (one source segment per loop,
-   * one {@code get}/{@code set} a row) in the best of two orders given beforehand: grouped by chunk
+   * gathers (its first batches' rows), values and, for a column with nulls, validity bits, copied
+   * by the tightest loop (one source segment per loop, one {@code get}/{@code set} a row) in the
+   * best of two orders given beforehand: grouped by chunk
    * in batch order, and the loader's own gather order ({@link GatherOrder}, grouped by region);
    * on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
    * own assembly of those batches in this process (computing its order, the permutation and the
@@ -263,6 +264,9 @@ final class PeersBench implements Callable<Integer> {
       // Each feature's values in each chunk's segment, mapped once.
       List<SegmentSource.Lease> leases = new ArrayList<>();
       MemorySegment[][] src = new MemorySegment[ROW_FEATURES.size()][d.chunks().size()];
+      // A column's validity bitmap where it has nulls (the gather copies those bits too), else null.
+      MemorySegment[][] valid = new MemorySegment[ROW_FEATURES.size()][d.chunks().size()];
+      long[][] validBase = new long[ROW_FEATURES.size()][d.chunks().size()];
       int[] width = new int[ROW_FEATURES.size()];
       try {
         for (int f = 0; f < ROW_FEATURES.size(); f++) {
@@ -275,6 +279,10 @@ final class PeersBench implements Callable<Integer> {
             Column col = lease.column(ROW_FEATURES.get(f));
             width[f] = col.type().kind().width();
             src[f][c] = col.values().asSlice((long) col.offset() * width[f]);
+            if (col.validity() != MemorySegment.NULL && col.nullCount() > 0) {
+              valid[f][c] = col.validity();
+              validBase[f][c] = col.offset();
+            }
           }
         }
         // The two orders, as runs of one chunk: (chunk, rows within it, batch positions).
@@ -287,19 +295,19 @@ final class PeersBench implements Callable<Integer> {
         // Warm-up, not timed: the JIT compiles each loop first (on a small machine its compiler
         // threads compete with the gathers, and a short first slice would time the interpreter).
         double warm = quick ? 0.2 : 1.5;
-        floorRate(src, width, byChunk, 1, arena, warm / 3);
-        floorRate(src, width, byRegion, 1, arena, warm / 3);
+        floorRate(src, valid, validBase, width, byChunk, 1, arena, warm / 3);
+        floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3);
         loaderRate(d, store, batchRows, threads, warm);
         loaderRate(d, store, batchRows, 1, warm / 3);
         int rounds = 3;
         double slice = Math.max(seconds, 0.3) / rounds;
         double[][] m = new double[6][rounds];
         for (int r = 0; r < rounds; r++) {
-          m[0][r] = floorRate(src, width, byChunk, 1, arena, slice);
-          m[1][r] = floorRate(src, width, byRegion, 1, arena, slice);
+          m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
+          m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
           m[2][r] = loaderRate(d, store, batchRows, 1, slice);
-          m[3][r] = floorRate(src, width, byChunk, threads, arena, slice);
-          m[4][r] = floorRate(src, width, byRegion, threads, arena, slice);
+          m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
+          m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
           m[5][r] = loaderRate(d, store, batchRows, threads, slice);
         }
         double chunk1 = median(m[0]);
@@ -388,7 +396,8 @@ final class PeersBench implements Callable<Integer> {
     }
   }
 
-  private double floorRate(MemorySegment[][] src, int[] width, FloorOrder[] orders, int nThreads, Arena arena, double secs)
+  private double floorRate(MemorySegment[][] src, MemorySegment[][] valid, long[][] validBase, int[] width, FloorOrder[] orders,
+      int nThreads, Arena arena, double secs)
       throws Exception {
     int batches = orders.length;
     long nanos = (long) (secs * 1e9);
@@ -398,8 +407,10 @@ final class PeersBench implements Callable<Integer> {
     for (int t = 0; t < nThreads; t++) {
       int me = t;
       MemorySegment[] out = new MemorySegment[width.length];
+      MemorySegment[] outValid = new MemorySegment[width.length];
       for (int f = 0; f < width.length; f++) {
         out[f] = arena.allocate(16384L * Math.max(1, width[f]), 64);
+        outValid[f] = arena.allocate(16384 / 8, 64);
       }
       ts.add(Thread.ofPlatform().name("strata-gather-floor-" + t).start(() -> {
         int b = me;
@@ -407,7 +418,11 @@ final class PeersBench implements Callable<Integer> {
           FloorOrder o = orders[b % batches];
           for (int f = 0; f < width.length; f++) {
             for (int r = 0; r < o.chunk().length; r++) {
-              floorGather(src[f][o.chunk()[r]], out[f], width[f], o.row()[r], o.at()[r]);
+              int c = o.chunk()[r];
+              floorGather(src[f][c], out[f], width[f], o.row()[r], o.at()[r]);
+              if (valid[f][c] != null) {
+                floorBits(valid[f][c], validBase[f][c], outValid[f], o.row()[r], o.at()[r]);
+              }
             }
           }
           done[me]++;
@@ -449,6 +464,18 @@ final class PeersBench implements Callable<Integer> {
           MemorySegment.copy(src, (long) row[k] * width, out, (long) at[k] * width, width);
         }
       }
+    }
+  }
+
+  /** The validity bits of the rows of one chunk, each one load and one store to its place in the batch. */
+  private static void floorBits(MemorySegment src, long base, MemorySegment out, int[] row, int[] at) {
+    for (int k = 0; k < row.length; k++) {
+      long i = base + row[k];
+      boolean v = (src.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
+      long byteAt = at[k] >>> 3;
+      byte b = out.get(ValueLayout.JAVA_BYTE, byteAt);
+      int bit = 1 << (at[k] & 7);
+      out.set(ValueLayout.JAVA_BYTE, byteAt, (byte) (v ? b | bit : b & ~bit));
     }
   }
 
