@@ -14,6 +14,9 @@ package io.strata.sdk.loader;
  * product, which depend on every bit of its input. Algorithm 1 (a balanced Feistel over an even
  * power of two, two multiplies a round) took about a third of a shuffled single-row batch's
  * assembly time; this one, evaluated a batch at a time ({@link #applyAll}), a few percent.
+ *
+ * <p>Threads: {@link #apply} may be called from any thread; {@link #applyAll} uses a scratch
+ * array of the instance, so one thread at a time (each batch assembler has its own instance).
  */
 final class Permutation {
   /** Changes whenever the order a seed gives changes (part of a loader's plan identity). */
