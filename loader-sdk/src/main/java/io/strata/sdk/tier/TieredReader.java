@@ -171,16 +171,20 @@ public final class TieredReader implements AutoCloseable {
   /**
    * Appends the row ranges {@code [starts[k], starts[k] + offsets[k + 1] - offsets[k])} for
    * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
-   * When every range lies in one chunk and every feature is resident (not derived) in the chunks
-   * the ranges touch, the batch is assembled feature by feature: each feature's ranges are copied
+   * When every feature is resident (not derived) in the chunks the ranges touch, the batch is
+   * assembled feature by feature (a range across a chunk boundary as one piece per chunk): each feature's ranges are copied
    * in one pass into its builder (one source column and one destination streamed at a time instead
    * of every feature's in turn), and its reads are counted once per chunk.
    */
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
     refreshResidency();
     List<ChunkInfo> chunks = dataset.chunks();
+    // The ranges as pieces of one chunk each, in order: a range across a chunk boundary (a sample
+    // whose rows two chunks hold) is two pieces, as appendRows would read it.
     int[] chunk = new int[units];
     int[] local = new int[units];
+    int[] count = new int[units];
+    int pieces = 0;
     boolean[] touched = new boolean[chunks.size()];
     boolean byFeature = true;
     for (int k = 0; k < units && byFeature; k++) {
@@ -190,14 +194,22 @@ public final class TieredReader implements AutoCloseable {
         byFeature = false; // appendRows names the bad range
         break;
       }
-      if (n == 0) {
-        continue; // nothing to copy, no chunk to hold
+      while (n > 0) {
+        ChunkInfo c = chunks.get(dataset.chunkOf(s));
+        int take = (int) Math.min(n, c.endRow() - s);
+        if (pieces == chunk.length) {
+          int cap = pieces + pieces / 2 + 8;
+          chunk = java.util.Arrays.copyOf(chunk, cap);
+          local = java.util.Arrays.copyOf(local, cap);
+          count = java.util.Arrays.copyOf(count, cap);
+        }
+        chunk[pieces] = c.index();
+        local[pieces] = (int) (s - c.firstRow());
+        count[pieces++] = take;
+        touched[c.index()] = true;
+        s += take;
+        n -= take;
       }
-      ChunkInfo c = chunks.get(dataset.chunkOf(s));
-      byFeature = s + n <= c.endRow();
-      chunk[k] = c.index();
-      local[k] = (int) (s - c.firstRow());
-      touched[c.index()] = true;
     }
     for (int i = 0; i < features.size() && byFeature; i++) {
       byFeature = derived[i] == null;
@@ -221,14 +233,10 @@ public final class TieredReader implements AutoCloseable {
       Column[] cols = columns[i];
       java.util.Arrays.fill(perChunk, 0);
       try {
-        for (int k = 0; k < units; k++) {
-          int n = offsets[k + 1] - offsets[k];
-          if (n == 0) {
-            continue;
-          }
-          Column col = cols[chunk[k]];
-          b.appendRange(col, local[k], n);
-          perChunk[chunk[k]] += rangeBytes(col, local[k], n);
+        for (int p = 0; p < pieces; p++) {
+          Column col = cols[chunk[p]];
+          b.appendRange(col, local[p], count[p]);
+          perChunk[chunk[p]] += rangeBytes(col, local[p], count[p]);
         }
       } catch (IndexOutOfBoundsException | InternalError fault) {
         // A segment went bad after it was mapped: undo this batch's appends and take the range by

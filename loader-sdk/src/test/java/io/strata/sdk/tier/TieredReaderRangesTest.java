@@ -56,8 +56,9 @@ class TieredReaderRangesTest {
         same(orcInChunks, read(reader, inChunks, inLengths, arena));
         assertTrue(stats.bytes(TierStats.Tier.SSD) > 0, "read from the SSD tier");
         assertEquals(0, stats.bytes(TierStats.Tier.HDD), "nothing from ORC");
-        // A range crossing chunks 0 and 1 takes the range by range path.
+        // A range crossing chunks 0 and 1: one piece from each chunk, still from the SSD tier alone.
         same(orc, read(reader, starts, lengths, arena));
+        assertEquals(0, stats.bytes(TierStats.Tier.HDD), "nothing from ORC");
         // An empty range adds nothing; one beyond the dataset is refused by name.
         same(orcInChunks, read(reader, new long[] {6_100, 17, 9_000, 3_000, 8_999, 450}, new int[] {300, 41, 0, 77, 1, 120},
             arena));
