@@ -1,5 +1,6 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Column;
@@ -280,18 +281,12 @@ public final class OrcTable implements AutoCloseable {
 
   /** Index of the chunk holding global row {@code row} (a binary search of the chunks' first rows; a shuffled batch asks once a row). */
   public int chunkOf(long row) {
-    long[] first = chunkFirstRows;
-    int lo = 0;
-    int hi = first.length - 1;
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (first[mid] <= row) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
+    return Chunks.of(chunkFirstRows, row);
+  }
+
+  /** The first row of each chunk, ascending (the table's own array: read it, never write it). */
+  public long[] chunkFirstRows() {
+    return chunkFirstRows;
   }
 
   /** Reads row ranges of a fixed projection; not thread-safe. */

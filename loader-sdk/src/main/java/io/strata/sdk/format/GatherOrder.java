@@ -1,5 +1,6 @@
 package io.strata.sdk.format;
 
+import io.strata.sdk.internal.Chunks;
 import java.util.Arrays;
 
 /**
@@ -79,7 +80,7 @@ public final class GatherOrder {
         if (runs > 0) {
           runMax[runs - 1] = max;
         }
-        chunk = chunkOf(chunkFirstRows, row);
+        chunk = Chunks.of(chunkFirstRows, row);
         chunkFirst = chunkFirstRows[chunk];
         nextFirst = chunk + 1 < chunkFirstRows.length ? chunkFirstRows[chunk + 1] : Long.MAX_VALUE;
         if (runs + 1 >= runStart.length) {
@@ -100,20 +101,6 @@ public final class GatherOrder {
     }
     runStart[runs] = n;
     return this;
-  }
-
-  private static int chunkOf(long[] first, long row) {
-    int lo = 0;
-    int hi = first.length - 1;
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (first[mid] <= row) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
   }
 
   /** Rows in the batch. */

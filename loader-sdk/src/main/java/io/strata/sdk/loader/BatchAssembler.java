@@ -93,7 +93,7 @@ final class BatchAssembler implements Prefetcher.Producer {
           t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
     }
     this.writeCache = writeCache;
-    this.chunkFirstRows = dataset.chunks().stream().mapToLong(io.strata.sdk.ChunkInfo::firstRow).toArray();
+    this.chunkFirstRows = dataset.orc().chunkFirstRows();
   }
 
   /**

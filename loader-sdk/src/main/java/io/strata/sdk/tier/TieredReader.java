@@ -81,7 +81,7 @@ public final class TieredReader implements AutoCloseable {
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
-    this.chunkFirstRows = dataset.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
+    this.chunkFirstRows = dataset.orc().chunkFirstRows();
   }
 
   public List<String> features() {

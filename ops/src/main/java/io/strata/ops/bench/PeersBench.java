@@ -3,10 +3,12 @@ package io.strata.ops.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
@@ -260,7 +262,7 @@ final class PeersBench implements Callable<Integer> {
           }
         }
       }
-      long[] chunkFirst = d.chunks().stream().mapToLong(io.strata.sdk.ChunkInfo::firstRow).toArray();
+      long[] chunkFirst = d.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
       // Each feature's values in each chunk's segment, mapped once.
       List<SegmentSource.Lease> leases = new ArrayList<>();
       MemorySegment[][] src = new MemorySegment[ROW_FEATURES.size()][d.chunks().size()];
@@ -361,11 +363,7 @@ final class PeersBench implements Callable<Integer> {
       int[] ofRow = new int[rows.length];
       int[] count = new int[chunks];
       for (int k = 0; k < rows.length; k++) {
-        int c = java.util.Arrays.binarySearch(chunkFirst, rows[k]);
-        c = c >= 0 ? c : -c - 2;
-        while (c + 1 < chunks && chunkFirst[c + 1] == chunkFirst[c] && chunkFirst[c + 1] <= rows[k]) {
-          c++; // an empty chunk starts where the next does
-        }
+        int c = Chunks.of(chunkFirst, rows[k]);
         ofRow[k] = c;
         count[c]++;
       }
