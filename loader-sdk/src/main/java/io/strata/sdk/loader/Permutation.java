@@ -104,14 +104,7 @@ final class Permutation {
       x[k] = f + k * st;
     }
     for (int k = 0; k < count; k++) {
-      int v = x[k];
-      int high = v >>> lb;
-      int low = v & lm;
-      high = (high + (((low ^ k0) * M32) >>> hs)) & hm;
-      low = (low + (((high ^ k1) * M32) >>> ls)) & lm;
-      high = (high + (((low ^ k2) * M32) >>> hs)) & hm;
-      low = (low + (((high ^ k3) * M32) >>> ls)) & lm;
-      x[k] = (high << lb) | low;
+      x[k] = rounds32(x[k], lb, hs, ls, lm, hm, k0, k1, k2, k3);
     }
     for (int k = 0; k < count; k++) {
       long v = Integer.toUnsignedLong(x[k]);
@@ -124,22 +117,24 @@ final class Permutation {
 
   private int[] scratch = new int[0];
 
+  /** The four rounds on a domain of at most 2^32 (the value's bit pattern in an int). */
+  private static int rounds32(int v, int lb, int hs, int ls, int lm, int hm, int k0, int k1, int k2, int k3) {
+    int high = v >>> lb;
+    int low = v & lm;
+    high = (high + (((low ^ k0) * M32) >>> hs)) & hm;
+    low = (low + (((high ^ k1) * M32) >>> ls)) & lm;
+    high = (high + (((low ^ k2) * M32) >>> hs)) & hm;
+    low = (low + (((high ^ k3) * M32) >>> ls)) & lm;
+    return (high << lb) | low;
+  }
+
   private long encrypt(long x) {
+    if (lowBits + highBits <= 32) {
+      return Integer.toUnsignedLong(rounds32((int) x, lowBits, 32 - highBits, 32 - lowBits, (int) lowMask, (int) highMask,
+          (int) keys[0], (int) keys[1], (int) keys[2], (int) keys[3]));
+    }
     long high = x >>> lowBits;
     long low = x & lowMask;
-    if (lowBits + highBits <= 32) {
-      int hs = 32 - highBits;
-      int ls = 32 - lowBits;
-      int h = (int) high;
-      int l = (int) low;
-      int hm = (int) highMask;
-      int lm = (int) lowMask;
-      h = (h + ((((int) keys[0] ^ l) * M32) >>> hs)) & hm;
-      l = (l + ((((int) keys[1] ^ h) * M32) >>> ls)) & lm;
-      h = (h + ((((int) keys[2] ^ l) * M32) >>> hs)) & hm;
-      l = (l + ((((int) keys[3] ^ h) * M32) >>> ls)) & lm;
-      return (Integer.toUnsignedLong(h) << lowBits) | Integer.toUnsignedLong(l);
-    }
     int hb = highBits;
     int lb = lowBits;
     long[] k = keys;

@@ -46,7 +46,6 @@ public final class TieredReader implements AutoCloseable {
   private final DerivedChunkSource[] derived;
   private final ChunkCache derivedCache;
   private final int[] blockFirst = new int[1];
-  private final long[] chunkFirstRows;
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
@@ -81,7 +80,6 @@ public final class TieredReader implements AutoCloseable {
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
-    this.chunkFirstRows = dataset.orc().chunkFirstRows();
   }
 
   public List<String> features() {
@@ -263,22 +261,10 @@ public final class TieredReader implements AutoCloseable {
 
   /**
    * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
-   * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. When every feature is
-   * fixed-width and resident in every chunk the rows touch, each feature's rows are gathered in one
-   * pass ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
-   */
-  public void appendSingleRows(long[] rows, int n, List<ColumnBuilder> out) throws IOException {
-    appendSingleRows(rows, n, gatherOrder(rows, n), out);
-  }
-
-  /** The gather order of single rows {@code rows[0..n)} of this reader's dataset. */
-  public GatherOrder gatherOrder(long[] rows, int n) {
-    return new GatherOrder().compute(rows, n, chunkFirstRows, dataset.rows());
-  }
-
-  /**
-   * {@link #appendSingleRows(long[], int, List)} with the rows' gather order computed beforehand
-   * ({@link #gatherOrder}; the parts of one batch share it).
+   * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. {@code order} is the
+   * rows' gather order ({@link GatherOrder#compute}; the parts of one batch share it). When every
+   * feature is fixed-width and resident in every chunk the rows touch, each feature's rows are
+   * gathered in that order ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
    */
   public void appendSingleRows(long[] rows, int n, GatherOrder order, List<ColumnBuilder> out) throws IOException {
     if (order.size() != n) {
