@@ -9,7 +9,8 @@
 Each worker of each rank reads its own shard: rank ``rank * workers + worker_id`` of
 ``world * workers``, so the workers together read every sample once per epoch. Batches are
 already batched: use ``batch_size=None``. Fixed-width columns become tensors over the batch's
-shared memory (no copy in the worker); a column with nulls also gives ``"NAME.valid"``
+shared memory (no copy; in a DataLoader worker one copy, into one shared storage a batch that torch
+hands to the main process at once); a column with nulls also gives ``"NAME.valid"``
 (bool); list columns give ``"NAME"`` (the flat elements) and ``"NAME.offsets"`` (int32);
 strings and binaries stay pyarrow arrays.
 """
@@ -83,6 +84,30 @@ def _to_tensors(batch):
             out[name] = _tensor(arr)
         if arr.null_count > 0:
             out[name + ".valid"] = torch.from_numpy(_bits(arr.buffers()[0], arr.offset, len(arr)))
+    return out
+
+
+def _one_storage(tensors):
+    """The batch's tensors copied into one new shared-memory storage, as views of it, for the hand-over
+    from a DataLoader worker: torch sends a worker's tensors to the main process storage by storage
+    (a new shared-memory file, a copy and a file-descriptor hand-over each), so a batch of ten tensors
+    costs ten of those and one storage costs one (about 2x the batches/s with 2 workers, BENCHMARKS.md).
+    Entries that are not tensors (strings as pyarrow arrays) are passed as they are."""
+    layout, total = [], 0
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor):
+            nbytes = t.numel() * t.element_size()
+            layout.append((name, total, nbytes))
+            total += (nbytes + 63) & ~63
+    if not layout:
+        return tensors
+    storage = torch.empty(max(total, 1), dtype=torch.uint8).share_memory_()
+    out = dict(tensors)
+    for name, at, nbytes in layout:
+        t = tensors[name]
+        view = storage[at:at + nbytes].view(t.dtype).view(t.shape)
+        view.copy_(t)
+        out[name] = view
     return out
 
 
@@ -170,9 +195,16 @@ class StrataIterableDataset(IterableDataset):
         if checkpoint is not None:
             loader.load_state_dict({"format": 1, "checkpoint": checkpoint})
         self._current = (p, loader)
+        # In a worker, a batch's tensors go to the main process in one storage (see _one_storage).
+        shared = self.as_tensors and get_worker_info() is not None
         try:
             for batch in loader:
-                yield to_tensors(batch) if self.as_tensors else batch
+                if not self.as_tensors:
+                    yield batch
+                elif shared:
+                    yield _one_storage(to_tensors(batch))
+                else:
+                    yield to_tensors(batch)
             # Bytes per tier of the finished pass (seen here with num_workers=0; each worker has its own).
             self.stats = loader.stats
         finally:

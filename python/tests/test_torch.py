@@ -26,6 +26,26 @@ def test_dataloader_workers_read_every_sample_once(dataset):
     assert b["is_online"].dtype == torch.bool
 
 
+def test_a_worker_hands_over_each_batch_in_one_storage_with_the_same_values(dataset):
+    features = ["sample_id", "amount", "embedding", "balance", "is_online", "merchant_category", "quantity"]
+    here = list(DataLoader(StrataIterableDataset(dataset, features=features, batch_samples=8, seed=3), batch_size=None,
+                           num_workers=0))
+    # One worker: shard 0 of 1, the same batches (a dataset of its own: a second pass would be the next epoch).
+    there = list(DataLoader(StrataIterableDataset(dataset, features=features, batch_samples=8, seed=3), batch_size=None,
+                            num_workers=1))
+    assert len(here) == len(there) > 2
+    for a, b in zip(here, there):
+        assert a.keys() == b.keys()
+        storages = set()
+        for k, v in a.items():
+            if isinstance(v, torch.Tensor):
+                assert v.dtype == b[k].dtype and v.shape == b[k].shape and torch.equal(v, b[k]), k
+                storages.add(b[k].untyped_storage().data_ptr())
+            else:
+                assert v.equals(b[k]), k  # strings stay pyarrow arrays
+        assert len(storages) == 1, "every tensor of a worker's batch is a view of one shared storage"
+
+
 def test_a_tiny_model_trains(dataset):
     torch.manual_seed(0)
     model = torch.nn.Linear(2, 1)
