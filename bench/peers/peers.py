@@ -13,17 +13,21 @@ scenario on stdout (its last line). Scenarios:
   rows      shuffled single rows, fixed-width features, as torch tensors; 0 and 2 workers
   docs      seed 004's: random documents by id from 1, 2, 4 and 8 processes
   memory    seed 001's: host memory of 1, 3 and 8 concurrent jobs, every process counted
+  cold      seed 000's workload on data larger than the memory given (a memory cgroup), the
+            page cache dropped first; each peer a fresh process (Strata a fresh loader service)
   job-*     one process of the docs and memory scenarios (started by them)
 
 The rates are batches (documents) per second after a warm-up, in this process's steady state;
-the data lies in the page cache (warm), which the spec's 'warm' says.
+the data lies in the page cache (warm), except in `cold`.
 """
 
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -236,16 +240,27 @@ def prepare(spec):
 
 # ----------------------------------------------------------------------------------- ATOM
 
-def atom_fetchers(spec):
+def atom_fetchers(spec, only=("pyarrowIpc", "numpyMemmap", "duckdbParquet")):
     """Each peer's way to get all rows of a list of sample ids, as a dict of column -> numpy (or
-    Arrow for strings), materialized (what a training step then ships to a GPU)."""
-    import pyarrow as pa
-    import pyarrow.ipc as ipc
-
+    Arrow for strings), materialized (what a training step then ships to a GPU); the peers named
+    in `only` (each opened only when named: the cold runs time one peer a process)."""
     f = files(spec)
     ranges = np.load(f["ranges"])
     where = {int(s): i for i, s in enumerate(ranges[:, 0])}
     cols = spec["atomFeatures"]
+    out = {}
+    if "pyarrowIpc" in only:
+        out["pyarrowIpc"] = _pyarrow_ipc(f, ranges, where, cols)
+    if "numpyMemmap" in only:
+        out["numpyMemmap"] = _numpy_memmap(f, ranges, where, cols)
+    if "duckdbParquet" in only:
+        out["duckdbParquet"] = _duckdb_parquet(f, cols)
+    return out
+
+
+def _pyarrow_ipc(f, ranges, where, cols):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
 
     # pyarrow over a memory-mapped Arrow IPC file, with the identifier -> row range table: the seed's own code
     table = ipc.open_file(pa.memory_map(f["ipc"])).read_all().select(cols)
@@ -254,6 +269,10 @@ def atom_fetchers(spec):
         parts = [table.slice(int(ranges[where[s], 1]), int(ranges[where[s], 2] - ranges[where[s], 1])) for s in sample_ids]
         return pa.concat_tables(parts).combine_chunks()
 
+    return pyarrow_ipc
+
+
+def _numpy_memmap(f, ranges, where, cols):
     # per-column numpy.memmap arrays (the seed's second candidate): ranges concatenated per column
     mm = {}
     for c in cols:
@@ -283,6 +302,10 @@ def atom_fetchers(spec):
                 out[c] = (o, np.concatenate([vals[offs[a]:offs[b]] for a, b in spans]))
         return out
 
+    return numpy_memmap
+
+
+def _duckdb_parquet(f, cols):
     # DuckDB over Parquet (the seed's baseline): one query per batch, ids as a list parameter
     import duckdb
 
@@ -295,7 +318,7 @@ def atom_fetchers(spec):
     def duckdb_parquet(sample_ids):
         return con.execute(query, {"ids": list(map(int, sample_ids))}).to_arrow_table()
 
-    return {"pyarrowIpc": pyarrow_ipc, "numpyMemmap": numpy_memmap, "duckdbParquet": duckdb_parquet}
+    return duckdb_parquet
 
 
 def as_table(x, cols):
@@ -795,6 +818,239 @@ def docs(spec, spec_file):
         result["processes"][str(procs)] = row
     emit(result)
 
+# ----------------------------------------------------------------------------------- cold
+
+def memory_cgroup():
+    """(kind, directory) of this process's memory cgroup where a child group with a memory limit
+    can be made, or (None, why not)."""
+    try:
+        lines = open("/proc/self/cgroup").read().splitlines()
+    except OSError as e:
+        return None, "no /proc/self/cgroup (%s)" % e
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            d = os.path.join("/sys/fs/cgroup/memory", path.lstrip("/"))
+            if os.path.exists(os.path.join(d, "memory.limit_in_bytes")) and os.access(d, os.W_OK):
+                return ("v1", d), None
+            return None, "the memory cgroup %s cannot be written here" % d
+    for line in lines:
+        if line.startswith("0::"):
+            d = os.path.join("/sys/fs/cgroup", line[3:].lstrip("/"))
+            try:
+                delegated = "memory" in open(os.path.join(d, "cgroup.subtree_control")).read().split()
+            except OSError:
+                delegated = False
+            if delegated and os.access(d, os.W_OK):
+                return ("v2", d), None
+            return None, "the cgroup %s does not hand the memory controller to child groups here" % d
+    return None, "this process has no memory cgroup"
+
+
+class ColdGroup:
+    """A child memory cgroup with a limit on memory, page cache included (what the seed did to its
+    process): every process a run starts, Strata's loader service included, is charged to it."""
+
+    def __init__(self, where, limit):
+        self.kind, parent = where
+        self.dir = os.path.join(parent, "strata-cold-%d-%d" % (os.getpid(), time.monotonic_ns()))
+        os.mkdir(self.dir)
+        limit_file = "memory.limit_in_bytes" if self.kind == "v1" else "memory.max"
+        with open(os.path.join(self.dir, limit_file), "w") as fh:
+            fh.write(str(limit))
+
+    def enter(self):
+        """Moves the calling process into the group (a Popen preexec_fn: the child, before exec)."""
+        with open(os.path.join(self.dir, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+
+    def pids(self):
+        with open(os.path.join(self.dir, "cgroup.procs")) as fh:
+            return [int(x) for x in fh.read().split()]
+
+    def stat(self):
+        """The group's memory by kind now (bytes): anonymous, page cache, shared memory."""
+        keys = {"rss": "anon", "cache": "file", "shmem": "shmem", "mapped_file": "fileMapped"} if self.kind == "v1" else \
+            {"anon": "anon", "file": "file", "shmem": "shmem", "file_mapped": "fileMapped"}
+        out = {}
+        try:
+            for line in open(os.path.join(self.dir, "memory.stat")):
+                k, v = line.split()
+                if k in keys:
+                    out[keys[k]] = int(v)
+        except (OSError, ValueError):
+            pass
+        return out
+
+    def peak(self):
+        name = "memory.max_usage_in_bytes" if self.kind == "v1" else "memory.peak"
+        try:
+            return int(open(os.path.join(self.dir, name)).read())
+        except (OSError, ValueError):
+            return None
+
+    def close(self):
+        """Waits for the group's processes to end (killing them after 30 s), then removes it."""
+        deadline = time.monotonic() + 30
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in self.pids():
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        while self.pids() and time.monotonic() < deadline + 10:
+            time.sleep(0.1)
+        os.rmdir(self.dir)
+
+
+def data_files(paths):
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _, names in os.walk(p):
+                for n in names:
+                    yield os.path.join(root, n)
+        elif os.path.exists(p):
+            yield p
+
+
+def evict(paths):
+    """Drops the files' pages from the page cache (posix_fadvise DONTNEED: clean pages that no
+    process maps); returns the fraction of their bytes still cached after (mincore)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    total = cached = 0
+    for f in data_files(paths):
+        size = os.path.getsize(f)
+        if size == 0:
+            continue
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            if addr is not None and addr != ctypes.c_void_p(-1).value:
+                vec = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+                if libc.mincore(addr, size, vec) == 0:
+                    cached += sum(v & 1 for v in bytes(vec)) * mmap.PAGESIZE
+                libc.munmap(addr, size)
+        finally:
+            os.close(fd)
+        total += size
+    return min(1.0, cached / total) if total else 0.0
+
+
+def io_read_bytes(pid):
+    """Bytes a process made the kernel fetch from storage (/proc/PID/io read_bytes); 0 when gone."""
+    try:
+        for line in open("/proc/%d/io" % pid):
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cold_job(spec, peer):
+    """One peer in a process of its own, in a memory cgroup smaller than the data, its files
+    dropped from the page cache just before: seed 000's batches (512 random identifiers, all their
+    rows) for `seconds`; the first batch timed on its own (opening included)."""
+    import torch  # noqa: F401 - a training job has it loaded, whichever peer feeds it: its memory counts for all
+
+    cols = spec["atomFeatures"]
+    rng = np.random.default_rng(17)
+    t0 = time.perf_counter()
+    if peer == "strata":
+        import strata
+        from strata.torch import to_tensors
+
+        ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=5, epochs=100000,
+                           threads=spec["threads"], drop_last=True)
+        it = iter(ld)
+
+        def step():
+            b = next(it)
+            to_tensors(b)
+            return b.num_rows
+    else:
+        fetch = atom_fetchers(spec, only=(peer,))[peer]
+        ranges = np.load(files(spec)["ranges"])
+
+        def step():
+            return _rows(fetch(ranges[rng.choice(len(ranges), 512, replace=False), 0]))
+    step()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    batches = rows = 0
+    while batches < 3 or time.perf_counter() - t0 < spec["seconds"]:
+        rows += step()
+        batches += 1
+    secs = time.perf_counter() - t0
+    emit({"batches": batches, "seconds": secs, "batchesPerSecond": batches / secs, "rowsPerSecond": rows / secs,
+          "firstBatchSeconds": first})
+    emit({"ready": os.getpid()})
+    sys.stdin.readline()
+
+
+def cold(spec, spec_file):
+    """Seed 000's workload cold: data larger than the memory given (a memory cgroup, page cache
+    included), the peer's files dropped from the page cache before each run; each peer in a fresh
+    process (Strata with a fresh loader service of its own, in the same group), three turns, the
+    order turned each turn, the median turn per peer."""
+    where, why = memory_cgroup()
+    if where is None:
+        emit({"scenario": "cold", "available": False, "reason": why})
+        return
+    f = files(spec)
+    data = {"pyarrowIpc": [f["ipc"]], "numpyMemmap": [f["npy"]], "strata": [spec["ssd"], spec["dataset"]]}
+    limit = spec["coldMemoryBytes"]
+    result = {"scenario": "cold", "available": True, "memoryBytes": limit, "cgroup": where[0], "peers": {},
+              "dataBytes": {p: sum(os.path.getsize(x) for x in data_files(paths)) for p, paths in data.items()}}
+    runs = {p: [] for p in data}
+    order = list(data)
+    for turn in range(spec.get("coldTurns", 3)):
+        for peer in (order if turn % 2 == 0 else order[::-1]):
+            left = evict(data[peer])
+            group = ColdGroup(where, limit)
+            service_dir = tempfile.mkdtemp(prefix="strata-cold-")
+            try:
+                env = dict(os.environ)
+                if peer == "strata":
+                    # A loader service of its own, started by the job inside the group, gone 1 s after it.
+                    env["STRATA_LOADER_SOCKET"] = os.path.join(service_dir, "loader.sock")
+                    env["STRATA_LOADER_IDLE_EXIT"] = "1"
+                p = subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_file, "job-cold", peer],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                     preexec_fn=group.enter)
+                r = None
+                for line in p.stdout:
+                    msg = json.loads(line)
+                    if "ready" in msg:
+                        break
+                    r = msg
+                if r is None:
+                    raise SystemExit("the cold %s job ended before it was ready (killed by the memory limit?)" % peer)
+                r["readBytes"] = sum(io_read_bytes(pid) for pid in group.pids())
+                r["peakBytes"] = group.peak()
+                r["memoryNow"] = group.stat()
+                r["cachedBeforeFraction"] = round(left, 4)
+                p.stdin.write("\n")
+                p.stdin.close()
+                p.wait(timeout=60)
+            finally:
+                group.close()
+                shutil.rmtree(service_dir, ignore_errors=True)
+            runs[peer].append(r)
+    for peer, rs in runs.items():
+        best = sorted(rs, key=lambda x: x["batchesPerSecond"])[len(rs) // 2]
+        result["peers"][peer] = dict(best, rounds=[round(x["batchesPerSecond"], 2) for x in rs])
+    emit(result)
+
 
 # ----------------------------------------------------------------------------------- memory
 
@@ -858,6 +1114,10 @@ def main():
         memory(spec, spec_file)
     elif scenario == "job-docs":
         docs_job(spec, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), True)
+    elif scenario == "cold":
+        cold(spec, spec_file)
+    elif scenario == "job-cold":
+        cold_job(spec, sys.argv[3])
     elif scenario == "job-memory":
         memory_job(spec, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), True)
     else:

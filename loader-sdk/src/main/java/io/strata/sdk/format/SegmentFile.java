@@ -111,6 +111,10 @@ public final class SegmentFile implements AutoCloseable {
       } catch (NoSuchFileException e) {
         throw new NoSuchFileException(path.toString(), null, "segment file does not exist");
       }
+      // Read where batches need it: a page fault reads its page only (parsing the footer included), and
+      // a cold batch's ranges are read ahead exactly (TieredReader.readAheadIfCold), never the device's
+      // read-around window of mostly other rows.
+      PageMappings.random(map);
       SegmentFile f = parse(path, arena, map);
       String key = path.toAbsolutePath() + "|" + attrs.fileKey() + "|" + attrs.size() + "|" + attrs.lastModifiedTime().toMillis();
       boolean check =
@@ -120,10 +124,12 @@ public final class SegmentFile implements AutoCloseable {
             case FIRST_OPEN -> !VERIFIED.contains(key);
           };
       if (check) {
+        PageMappings.sequential(map);
         f.verifyChecksums(map);
         VERIFIED.add(key);
         // The pass mapped every page of the file into this process; readers touch a few columns.
         PageMappings.release(map);
+        PageMappings.random(map);
       }
       success = true;
       return f;

@@ -276,6 +276,10 @@ final class BatchAssembler implements Prefetcher.Producer {
     long[] childRows = new long[n];
     long[] childBytes = new long[n];
     boolean allFixed = builders.stream().allMatch(b -> b.type().isFixedWidth());
+    if (gather == null) {
+      // Cold segments: every byte of the batch asked of the kernel at once, before measuring reads offsets.
+      reader.readAheadIfCold(starts, offsets, units);
+    }
     if (!allFixed) {
       for (int k = 0; k < units; k++) {
         reader.measure(starts[k], offsets[k + 1] - offsets[k], dataBytes, childRows, childBytes);

@@ -9,8 +9,10 @@ import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.internal.PageMappings;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -166,19 +168,25 @@ public final class TieredReader implements AutoCloseable {
     }
   }
 
+  /** Batches {@link #readAheadIfCold} found cold and read ahead. */
+  private long coldBatches;
+
+  /** Batches of ranges found cold and read ahead so far ({@link #readAheadIfCold}). */
+  public long coldBatches() {
+    return coldBatches;
+  }
+
+  /** A batch's ranges as pieces of one chunk each, in order. */
+  private record Pieces(int n, int[] chunk, int[] local, int[] count) {}
+
   /**
-   * Appends the row ranges {@code [starts[k], starts[k] + offsets[k + 1] - offsets[k])} for
-   * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
-   * When every feature is resident (not derived) in the chunks the ranges touch, the batch is
-   * assembled feature by feature (a range across a chunk boundary as one piece per chunk): each feature's ranges are copied
-   * in one pass into its builder (one source column and one destination streamed at a time instead
-   * of every feature's in turn), and its reads are counted once per chunk.
+   * The ranges as pieces of one chunk each, in order (a range across a chunk boundary, a sample
+   * whose rows two chunks hold, is two pieces, as appendRows would read it); null when a range is
+   * out of bounds or a feature is derived or not resident in a chunk a range touches (then the
+   * ranges are read one by one).
    */
-  public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
-    refreshResidency();
+  private Pieces pieces(long[] starts, int[] offsets, int units) throws IOException {
     List<ChunkInfo> chunks = dataset.chunks();
-    // The ranges as pieces of one chunk each, in order: a range across a chunk boundary (a sample
-    // whose rows two chunks hold) is two pieces, as appendRows would read it.
     int[] chunk = new int[units];
     int[] local = new int[units];
     int[] count = new int[units];
@@ -215,6 +223,42 @@ public final class TieredReader implements AutoCloseable {
         byFeature = !touched[c] || resident(i, c) != null;
       }
     }
+    return byFeature ? new Pieces(pieces, chunk, local, count) : null;
+  }
+
+  /**
+   * Before a batch of row ranges is measured and appended ({@link #measure}, {@link #appendRanges}):
+   * when a sample of the ranges finds the segments' pages not in memory (a cold batch), asks the
+   * kernel to read every byte the ranges occupy, all at once and only those. Returns whether it did.
+   */
+  public boolean readAheadIfCold(long[] starts, int[] offsets, int units) throws IOException {
+    refreshResidency();
+    Pieces ps = pieces(starts, offsets, units);
+    if (ps == null || ps.n == 0 || !cold(ps.n, ps.chunk, ps.local, ps.count)) {
+      return false;
+    }
+    readAhead(ps.n, ps.chunk, ps.local, ps.count);
+    coldBatches++;
+    return true;
+  }
+
+  /**
+   * Appends the row ranges {@code [starts[k], starts[k] + offsets[k + 1] - offsets[k])} for
+   * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
+   * When every feature is resident (not derived) in the chunks the ranges touch, the batch is
+   * assembled feature by feature (a range across a chunk boundary as one piece per chunk): each feature's ranges are copied
+   * in one pass into its builder (one source column and one destination streamed at a time instead
+   * of every feature's in turn), and its reads are counted once per chunk.
+   */
+  public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
+    refreshResidency();
+    List<ChunkInfo> chunks = dataset.chunks();
+    Pieces ps = pieces(starts, offsets, units);
+    boolean byFeature = ps != null;
+    int pieces = byFeature ? ps.n : 0;
+    int[] chunk = byFeature ? ps.chunk : null;
+    int[] local = byFeature ? ps.local : null;
+    int[] count = byFeature ? ps.count : null;
     if (!byFeature || units == 0) {
       for (int k = 0; k < units; k++) {
         appendRows(starts[k], offsets[k + 1] - offsets[k], out);
@@ -260,6 +304,163 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
+   * Whether a sample of a batch's ranges (at most {@link #COLD_SAMPLES}, spread over the ranges, each
+   * feature in turn) finds pages of the segments not in memory: a cold batch, whose ranges are then
+   * all read ahead. A few {@code mincore} calls a batch; a warm batch pays nothing more.
+   */
+  private boolean cold(int pieces, int[] chunk, int[] local, int[] count) {
+    int samples = (int) Math.min(COLD_SAMPLES, (long) pieces * features.size());
+    for (int k = 0; k < samples; k++) {
+      int i = k % features.size();
+      int p = (int) ((long) k * pieces / samples);
+      if (count[p] > 0 && !firstBuffersResident(columns[i][chunk[p]], local[p], count[p])) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Ranges a batch samples to tell whether it is cold. */
+  private static final int COLD_SAMPLES = 16;
+
+  /**
+   * Asks the kernel to read every byte the ranges occupy in every feature's segments, all at once
+   * and only those ({@link PageMappings#willNeed}), before they are copied: without it, each first
+   * touch of a page not in memory waits for its own read, of the device's whole read-around window.
+   * First the buffers a row's position locates (validity, fixed-width values, offsets), then, with
+   * the offsets read, the bytes of strings and the elements of lists.
+   */
+  private void readAhead(int pieces, int[] chunk, int[] local, int[] count) {
+    for (int i = 0; i < features.size(); i++) {
+      for (int p = 0; p < pieces; p++) {
+        if (count[p] > 0) {
+          readAheadDirect(columns[i][chunk[p]], local[p], count[p]);
+        }
+      }
+    }
+    for (int i = 0; i < features.size(); i++) {
+      for (int p = 0; p < pieces; p++) {
+        if (count[p] > 0 && columns[i][chunk[p]].type().kind().width() < 0) {
+          readAheadData(columns[i][chunk[p]], local[p], count[p]);
+        }
+      }
+    }
+  }
+
+  /** Whether a sample of a batch of single rows (at most {@link #COLD_SAMPLES}, each feature in turn) finds a row's page not in memory. */
+  private boolean coldRows(GatherOrder order) {
+    int samples = Math.min(COLD_SAMPLES, order.size());
+    for (int k = 0; k < samples; k++) {
+      int j = (int) ((long) k * order.size() / samples);
+      int lo = 0;
+      int hi = order.runs() - 1;
+      while (lo < hi) { // the run holding entry j
+        int mid = (lo + hi + 1) >>> 1;
+        if (order.runStart(mid) <= j) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      if (!firstBuffersResident(columns[k % features.size()][order.runChunk(lo)], order.localRow(j), 1)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Pages a read-ahead of single rows reads through rather than cutting its span there. */
+  private static final int GAP_PAGES = 4;
+
+  /**
+   * Reads ahead the pages a batch of single rows touches, in every feature (values, and validity
+   * bits where there are nulls): in gather order the rows' pages mostly ascend, so the pages of a
+   * run of one chunk are read as a few spans (a gap of up to {@link #GAP_PAGES} pages read through).
+   */
+  private void readAheadRows(GatherOrder order) {
+    for (int i = 0; i < features.size(); i++) {
+      for (int r = 0; r < order.runs(); r++) {
+        Column c = columns[i][order.runChunk(r)];
+        readAheadPages(c.values(), c.offset(), c.type().kind().width(), order, r);
+        if (c.validity() != MemorySegment.NULL) {
+          readAheadPages(c.validity(), c.offset(), 0, order, r);
+        }
+      }
+    }
+  }
+
+  /** The pages of run {@code r}'s rows in a buffer of values {@code width} bytes wide (0: bits), as spans. */
+  private static void readAheadPages(MemorySegment buffer, long base, int width, GatherOrder order, int r) {
+    long lo = -1;
+    long hi = -1;
+    for (int j = order.runStart(r); j < order.runStart(r + 1); j++) {
+      long row = base + order.localRow(j);
+      long first = (width > 0 ? row * width : row >>> 3) >>> 12;
+      long last = (width > 0 ? row * width + width - 1 : row >>> 3) >>> 12;
+      if (lo >= 0 && first >= lo - GAP_PAGES && last <= hi + GAP_PAGES) {
+        lo = Math.min(lo, first);
+        hi = Math.max(hi, last);
+        continue;
+      }
+      if (lo >= 0) {
+        PageMappings.willNeed(buffer, lo << 12, (hi - lo + 1) << 12);
+      }
+      lo = first;
+      hi = last;
+    }
+    if (lo >= 0) {
+      PageMappings.willNeed(buffer, lo << 12, (hi - lo + 1) << 12);
+    }
+  }
+
+  /** Whether the first buffer rows {@code [from, from + n)} of {@code c} start in is in memory. */
+  private static boolean firstBuffersResident(Column c, int from, int n) {
+    long at = (long) c.offset() + from;
+    int width = c.type().kind().width();
+    if (width > 0) {
+      return PageMappings.resident(c.values(), at * width, (long) n * width);
+    }
+    if (width == 0) {
+      return PageMappings.resident(c.values(), at >>> 3, (n + 7L) / 8 + 1);
+    }
+    return PageMappings.resident(c.offsets(), at * 4, (n + 1L) * 4);
+  }
+
+  /** Reads ahead the validity bits of rows {@code [from, from + n)} of {@code c}, and their values or offsets. */
+  private static void readAheadDirect(Column c, int from, int n) {
+    long at = (long) c.offset() + from;
+    if (c.validity() != MemorySegment.NULL) {
+      PageMappings.willNeed(c.validity(), at >>> 3, (n + 7L) / 8 + 1);
+    }
+    int width = c.type().kind().width();
+    if (width > 0) {
+      PageMappings.willNeed(c.values(), at * width, (long) n * width);
+    } else if (width == 0) {
+      PageMappings.willNeed(c.values(), at >>> 3, (n + 7L) / 8 + 1);
+    } else {
+      PageMappings.willNeed(c.offsets(), at * 4, (n + 1L) * 4);
+    }
+  }
+
+  /** Reads ahead the string bytes or list elements of rows {@code [from, from + n)} of a variable-width {@code c}. */
+  private static void readAheadData(Column c, int from, int n) {
+    int start = c.start(from);
+    int end = c.end(from + n - 1);
+    if (end <= start) {
+      return;
+    }
+    Column child = c.child();
+    if (child == null) {
+      PageMappings.willNeed(c.values(), start, end - start);
+      return;
+    }
+    readAheadDirect(child, start, end - start);
+    if (child.type().kind().width() < 0) {
+      readAheadData(child, start, end - start);
+    }
+  }
+
+  /**
    * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
    * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. {@code order} is the
    * rows' gather order ({@link GatherOrder#compute}; the parts of one batch share it). When every
@@ -283,6 +484,10 @@ public final class TieredReader implements AutoCloseable {
         appendRows(rows[k], 1, out);
       }
       return;
+    }
+    if (coldRows(order)) {
+      readAheadRows(order);
+      coldBatches++;
     }
     long t0 = System.nanoTime();
     long bytes = 0;

@@ -1,6 +1,7 @@
 package io.strata.sdk.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -57,6 +58,70 @@ class PageMappingsTest {
       }
       assertEquals(sum, again);
       assertEquals(bytes[5_000_001], map.get(ValueLayout.JAVA_BYTE, 5_000_001));
+    }
+  }
+
+  /** posix_fadvise(DONTNEED) on {@code file}: its clean pages that no process maps leave the page cache. */
+  @SuppressWarnings("restricted")
+  private static void dropFromPageCache(Path file) throws Throwable {
+    java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+    var open = linker.downcallHandle(linker.defaultLookup().find("open").orElseThrow(),
+        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+        java.lang.foreign.Linker.Option.firstVariadicArg(2));
+    var fadvise = linker.downcallHandle(linker.defaultLookup().find("posix_fadvise").orElseThrow(),
+        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+    var close = linker.downcallHandle(linker.defaultLookup().find("close").orElseThrow(),
+        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    try (Arena a = Arena.ofConfined()) {
+      int fd = (int) open.invokeExact(a.allocateFrom(file.toString()), 0);
+      assertTrue(fd >= 0);
+      assertEquals(0, (int) fadvise.invokeExact(fd, 0L, 0L, 4));
+      assertEquals(0, (int) close.invokeExact(fd));
+    }
+  }
+
+  @Test
+  void willNeedReadsTheRangeAheadAndARandomMappingReadsOnlyThePageAFaultNeeds(@TempDir Path dir) throws Throwable {
+    assumeTrue(System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux"), "Linux's page cache");
+    Path file = dir.resolve("data");
+    byte[] bytes = new byte[16 << 20];
+    for (int i = 0; i < bytes.length; i++) {
+      bytes[i] = (byte) (i * 7 + (i >>> 12));
+    }
+    try (FileChannel out = FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+        java.nio.file.StandardOpenOption.WRITE)) {
+      out.write(java.nio.ByteBuffer.wrap(bytes));
+      out.force(true); // clean pages: the page cache drops only those
+    }
+    dropFromPageCache(file);
+    try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(file)) {
+      MemorySegment map = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+      assumeTrue(!PageMappings.resident(map, 4 << 20, 4096), "the file system keeps the file in memory (tmpfs?)");
+      assertTrue(PageMappings.random(map));
+      // A fault on a page not in memory reads that page, not a window around it.
+      assertEquals(bytes[2_000_000], map.get(ValueLayout.JAVA_BYTE, 2_000_000));
+      assertTrue(PageMappings.resident(map, 2_000_000, 1));
+      assertFalse(PageMappings.resident(map, 2_000_000 + 64 * 4096, 4096), "a page 64 pages on was not read with it");
+      // WILLNEED reads the range asked (a slice's offsets count from the slice), in pieces of 128 KiB, and no more.
+      MemorySegment slice = map.asSlice(8 << 20);
+      assertTrue(PageMappings.willNeed(slice, 100, 600 << 10));
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (!PageMappings.resident(map, (8 << 20) + (512 << 10), 4096) && System.nanoTime() < deadline) {
+        Thread.onSpinWait();
+      }
+      for (long at = 0; at < (600 << 10); at += 64 * 4096) {
+        long where = (8 << 20) + at;
+        while (!PageMappings.resident(map, where, 4096) && System.nanoTime() < deadline) {
+          Thread.onSpinWait();
+        }
+        assertTrue(PageMappings.resident(map, where, 4096), "page at " + where + " read ahead");
+      }
+      assertFalse(PageMappings.resident(map, (8 << 20) + (2 << 20), 4096), "nothing beyond the range");
+      assertEquals(bytes[(8 << 20) + 12345], map.get(ValueLayout.JAVA_BYTE, (8 << 20) + 12345));
+      // A range outside the mapping, or empty, is nothing to read.
+      assertFalse(PageMappings.willNeed(slice, 9 << 20, 4096));
+      assertFalse(PageMappings.willNeed(slice, 0, 0));
     }
   }
 }

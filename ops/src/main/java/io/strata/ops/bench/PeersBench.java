@@ -62,7 +62,7 @@ final class PeersBench implements Callable<Integer> {
   @Option(names = "--work", description = "Work directory (default: a temporary one, removed afterwards; a given one keeps its data for the next run).")
   Path work;
 
-  @Option(names = "--only", split = ",", description = "Scenarios to run (atom, rows, docs, memory, floor); default all.")
+  @Option(names = "--only", split = ",", description = "Scenarios to run (cold, atom, rows, docs, memory, floor); default all.")
   List<String> only;
 
   @Option(names = "--quick", description = "Small data and short timings: every peer present and its batches equal to Strata's, not a measurement.")
@@ -70,6 +70,9 @@ final class PeersBench implements Callable<Integer> {
 
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
+
+  /** The least memory a cold run gives a job: a Python job with torch loaded and, for Strata, the loader service and its batches in flight, with room for some page cache (the seed's proportion would not hold them). */
+  static final long COLD_MIN_BYTES = 512L << 20;
 
   static final List<String> ROW_FEATURES = List.of("amount", "merchant_id", "quantity", "score", "sample_id");
 
@@ -129,7 +132,10 @@ final class PeersBench implements Callable<Integer> {
         .put("peerData", peerData.toString()).put("seconds", seconds).put("checkBatches", quick ? 1 : 3)
         .put("batchRows", 16384).put("threads", threads).put("docs", docs).put("docsBatch", 64)
         .put("docsPerProcess", quick ? 500 : 20_000).put("docsDataset", docsDs.toString()).put("docsSsd", docsSsd.toString())
-        .put("memoryBatches", quick ? 5 : 200).put("ray", true);
+        .put("memoryBatches", quick ? 5 : 200).put("ray", true)
+        // Seed 000's memory for its data: 8 GB for 400 M rows, here for this run's rows, and at least
+        // what a Python job and the loader service need to run at all (the quick run's data is tiny).
+        .put("coldMemoryBytes", Math.max(COLD_MIN_BYTES, rows * (8L << 30) / 400_000_000L)).put("coldTurns", quick ? 1 : 3);
     List.of("sample_id", "event_time", "amount", "merchant_category", "is_online", "merchant_id", "quantity", "embedding",
         "balance", "score").forEach(s.putArray("atomFeatures")::add);
     ROW_FEATURES.forEach(s.putArray("rowFeatures")::add);
@@ -141,7 +147,8 @@ final class PeersBench implements Callable<Integer> {
 
     ObjectNode result = Json.object().put("benchmark", "peers").put("available", true).put("rows", rows).put("documents", docs)
         .put("secondsPerPeer", seconds).put("cores", Runtime.getRuntime().availableProcessors()).put("machine", BenchAll.machine())
-        .put("data", "warm: every file in the page cache (the machine holds them); cold runs are not part of this command");
+        .put("data", "warm: every file in the page cache (the machine holds them), except the cold scenario: data larger than"
+            + " the memory given (a memory cgroup, page cache included), the page cache dropped before each run");
     result.set("versions", harness(py, harness, specFile, "versions", socket));
     if (!Files.exists(peerData.resolve("READY"))) {
       log.println("preparing the peers' copies of the data (Arrow IPC, Parquet, .npy, a Hugging Face dataset, documents) ...");
@@ -153,6 +160,15 @@ final class PeersBench implements Callable<Integer> {
       Files.writeString(peerData.resolve("READY"), "ok");
     }
     ObjectNode ratios = result.putObject("ratios");
+    if (wanted("cold")) {
+      // First: no loader service of this run holds pages of the data mapped yet (the page cache is
+      // dropped for files no process maps).
+      JsonNode cold = harness(py, harness, specFile, "cold", socket);
+      result.set("cold", cold);
+      if (cold.path("available").asBoolean()) {
+        ratios.put("atomColdVsBestPeer", vsBest(cold.path("peers"), "strata", "rowsPerSecond", "strata"));
+      }
+    }
     if (wanted("atom")) {
       JsonNode atom = harness(py, harness, specFile, "atom", socket);
       result.set("atom", atom);
@@ -497,6 +513,19 @@ final class PeersBench implements Callable<Integer> {
   private static void print(PrintWriter out, JsonNode r) {
     JsonNode ratios = r.path("ratios");
     out.printf("Strata vs the peers (warm data, %d cores; JSON: --json)%n", r.path("cores").asInt());
+    if (r.has("cold")) {
+      JsonNode c = r.path("cold");
+      if (c.path("available").asBoolean()) {
+        out.printf("seed 000 cold: data larger than the %.0f MiB given, page cache dropped (rows/s, first batch s, MiB read):%n",
+            c.path("memoryBytes").asDouble() / (1 << 20));
+        c.path("peers").properties().forEach(e -> out.printf("  %-16s %12.0f rows/s  %6.2f s  %8.0f MiB%n", e.getKey(),
+            e.getValue().path("rowsPerSecond").asDouble(), e.getValue().path("firstBatchSeconds").asDouble(),
+            e.getValue().path("readBytes").asDouble() / (1 << 20)));
+        out.printf("  atomColdVsBestPeer %.2f%n", ratios.path("atomColdVsBestPeer").asDouble());
+      } else {
+        out.println("seed 000 cold: not run (" + c.path("reason").asText() + ")");
+      }
+    }
     if (r.has("atom")) {
       out.println("seed 000, ATOM: 512 random identifiers per batch, all their rows, 10 columns (rows/s):");
       r.path("atom").path("peers").properties().forEach(e -> out.printf("  %-16s %12.0f rows/s  %8.1f batches/s%n", e.getKey(),
