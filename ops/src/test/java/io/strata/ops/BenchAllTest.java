@@ -99,6 +99,16 @@ class BenchAllTest {
         assertTrue(peers.path("rows").path("workers0").path(p).path("batchesPerSecond").asDouble() > 0, p + ": " + peers.path("rows"));
       }
       assertTrue(peers.path("docs").path("docsChecked").asInt() > 0, peers.path("docs").toString());
+      // The cold run: measured where a memory cgroup can be made, else the reason it was not.
+      JsonNode cold = peers.path("cold");
+      if (cold.path("available").asBoolean()) {
+        for (String p : new String[] {"pyarrowIpc", "numpyMemmap", "strata"}) {
+          assertTrue(cold.path("peers").path(p).path("rowsPerSecond").asDouble() > 0, p + ": " + cold);
+        }
+        assertTrue(peers.path("ratios").path("atomColdVsBestPeer").asDouble() > 0, peers.path("ratios").toString());
+      } else {
+        assertTrue(!cold.path("reason").asText().isBlank(), "a cold run not made says why: " + cold);
+      }
       for (String k : new String[] {"atomVsBestPeer", "rowsVsBestPeer0", "rowsVsBestPeer2", "docsVsIrDatasets",
           "memoryVsLeanestPeer3", "assemblyVsGatherFloor1", "assemblyVsGatherFloorN"}) {
         assertTrue(peers.path("ratios").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));

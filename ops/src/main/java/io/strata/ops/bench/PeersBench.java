@@ -135,7 +135,8 @@ final class PeersBench implements Callable<Integer> {
         .put("memoryBatches", quick ? 5 : 200).put("ray", true)
         // Seed 000's memory for its data: 8 GB for 400 M rows, here for this run's rows, and at least
         // what a Python job and the loader service need to run at all (the quick run's data is tiny).
-        .put("coldMemoryBytes", Math.max(COLD_MIN_BYTES, rows * (8L << 30) / 400_000_000L)).put("coldTurns", quick ? 1 : 3);
+        .put("coldMemoryBytes", Math.max(COLD_MIN_BYTES, rows * (8L << 30) / 400_000_000L)).put("coldTurns", quick ? 1 : 3)
+        .put("quick", quick);
     List.of("sample_id", "event_time", "amount", "merchant_category", "is_online", "merchant_id", "quantity", "embedding",
         "balance", "score").forEach(s.putArray("atomFeatures")::add);
     ROW_FEATURES.forEach(s.putArray("rowFeatures")::add);
