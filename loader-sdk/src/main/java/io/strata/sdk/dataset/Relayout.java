@@ -77,13 +77,17 @@ public final class Relayout {
       }
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex(),
           w.replicas()).withStreamChecksums(streamChecksums(tmp, w, layout + "/"));
-      // Commit: the layout directory appears whole (one rename), the old files are listed for
-      // removal, then the manifest is replaced (one rename): from here on the new version is the dataset.
+      // Commit: the new files forced to disk (the ORC writer never syncs), the layout directory
+      // appears whole (one rename, itself forced to disk), the old files are listed for removal, then
+      // the manifest is replaced (one rename): from here on the new version is the dataset, and a
+      // crash at any point leaves either the old manifest or a new one whose files are all on disk.
+      AtomicFiles.fsyncTree(tmp);
       Path target = dir.resolve(layout);
       if (Files.exists(target)) {
         AtomicFiles.deleteTree(target);
       }
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+      AtomicFiles.fsyncDirectory(dir);
       Set<String> keep = new HashSet<>();
       placed.forEach(i -> keep.add(i.path()));
       var pending = Json.array();
@@ -136,7 +140,7 @@ public final class Relayout {
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex(),
           w.replicas()).withStreamChecksums(streamChecksums(tmp, w, ""));
       next.write(tmp);
-      AtomicFiles.fsyncDirectory(tmp);
+      AtomicFiles.fsyncTree(tmp); // the ORC files, their footers and the index: the ORC writer never syncs
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
       AtomicFiles.fsyncDirectory(target.getParent());
       ok = true;

@@ -9,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -138,6 +140,33 @@ public final class AtomicFiles {
     try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
       ch.force(true);
     }
+  }
+
+  /**
+   * Forces every file under {@code dir} to disk, then every directory's entries, deepest first:
+   * what a tree written by other means (a library's writer that never syncs) needs before one
+   * rename makes it visible, so that a crash after the rename cannot leave it with empty or short
+   * files. Returns the files forced.
+   */
+  public static int fsyncTree(Path dir) throws IOException {
+    int files = 0;
+    List<Path> dirs = new ArrayList<>();
+    try (var walk = Files.walk(dir)) {
+      for (Path p : walk.toList()) {
+        if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+          dirs.add(p);
+        } else if (Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+          try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+            ch.force(true);
+          }
+          files++;
+        }
+      }
+    }
+    for (int i = dirs.size() - 1; i >= 0; i--) {
+      fsyncDirectory(dirs.get(i));
+    }
+    return files;
   }
 
   static boolean isNoSpace(Throwable e) {
