@@ -929,8 +929,8 @@ def data_files(paths):
 
 
 def evict(paths):
-    """Drops the files' pages from the page cache (posix_fadvise DONTNEED: clean pages that no
-    process maps); returns the fraction of their bytes still cached after (mincore)."""
+    """Drops the files' pages from the page cache (fsync, then posix_fadvise DONTNEED: clean pages
+    that no process maps); returns the fraction of their bytes still cached after (mincore)."""
     import ctypes
     import mmap
 
@@ -946,6 +946,7 @@ def evict(paths):
             continue
         fd = os.open(f, os.O_RDONLY)
         try:
+            os.fsync(fd)  # dirty pages (a file written just before) are not dropped
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
             if addr is not None and addr != ctypes.c_void_p(-1).value:

@@ -237,7 +237,13 @@ public final class TieredReader implements AutoCloseable {
     if (ps == null || ps.n == 0 || !cold(ps.n, ps.chunk, ps.local, ps.count)) {
       return false;
     }
-    readAhead(ps.n, ps.chunk, ps.local, ps.count);
+    try {
+      readAhead(ps.n, ps.chunk, ps.local, ps.count);
+    } catch (IndexOutOfBoundsException | InternalError fault) {
+      // A segment went bad after it was mapped (offsets out of range, a truncated file): the copy
+      // finds it and reads the chunk from ORC; advice is all this was.
+      return false;
+    }
     coldBatches++;
     return true;
   }
@@ -486,7 +492,7 @@ public final class TieredReader implements AutoCloseable {
       return;
     }
     if (coldRows(order)) {
-      readAheadRows(order);
+      readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
     long t0 = System.nanoTime();
