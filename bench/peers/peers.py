@@ -509,12 +509,13 @@ def rows(spec):
         steps = {}
         closing = []
         if workers == 0:
-            perm_state = {"perm": np.random.default_rng(3).permutation(n), "at": 0}
+            perm_state = {"perm": np.random.default_rng(3).permutation(n), "at": 0, "epoch": 0}
 
             def plain():
                 at = perm_state["at"]
-                if at + B > n:
-                    perm_state["perm"] = np.random.default_rng(at).permutation(n)
+                if at + B > n:  # a new order each epoch (Strata's order changes each epoch too)
+                    perm_state["epoch"] += 1
+                    perm_state["perm"] = np.random.default_rng(3 + perm_state["epoch"]).permutation(n)
                     at = 0
                 gather(perm_state["perm"][at:at + B])
                 perm_state["at"] = at + B
@@ -975,23 +976,48 @@ def cold_job(spec, peer):
     """One peer in a process of its own, in a memory cgroup smaller than the data, its files
     dropped from the page cache just before: seed 000's batches (512 random identifiers, all their
     rows) for `seconds`; the first batch timed on its own (opening included)."""
-    import torch  # noqa: F401 - a training job has it loaded, whichever peer feeds it: its memory counts for all
+    import torch  # a training job has it loaded, whichever peer feeds it: its memory counts for all
 
     cols = spec["atomFeatures"]
     rng = np.random.default_rng(17)
     t0 = time.perf_counter()
-    if peer == "strata":
+    if peer in ("strata", "strataRows"):
         import strata
         from strata.torch import to_tensors
 
-        ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=5, epochs=100000,
-                           threads=spec["threads"], drop_last=True)
+        if peer == "strata":
+            ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=5, epochs=100000,
+                               threads=spec["threads"], drop_last=True)
+        else:
+            ld = strata.Loader(spec["dataset"], features=spec["rowFeatures"], mode="rows", batch_rows=spec["batchRows"],
+                               ssd=spec["ssd"], seed=5, epochs=100000, threads=spec["threads"])
         it = iter(ld)
 
         def step():
             b = next(it)
             to_tensors(b)
             return b.num_rows
+    elif peer == "numpyRows":
+        # the numpy.memmap gather loop of the rows table: one fancy-indexing gather a column a batch
+        d = files(spec)["npy"]
+        mm = {}
+        for c in spec["rowFeatures"]:
+            mm[c] = np.load(os.path.join(d, c + ".npy"), mmap_mode="r")
+            if os.path.exists(os.path.join(d, c + ".valid.npy")):
+                mm[c + ".valid"] = np.load(os.path.join(d, c + ".valid.npy"), mmap_mode="r")
+        n = len(mm[spec["rowFeatures"][0]])
+        B = spec["batchRows"]
+        perm = [rng.permutation(n)]
+        at = [0]
+
+        def step():
+            if at[0] + B > n:  # a new order each epoch, as the rows table's loop (and Strata) read
+                perm[0] = rng.permutation(n)
+                at[0] = 0
+            idx = perm[0][at[0]:at[0] + B]
+            {c: torch.from_numpy(np.asarray(a[idx])) for c, a in mm.items()}
+            at[0] += B
+            return B
     else:
         fetch = atom_fetchers(spec, only=(peer,))[peer]
         ranges = np.load(files(spec)["ranges"])
@@ -1013,16 +1039,18 @@ def cold_job(spec, peer):
 
 
 def cold(spec, spec_file):
-    """Seed 000's workload cold: data larger than the memory given (a memory cgroup, page cache
-    included), the peer's files dropped from the page cache before each run; each peer in a fresh
-    process (Strata with a fresh loader service of its own, in the same group), three turns, the
-    order turned each turn, the median turn per peer."""
+    """Seed 000's workload, and shuffled single rows, cold: data larger than the memory given (a
+    memory cgroup, page cache included), the peer's files dropped from the page cache before each
+    run; each peer in a fresh process (Strata with a fresh loader service of its own, in the same
+    group), three turns, the order turned each turn, the median turn per peer."""
     where, why = memory_cgroup()
     if where is None:
         emit({"scenario": "cold", "available": False, "reason": why})
         return
     f = files(spec)
-    data = {"pyarrowIpc": [f["ipc"]], "numpyMemmap": [f["npy"]], "strata": [spec["ssd"], spec["dataset"]]}
+    row_files = [os.path.join(f["npy"], c + ext) for c in spec["rowFeatures"] for ext in (".npy", ".valid.npy")]
+    data = {"pyarrowIpc": [f["ipc"]], "numpyMemmap": [f["npy"]], "strata": [spec["ssd"], spec["dataset"]],
+            "numpyRows": row_files, "strataRows": [spec["ssd"], spec["dataset"]]}
     limit = spec["coldMemoryBytes"]
     result = {"scenario": "cold", "available": True, "memoryBytes": limit, "cgroup": where[0], "peers": {},
               "readAheadKb": read_ahead_kb(f["ipc"]),
@@ -1067,9 +1095,18 @@ def cold(spec, spec_file):
                 group.close()
                 shutil.rmtree(service_dir, ignore_errors=True)
             runs[peer].append(r)
+    # Seed 000's table under "peers"; shuffled single rows (the rows table's numpy gather loop
+    # against strata.Loader, 16,384 rows a batch, 5 features) under "rows".
+    result["rows"] = {"peers": {}}
     for peer, rs in runs.items():
         best = sorted(rs, key=lambda x: x["batchesPerSecond"])[len(rs) // 2]
-        result["peers"][peer] = dict(best, rounds=[round(x["batchesPerSecond"], 2) for x in rs])
+        entry = dict(best, rounds=[round(x["batchesPerSecond"], 2) for x in rs])
+        if peer == "numpyRows":
+            result["rows"]["peers"]["numpyLoop"] = entry
+        elif peer == "strataRows":
+            result["rows"]["peers"]["strata"] = entry
+        else:
+            result["peers"][peer] = entry
     emit(result)
 
 

@@ -168,6 +168,7 @@ final class PeersBench implements Callable<Integer> {
       result.set("cold", cold);
       if (cold.path("available").asBoolean()) {
         ratios.put("atomColdVsBestPeer", vsBest(cold.path("peers"), "strata", "rowsPerSecond", "strata"));
+        ratios.put("rowsColdVsBestPeer", vsBest(cold.path("rows").path("peers"), "strata", "batchesPerSecond", "strata"));
       }
     }
     if (wanted("atom")) {
@@ -523,6 +524,9 @@ final class PeersBench implements Callable<Integer> {
             e.getValue().path("rowsPerSecond").asDouble(), e.getValue().path("firstBatchSeconds").asDouble(),
             e.getValue().path("readBytes").asDouble() / (1 << 20)));
         out.printf("  atomColdVsBestPeer %.2f%n", ratios.path("atomColdVsBestPeer").asDouble());
+        c.path("rows").path("peers").properties().forEach(e -> out.printf("  rows: %-16s %8.1f batches/s  %8.0f MiB%n",
+            e.getKey(), e.getValue().path("batchesPerSecond").asDouble(), e.getValue().path("readBytes").asDouble() / (1 << 20)));
+        out.printf("  rowsColdVsBestPeer %.2f%n", ratios.path("rowsColdVsBestPeer").asDouble());
       } else {
         out.println("seed 000 cold: not run (" + c.path("reason").asText() + ")");
       }
