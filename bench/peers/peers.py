@@ -747,6 +747,17 @@ def service_pid():
         return None
 
 
+def until_ready(p):
+    """The last message a job process printed before it said it was ready (None if it ended first)."""
+    r = None
+    for line in p.stdout:
+        msg = json.loads(line)
+        if "ready" in msg:
+            break
+        r = msg
+    return r
+
+
 def run_jobs(spec_file, scenario, store, count, jobs, extra=()):
     """Starts `jobs` processes of `scenario` at once; returns their results and the host memory
     (the sum of every process's PSS, the loader service's included) while all of them hold."""
@@ -755,12 +766,7 @@ def run_jobs(spec_file, scenario, store, count, jobs, extra=()):
     results = []
     try:
         for p in procs:
-            r = None
-            for line in p.stdout:
-                msg = json.loads(line)
-                if "ready" in msg:
-                    break
-                r = msg
+            r = until_ready(p)
             if r is None:
                 raise SystemExit("a %s job (%s) ended before it was ready" % (scenario, store))
             results.append(r)
@@ -1071,12 +1077,7 @@ def cold(spec, spec_file):
                 p = subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_file, "job-cold", peer],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
                                      preexec_fn=group.enter)
-                r = None
-                for line in p.stdout:
-                    msg = json.loads(line)
-                    if "ready" in msg:
-                        break
-                    r = msg
+                r = until_ready(p)
                 if r is None:
                     why = "the cold %s job ended before it was ready (exit %s; killed at the %d MiB limit?)" % (
                         peer, p.wait(timeout=60), limit >> 20)

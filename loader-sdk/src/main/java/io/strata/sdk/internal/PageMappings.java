@@ -67,14 +67,7 @@ public final class PageMappings {
    * its start page-aligned, as a mapping's is); returns whether the system did.
    */
   public static boolean release(MemorySegment mapped) {
-    if (MADVISE == null || mapped.byteSize() == 0 || (mapped.address() & 4095) != 0) {
-      return false;
-    }
-    try {
-      return (int) MADVISE.invokeExact(mapped, mapped.byteSize(), MADV_DONTNEED) == 0;
-    } catch (Throwable e) {
-      return false;
-    }
+    return advise(mapped, MADV_DONTNEED);
   }
 
   /**
