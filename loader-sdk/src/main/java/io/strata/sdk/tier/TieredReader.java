@@ -168,10 +168,13 @@ public final class TieredReader implements AutoCloseable {
     }
   }
 
-  /** Batches {@link #readAheadIfCold} found cold and read ahead. */
+  /** Batches found cold and read ahead (this reader's thread only). */
   private long coldBatches;
 
-  /** Batches of ranges found cold and read ahead so far ({@link #readAheadIfCold}). */
+  /**
+   * Batches found cold and read ahead so far: of ranges by {@link #readAheadIfCold}, of single rows
+   * by {@link #appendSingleRows}.
+   */
   public long coldBatches() {
     return coldBatches;
   }
