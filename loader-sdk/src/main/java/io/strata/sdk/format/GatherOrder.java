@@ -133,6 +133,21 @@ public final class GatherOrder {
     return runStart[r];
   }
 
+  /** The run holding entry {@code j} (a binary search over the runs' first entries). */
+  public int runOf(int j) {
+    int lo = 0;
+    int hi = runs - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (runStart[mid] <= j) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
   /** Entry {@code j}'s row within its chunk. */
   public int localRow(int j) {
     return local[j];

@@ -225,17 +225,8 @@ abstract class Plan {
 
     /** The entity holding window {@code u}: the last entity whose cumulative count is at most {@code u}. */
     int entity(long u) {
-      int lo = 0;
-      int hi = cumulative.length - 2;
-      while (lo < hi) {
-        int mid = (lo + hi + 1) >>> 1;
-        if (cumulative[mid] <= u) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      return lo;
+      // cumulative's last entry is the total, above every u: the search never stops there.
+      return io.strata.sdk.internal.Chunks.of(cumulative, u);
     }
 
     @Override

@@ -361,17 +361,7 @@ public final class TieredReader implements AutoCloseable {
     int samples = Math.min(COLD_SAMPLES, order.size());
     for (int k = 0; k < samples; k++) {
       int j = (int) ((long) k * order.size() / samples);
-      int lo = 0;
-      int hi = order.runs() - 1;
-      while (lo < hi) { // the run holding entry j
-        int mid = (lo + hi + 1) >>> 1;
-        if (order.runStart(mid) <= j) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      if (!firstBuffersResident(columns[k % features.size()][order.runChunk(lo)], order.localRow(j), 1)) {
+      if (!firstBuffersResident(columns[k % features.size()][order.runChunk(order.runOf(j))], order.localRow(j), 1)) {
         return true;
       }
     }

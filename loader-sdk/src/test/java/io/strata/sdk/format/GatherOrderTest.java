@@ -26,6 +26,7 @@ class GatherOrderTest {
         assertEquals(rows[p], chunkFirst[c] + g.localRow(j), "entry " + j);
         assertTrue(c + 1 == chunkFirst.length || rows[p] < chunkFirst[c + 1], "row " + rows[p] + " is not in chunk " + c);
         max = Math.max(max, g.localRow(j));
+        assertEquals(r, g.runOf(j), "the run of entry " + j);
         entries++;
       }
       assertEquals(max, g.runMaxRow(r));
