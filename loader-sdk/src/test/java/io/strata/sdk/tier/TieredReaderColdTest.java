@@ -56,7 +56,7 @@ class TieredReaderColdTest {
     }
     Path ssd = tmp.resolve("ssd");
     try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofShared()) {
-      List<Column> orcRanges = ranges(new TieredReader(ds, null, FEATURES, new TierStats()), starts, lengths, arena);
+      List<Column> orcRanges = TieredReaderRangesTest.read(new TieredReader(ds, null, FEATURES, new TierStats()), starts, lengths, arena);
       long[] chunkFirst = ds.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
       GatherOrder order = new GatherOrder().compute(rows, rows.length, chunkFirst, ds.rows());
       List<Column> orcRows = singleRows(new TieredReader(ds, null, List.of("amount", "is_online"), new TierStats()), rows, order,
@@ -73,7 +73,7 @@ class TieredReaderColdTest {
         int[] offsets = offsets(lengths);
         assertTrue(reader.readAheadIfCold(starts, offsets, starts.length), "the batch is cold");
         assertEquals(1, reader.coldBatches());
-        same(orcRanges, ranges(reader, starts, lengths, arena));
+        same(orcRanges, TieredReaderRangesTest.read(reader, starts, lengths, arena));
         assertFalse(reader.readAheadIfCold(starts, offsets, starts.length), "the same batch again is warm");
         assertEquals(1, reader.coldBatches());
       }
@@ -96,17 +96,6 @@ class TieredReaderColdTest {
       offsets[k + 1] = offsets[k] + lengths[k];
     }
     return offsets;
-  }
-
-  private static List<Column> ranges(TieredReader reader, long[] starts, int[] lengths, Arena arena) throws IOException {
-    int[] offsets = offsets(lengths);
-    List<ColumnBuilder> builders = reader.builders(arena, offsets[starts.length]);
-    reader.appendRanges(starts, offsets, starts.length, builders);
-    List<Column> out = new ArrayList<>();
-    for (ColumnBuilder b : builders) {
-      out.add(b.build());
-    }
-    return out;
   }
 
   private static List<Column> singleRows(TieredReader reader, long[] rows, GatherOrder order, Arena arena) throws IOException {

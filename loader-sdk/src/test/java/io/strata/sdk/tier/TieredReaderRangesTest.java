@@ -89,7 +89,8 @@ class TieredReaderRangesTest {
     }
   }
 
-  private static List<Column> read(TieredReader reader, long[] starts, int[] lengths, Arena arena) throws IOException {
+  /** The ranges {@code starts[k]}, {@code lengths[k]} appended by {@code reader}, as built columns (TieredReaderColdTest too). */
+  static List<Column> read(TieredReader reader, long[] starts, int[] lengths, Arena arena) throws IOException {
     int[] offsets = new int[starts.length + 1];
     for (int k = 0; k < starts.length; k++) {
       offsets[k + 1] = offsets[k] + lengths[k];
