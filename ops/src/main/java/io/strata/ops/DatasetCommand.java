@@ -33,7 +33,7 @@ import picocli.CommandLine.Model.CommandSpec;
 @Command(
     name = "dataset",
     mixinStandardHelpOptions = true,
-    description = "Dataset tools: generate, import, register, list, describe, verify, truth, relayout.",
+    description = "Dataset tools: generate, import, register, list, describe, verify, truth, relayout, rollback.",
     subcommands = {
       DatasetCommand.Generate.class,
       DatasetCommand.Import.class,
@@ -42,7 +42,8 @@ import picocli.CommandLine.Model.CommandSpec;
       DatasetCommand.Describe.class,
       DatasetCommand.Verify.class,
       DatasetCommand.Truth.class,
-      RelayoutCommand.class
+      RelayoutCommand.class,
+      DatasetCommand.Rollback.class
     })
 final class DatasetCommand implements Runnable {
   @Spec CommandSpec spec;
@@ -315,6 +316,32 @@ final class DatasetCommand implements Runnable {
         t.row(f.name(), f.supported() ? f.type() : f.orcType(), f.supported() ? "served" : "unsupported: " + f.unsupportedReason());
       }
       t.print(w);
+      return 0;
+    }
+  }
+
+  @Command(name = "rollback", mixinStandardHelpOptions = true,
+      description = "Make the version before the last relayout in place the dataset again (a second rollback goes forward).")
+  static final class Rollback implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    Path dir;
+
+    @Option(names = "--json", description = "Print the result as JSON.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+      io.strata.sdk.dataset.Relayout.Rollback r = io.strata.sdk.dataset.Relayout.rollback(dir);
+      PrintWriter w = spec.commandLine().getOut();
+      if (json) {
+        w.println(Json.compact(Json.object().put("dataset", dir.toAbsolutePath().normalize().toString())
+            .put("fromVersion", r.fromVersion()).put("version", r.toVersion())));
+      } else {
+        w.println(dir + ": version " + r.toVersion() + " again (was " + r.fromVersion()
+            + "; 'strata dataset rollback' again goes back to it)");
+      }
       return 0;
     }
   }

@@ -98,6 +98,14 @@ public final class RelayoutCommand implements Callable<Integer> {
     ObjectNode out = Json.object();
     out.put("dataset", m.name()).put("previousVersion", m.version()).put("jobs", plan.jobs()).put("groups", plan.groups());
     out.put("runsPerStripeBefore", before).put("runsPerStripeAfter", plan.runsAfter());
+    double[] held = heldOut(dir, m.layout(), columns, reads, share, datasetBytes);
+    String heldText = "";
+    if (held != null) {
+      out.putObject("heldOut").put("runsPerStripeBefore", held[0]).put("runsPerStripeAfter", held[1])
+          .put("what", "two-fold cross-validation over the trace's jobs: each half's relayout on the other half's reads");
+      heldText = String.format("; jobs it did not learn from: %s -> %s (estimated by cross-validation)", f2(held[0]),
+          f2(held[1]));
+    }
     out.set("order", Json.MAPPER.valueToTree(plan.order()));
     out.set("replicated", Json.MAPPER.valueToTree(plan.replicated()));
     out.put("replicaBytes", plan.replicaBytes()).put("datasetBytes", datasetBytes);
@@ -112,8 +120,8 @@ public final class RelayoutCommand implements Callable<Integer> {
     }
     if (dryRun) {
       out.put("changed", false);
-      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs)%s; order: %s", m.name(),
-          f2(before), f2(plan.runsAfter()), plan.jobs(), copies, String.join(",", plan.layout())));
+      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs)%s%s; order: %s", m.name(),
+          f2(before), f2(plan.runsAfter()), plan.jobs(), copies, heldText, String.join(",", plan.layout())));
       return 0;
     }
     Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
@@ -129,8 +137,8 @@ public final class RelayoutCommand implements Callable<Integer> {
     }
     print(w, out, String.format("%s: version %s %s %s, verified value for value (%s written in %s); %s -> %s reads"
         + " per stripe per job%s%s", m.name(), r.manifest().version(), outDir == null ? "replaces" : "written to " + result + " beside",
-        r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()), copies,
-        out.has("registered") ? "; the node serves it now" : ""));
+        r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()),
+        copies + heldText, out.has("registered") ? "; the node serves it now" : ""));
     return 0;
   }
 
@@ -144,6 +152,36 @@ public final class RelayoutCommand implements Callable<Integer> {
     return share > 0
         ? CoAccessOrder.plan(columns, reads, Relayout.columnBytes(dir), (long) (share / 100 * datasetBytes))
         : CoAccessOrder.plan(columns, reads);
+  }
+
+  /**
+   * What jobs the relayout did not learn from can expect, estimated from the trace itself by
+   * two-fold cross-validation: the jobs (by name, alternately) split in two halves; each half's
+   * relayout judged on the other half's reads, before and after (the runs per stripe read, as
+   * {@link CoAccessOrder#runs}); the two folds' means. Null with fewer than 4 jobs.
+   */
+  public static double[] heldOut(Path dir, List<String> layout, List<String> columns, Map<String, Map<String, Long>> reads,
+      double share, long datasetBytes) throws IOException {
+    if (reads.size() < 4) {
+      return null;
+    }
+    List<String> names = new java.util.ArrayList<>(reads.keySet());
+    java.util.Collections.sort(names);
+    Map<String, Map<String, Long>> a = new java.util.LinkedHashMap<>();
+    Map<String, Map<String, Long>> b = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < names.size(); i++) {
+      (i % 2 == 0 ? a : b).put(names.get(i), reads.get(names.get(i)));
+    }
+    double before = 0;
+    double after = 0;
+    for (int fold = 0; fold < 2; fold++) {
+      Map<String, Map<String, Long>> learn = fold == 0 ? a : b;
+      Map<String, Map<String, Long>> judge = fold == 0 ? b : a;
+      List<String> learned = plan(dir, columns, learn, share, datasetBytes).layout();
+      before += CoAccessOrder.runs(layout, columns, judge) / 2;
+      after += CoAccessOrder.runs(learned, columns, judge) / 2;
+    }
+    return new double[] {before, after};
   }
 
   /** A share of the dataset's bytes, in percent: "10%" or "10", 0 to 100. */

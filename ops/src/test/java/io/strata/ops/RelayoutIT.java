@@ -151,6 +151,21 @@ class RelayoutIT {
     assertEquals(0, same.code(), same.err());
     assertTrue(!Json.MAPPER.readTree(same.out()).path("changed").asBoolean(), same.out());
     assertEquals(1.0, Json.MAPPER.readTree(same.out()).path("runsPerStripeBefore").asDouble(), 1e-9, same.out());
+    // Back to the version before the relayout, every value as it was; again, forward.
+    Cli.Result back = Cli.run("dataset", "rollback", ds.toString(), "--json");
+    assertEquals(0, back.code(), back.err());
+    assertEquals(before.version(), Json.MAPPER.readTree(back.out()).path("version").asText(), back.out());
+    assertEquals(before.version(), Manifest.read(ds).version());
+    assertSameValues(truth, ds);
+    Cli.Result forward = Cli.run("dataset", "rollback", ds.toString());
+    assertEquals(0, forward.code(), forward.err());
+    assertEquals(after.version(), Manifest.read(ds).version(), forward.out());
+    // Nothing to go back to: a dataset never relaid out.
+    Path fresh = tmp.resolve("fresh");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", fresh.toString(), "--rows", "2000", "--features", "4").code());
+    Cli.Result none = Cli.run("dataset", "rollback", fresh.toString());
+    assertEquals(1, none.code(), none.err());
+    assertTrue(none.err().contains("no previous version"), none.err());
   }
 
   @Test

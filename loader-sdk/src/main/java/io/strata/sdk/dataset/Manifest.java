@@ -295,7 +295,11 @@ public final class Manifest {
       throw new NoSuchFileException(
           file.toString(), null, "no dataset manifest: create one with 'strata dataset generate' or 'strata dataset import'");
     }
-    byte[] bytes = confinement.readAllBytes(file);
+    return parse(file, confinement.readAllBytes(file));
+  }
+
+  /** Parses manifest bytes read from {@code file} (named in errors). */
+  static Manifest parse(Path file, byte[] bytes) throws IOException {
     JsonNode root;
     try {
       root = Json.parse(bytes);

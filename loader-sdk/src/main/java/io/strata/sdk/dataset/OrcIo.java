@@ -114,13 +114,13 @@ final class OrcIo {
       }
       java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate((int) Math.min(3, size));
       ch.read(head, 0);
-      OrcReads.countRequest(head.capacity());
+      OrcReads.countRequest(file, 0, head.capacity());
       if (size < 3 || !java.util.Arrays.equals(head.array(), MAGIC)) {
         throw new CorruptFileException(file, "not an ORC file (it does not start with \"ORC\")");
       }
       java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) Math.min(4, size));
       ch.read(tail, size - tail.capacity());
-      OrcReads.countRequest(tail.capacity());
+      OrcReads.countRequest(file, size - tail.capacity(), tail.capacity());
       byte[] t = tail.array();
       if (size < 4 || t[0] != 'O' || t[1] != 'R' || t[2] != 'C') {
         throw new CorruptFileException(file, "truncated: the file (" + size

@@ -22,12 +22,25 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * adjacent features still issues one request per stream. The streams of a file opened here are
  * read through {@link Counting#readVectored}, which merges ranges that touch (or overlap) into one
  * read and slices the result, so adjacent columns cost one request per run of columns; that is
- * what makes a relayout ({@link Relayout}) pay on the HDD tier. A stripe footer that a file's
+ * what makes a relayout ({@link Relayout}) pay on the HDD tier. On a disk that seeks, ranges a
+ * short gap apart are read as one request too, the gap read through ({@link #gapBytes}: by
+ * default, on a device the kernel calls rotational, gaps up to {@link DiskModel#HDD}'s break-even,
+ * where reading the gap costs what a seek does). A stripe footer that a file's
  * sidecar holds ({@link StripeFooters}) is served from memory without a request.
  *
  * <p>Counted where requests leave the reader: each call that reads file bytes is one request,
- * with its bytes. Process-wide totals; take differences around what you measure. Thread-safe
- * (adders).
+ * with its bytes. Process-wide totals; take differences around what you measure; a {@link
+ * Recording} keeps every request (file, offset, length) for a replay on a {@link DiskModel}.
+ *
+ * <p>Threads and locks. Counters are adders; the gap setting and the recording are volatile
+ * fields, a recording's list has its own lock. Stripes read ahead ({@link #readAhead}) are read on
+ * one daemon thread of the process, {@code strata-orc-read-ahead}, four queued at most: each is an
+ * {@link Ahead} in a copy-on-write list with an atomic state (queued, running, done, dropped). A
+ * reader whose run lies in a queued stripe's region drops it (one compare-and-set) and reads
+ * itself; in a running one it waits on the stripe's latch, which never waits on anything the
+ * reader holds (the read-ahead opens its stripe with an ORC reader of its own, not the table's
+ * monitor). A stripe read ahead leaves the list when a reader reads its region, or when newer
+ * ones push it out.
  */
 public final class OrcReads {
   private static final LongAdder REQUESTS = new LongAdder();
@@ -45,15 +58,129 @@ public final class OrcReads {
     return BYTES.sum();
   }
 
-  /** Bytes of a gap between two ranges that one read reads through rather than issuing two. */
-  static final long HOLE = Long.getLong("strata.orc.holeBytes", 0);
+  /**
+   * The gap setting: {@code strata.orc.gapBytes}, "auto" (the default) or a number of bytes; or
+   * what {@link #setGapBytes} set last (-1: auto).
+   */
+  private static volatile long gapOverride = parseGap(System.getProperty("strata.orc.gapBytes", "auto"));
+
+  private static long parseGap(String v) {
+    if (v.equals("auto")) {
+      return -1;
+    }
+    try {
+      long n = Long.parseLong(v.strip());
+      if (n >= 0) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // below
+    }
+    throw new IllegalArgumentException("strata.orc.gapBytes is 'auto' or a number of bytes >= 0, not '" + v + "'");
+  }
+
+  /**
+   * Sets the bytes of a gap between two ranges of a vectored read that one request reads through
+   * rather than issuing two, for files opened from now on, process-wide: a number of bytes (0:
+   * merge only ranges that touch), or -1 for the default, "auto": {@link DiskModel#HDD}'s
+   * break-even gap on a file whose block device the kernel calls rotational, 0 elsewhere. The
+   * same as the {@code strata.orc.gapBytes} system property ("auto" or bytes).
+   */
+  public static void setGapBytes(long bytes) {
+    if (bytes < -1) {
+      throw new IllegalArgumentException("a gap is -1 (auto) or bytes >= 0, not " + bytes);
+    }
+    gapOverride = bytes;
+  }
+
+  /** The gap reads of {@code file} read through ({@link #setGapBytes}). */
+  public static long gapBytes(java.nio.file.Path file) {
+    long g = gapOverride;
+    return g >= 0 ? g : rotational(file) ? DiskModel.HDD.breakEvenGapBytes() : 0;
+  }
+
+  /** Whether the kernel calls {@code file}'s block device rotational, by device number; false where it cannot tell. */
+  private static final java.util.concurrent.ConcurrentHashMap<Long, Boolean> ROTATIONAL =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  static boolean rotational(java.nio.file.Path file) {
+    long dev;
+    try {
+      dev = ((Number) java.nio.file.Files.getAttribute(file, "unix:dev")).longValue();
+    } catch (IOException | UnsupportedOperationException | IllegalArgumentException | ClassCastException e) {
+      return false;
+    }
+    return ROTATIONAL.computeIfAbsent(dev, d -> {
+      // Linux's dev_t: major in bits 8-19 and 32-43, minor in bits 0-7 and 20-31.
+      long major = ((d >>> 8) & 0xfff) | ((d >>> 32) & ~0xfffL);
+      long minor = (d & 0xff) | ((d >>> 12) & ~0xffL);
+      java.nio.file.Path sys = java.nio.file.Path.of("/sys/dev/block/" + major + ":" + minor);
+      for (java.nio.file.Path q : new java.nio.file.Path[] {sys.resolve("queue/rotational"), sys.resolve("../queue/rotational")}) {
+        try {
+          return java.nio.file.Files.readString(q).strip().equals("1");
+        } catch (IOException e) {
+          // a partition's queue is its disk's, one level up; no entry: not a block device (tmpfs, overlay)
+        }
+      }
+      return false;
+    });
+  }
+
+  /**
+   * One read request as it left the reader: the file, where in it, how many bytes, and whether the
+   * read-ahead thread issued it (reading a stripe ahead while the reader decodes the one before).
+   */
+  public record Request(java.nio.file.Path file, long offset, long length, boolean ahead) {}
+
+  /** The requests of every thread while a {@link Recording} is open (null: none). */
+  private static volatile Recording recording;
+
+  /**
+   * Records every request the process's ORC reading issues until closed (one recording at a
+   * time; a benchmark's, which replays them on a {@link DiskModel}).
+   */
+  public static final class Recording implements AutoCloseable {
+    private final List<Request> requests = new ArrayList<>();
+
+    private Recording() {}
+
+    private synchronized void add(Request r) {
+      requests.add(r);
+    }
+
+    /** The requests so far, in the order they were issued. */
+    public synchronized List<Request> requests() {
+      return List.copyOf(requests);
+    }
+
+    @Override
+    public void close() {
+      synchronized (OrcReads.class) {
+        if (recording == this) {
+          recording = null;
+        }
+      }
+    }
+  }
+
+  /** Starts recording; refused while another recording is open. */
+  public static Recording record() {
+    synchronized (OrcReads.class) {
+      if (recording != null) {
+        throw new IllegalStateException("ORC read requests are already being recorded");
+      }
+      Recording r = new Recording();
+      recording = r;
+      return r;
+    }
+  }
 
   /** The most bytes one coalesced read takes. */
   static final int MAX_READ = 64 << 20;
 
-  /** Counts one request of {@code bytes} made outside orc-core (a sidecar, a shape check). */
-  static void countRequest(long bytes) {
-    count(bytes);
+  /** Counts one request of {@code bytes} at {@code offset} of {@code file} made outside orc-core (a sidecar, a shape check). */
+  static void countRequest(java.nio.file.Path file, long offset, long bytes) {
+    count(file, offset, bytes);
   }
 
   /**
@@ -100,7 +227,11 @@ public final class OrcReads {
     FOOTERS.remove(key, footers);
   }
 
-  private static void count(long bytes) {
+  private static void count(java.nio.file.Path file, long offset, long bytes) {
+    Recording r = recording;
+    if (r != null) {
+      r.add(new Request(file, offset, bytes, AHEAD_WORK.get() != null));
+    }
     REQUESTS.increment();
     BYTES.add(bytes);
     THREAD_BYTES.get()[0] += bytes;
@@ -112,6 +243,141 @@ public final class OrcReads {
   /** Bytes read from ORC files by the calling thread since it started. */
   public static long bytesOnThisThread() {
     return THREAD_BYTES.get()[0];
+  }
+
+  // ------------------------------------------------------------------------------ read-ahead
+
+  /** A read that may fail with an I/O error (the read-ahead thread's work). */
+  interface IoWork {
+    void run() throws IOException;
+  }
+
+  private static final int QUEUED = 0;
+  private static final int RUNNING = 1;
+  private static final int DONE = 2;
+  private static final int DROPPED = 3;
+
+  /**
+   * One stripe read ahead: the file (its {@link #key}) and the byte region its reads fall in; the
+   * runs the read-ahead thread read there, kept until a reader of that stripe takes them.
+   */
+  static final class Ahead {
+    final String file;
+    final long from;
+    final long to;
+    final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger(QUEUED);
+    /** Counted down when the read-ahead's reads are done (or it ended without them). */
+    final java.util.concurrent.CountDownLatch read = new java.util.concurrent.CountDownLatch(1);
+    private final List<long[]> spans = new ArrayList<>();
+    private final List<byte[]> data = new ArrayList<>();
+
+    Ahead(String file, long from, long to) {
+      this.file = file;
+      this.from = from;
+      this.to = to;
+    }
+
+    boolean covers(String f, long start, long end) {
+      return file.equals(f) && start >= from && end <= to;
+    }
+
+    synchronized void keep(long start, byte[] bytes) {
+      spans.add(new long[] {start, start + bytes.length});
+      data.add(bytes);
+    }
+
+    /** The bytes {@code [start, start + length)} if one run read ahead holds them all, else null. */
+    synchronized ByteBuffer take(long start, int length) {
+      for (int i = 0; i < spans.size(); i++) {
+        long[] s = spans.get(i);
+        if (start >= s[0] && start + length <= s[1]) {
+          return ByteBuffer.wrap(data.get(i), Math.toIntExact(start - s[0]), length).slice();
+        }
+      }
+      return null;
+    }
+
+    void finish() {
+      state.compareAndSet(RUNNING, DONE);
+      read.countDown();
+    }
+  }
+
+  /** Stripes read ahead and not yet taken: at most {@link #AHEAD_MAX}, the oldest dropped first. */
+  private static final java.util.concurrent.CopyOnWriteArrayList<Ahead> AHEAD = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private static final int AHEAD_MAX = 4;
+  /** On the read-ahead thread, the stripe it is reading. */
+  private static final ThreadLocal<Ahead> AHEAD_WORK = new ThreadLocal<>();
+  /** One daemon thread, started on the first read-ahead and gone after 30 s idle; 4 waiting at most. */
+  private static final java.util.concurrent.ThreadPoolExecutor AHEAD_THREAD = new java.util.concurrent.ThreadPoolExecutor(1, 1,
+      30, java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.ArrayBlockingQueue<>(AHEAD_MAX), r -> {
+        Thread t = new Thread(r, "strata-orc-read-ahead");
+        t.setDaemon(true);
+        return t;
+      });
+
+  static {
+    AHEAD_THREAD.allowCoreThreadTimeOut(true);
+  }
+
+  /**
+   * Reads a stripe ahead: {@code work} (which opens a reader of the stripe, so that orc-core
+   * issues exactly the reads it will issue again) runs on the read-ahead thread; its reads in
+   * {@code [from, to)} of {@code file} are kept for the next reader of that region, which takes
+   * them instead of reading (or, if the read-ahead has not started yet, drops it and reads itself).
+   * A read-ahead that fails costs nothing but its reads: the reader reads for itself.
+   */
+  static void readAhead(String file, long from, long to, IoWork work) {
+    Ahead a = new Ahead(file, from, to);
+    for (Ahead old : AHEAD) {
+      if (old.file.equals(file) && old.from == from) {
+        return; // already on its way
+      }
+    }
+    AHEAD.add(a);
+    while (AHEAD.size() > AHEAD_MAX) {
+      drop(AHEAD.get(0));
+    }
+    try {
+      AHEAD_THREAD.execute(() -> {
+        AHEAD_WORK.set(a);
+        try {
+          if (a.state.get() == QUEUED) {
+            work.run();
+          }
+        } catch (IOException | RuntimeException e) {
+          // the reader reads for itself
+        } finally {
+          AHEAD_WORK.remove();
+          if (a.state.get() != DONE) {
+            drop(a);
+          }
+          a.read.countDown();
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      drop(a);
+    }
+  }
+
+  private static void drop(Ahead a) {
+    a.state.compareAndSet(QUEUED, DROPPED);
+    AHEAD.remove(a);
+  }
+
+  /** The stripe read ahead whose region holds {@code [start, end)} of {@code file}, or null. */
+  private static Ahead aheadFor(String file, long start, long end) {
+    for (Ahead a : AHEAD) {
+      if (a.covers(file, start, end)) {
+        return a;
+      }
+    }
+    return null;
+  }
+
+  /** Read-ahead stripes waiting to be taken (tests). */
+  static int aheadWaiting() {
+    return AHEAD.size();
   }
 
   /**
@@ -134,7 +400,7 @@ public final class OrcReads {
       java.nio.file.Path file = pathToFile(f).toPath();
       FSDataInputStream in = confinement.confined() ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
           : super.open(f, bufferSize);
-      return new FSDataInputStream(new Counting(in, key(file), file));
+      return new FSDataInputStream(new Counting(in, key(file), file, gapBytes(file)));
     }
   }
 
@@ -212,13 +478,16 @@ public final class OrcReads {
     private final FSDataInputStream in;
     private final String file;
     private final java.nio.file.Path path;
+    /** Bytes of a gap between two ranges that one read reads through ({@link #gapBytes}). */
+    private final long gap;
     private long keptPosition = -1;
     private byte[] kept;
 
-    Counting(FSDataInputStream in, String file, java.nio.file.Path path) {
+    Counting(FSDataInputStream in, String file, java.nio.file.Path path, long gap) {
       this.in = in;
       this.file = file;
       this.path = path;
+      this.gap = gap;
     }
 
     /** Checks the recorded streams that {@code data} (the file's bytes from {@code position}) covers, if any are recorded. */
@@ -246,18 +515,20 @@ public final class OrcReads {
 
     @Override
     public int read() throws IOException {
+      long at = in.getPos();
       int b = in.read();
       if (b >= 0) {
-        count(1);
+        count(path, at, 1);
       }
       return b;
     }
 
     @Override
     public int read(byte[] b, int off, int len) throws IOException {
+      long at = in.getPos();
       int n = in.read(b, off, len);
       if (n > 0) {
-        count(n);
+        count(path, at, n);
       }
       return n;
     }
@@ -266,7 +537,7 @@ public final class OrcReads {
     public int read(long position, byte[] buffer, int offset, int length) throws IOException {
       int n = in.read(position, buffer, offset, length);
       if (n > 0) {
-        count(n);
+        count(path, position, n);
       }
       return n;
     }
@@ -284,7 +555,7 @@ public final class OrcReads {
         return;
       }
       in.readFully(position, buffer, offset, length);
-      count(length);
+      count(path, position, length);
       verify(position, ByteBuffer.wrap(buffer, offset, length));
       if (length <= KEEP) {
         kept = java.util.Arrays.copyOfRange(buffer, offset, offset + length);
@@ -298,34 +569,51 @@ public final class OrcReads {
     }
 
     /**
-     * Reads the ranges sorted by offset, one request per run of ranges that touch or overlap
-     * into one buffer from {@code allocate}; each range gets a slice of it.
+     * Reads the ranges sorted by offset, one request per run of ranges that touch, overlap or lie
+     * at most {@link #gap} bytes apart, into one buffer from {@code allocate}; each range gets a slice of it.
      */
     @Override
     public void readVectored(List<? extends FileRange> ranges, IntFunction<ByteBuffer> allocate) throws IOException {
       List<FileRange> sorted = new ArrayList<>(ranges);
       sorted.sort(Comparator.comparingLong(FileRange::getOffset));
+      Ahead work = AHEAD_WORK.get();
+      if (work != null && !work.state.compareAndSet(QUEUED, RUNNING) && work.state.get() != RUNNING) {
+        throw new IOException("read-ahead dropped"); // a reader got there first
+      }
+      Ahead taken = null;
       int i = 0;
       while (i < sorted.size()) {
         long start = sorted.get(i).getOffset();
         long end = start + sorted.get(i).getLength();
         int j = i + 1;
-        while (j < sorted.size() && sorted.get(j).getOffset() <= end + HOLE
+        while (j < sorted.size() && sorted.get(j).getOffset() <= end + gap
             && Math.max(end, sorted.get(j).getOffset() + sorted.get(j).getLength()) - start <= MAX_READ) {
           end = Math.max(end, sorted.get(j).getOffset() + sorted.get(j).getLength());
           j++;
         }
         // One buffer for the run; each range gets a slice of it (no copy, no more memory than the ranges).
         int length = Math.toIntExact(end - start);
-        ByteBuffer run = allocate.apply(length);
-        if (run.hasArray()) {
-          in.readFully(start, run.array(), run.arrayOffset() + run.position(), length);
-        } else {
-          byte[] bytes = new byte[length];
-          in.readFully(start, bytes, 0, length);
-          run.duplicate().put(bytes);
+        Ahead a = work == null ? aheadFor(file, start, end) : null;
+        ByteBuffer run = a == null ? null : fromAhead(a, start, end);
+        if (a != null) {
+          taken = a;
         }
-        count(length);
+        if (run == null) {
+          run = allocate.apply(length);
+          if (run.hasArray()) {
+            in.readFully(start, run.array(), run.arrayOffset() + run.position(), length);
+          } else {
+            byte[] bytes = new byte[length];
+            in.readFully(start, bytes, 0, length);
+            run.duplicate().put(bytes);
+          }
+          count(path, start, length);
+          if (work != null) {
+            byte[] copy = new byte[length];
+            run.duplicate().get(copy);
+            work.keep(start, copy);
+          }
+        }
         verify(start, run.duplicate().limit(run.position() + length));
         for (int k = i; k < j; k++) {
           FileRange r = sorted.get(k);
@@ -336,6 +624,30 @@ public final class OrcReads {
         }
         i = j;
       }
+      if (work != null) {
+        work.finish();
+      }
+      if (taken != null) {
+        AHEAD.remove(taken); // its region read: what it holds goes with the reader's buffers
+      }
+    }
+
+    /**
+     * The run {@code [start, end)} from the stripe {@code a} read ahead, waiting for it if it is
+     * reading; null where it does not hold the run (not started yet: then dropped; failed).
+     */
+    private ByteBuffer fromAhead(Ahead a, long start, long end) throws IOException {
+      if (a.state.compareAndSet(QUEUED, DROPPED)) {
+        AHEAD.remove(a);
+        return null;
+      }
+      try {
+        a.read.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new java.io.InterruptedIOException("interrupted waiting for a read-ahead of " + path);
+      }
+      return a.state.get() == DONE ? a.take(start, Math.toIntExact(end - start)) : null;
     }
 
     @Override

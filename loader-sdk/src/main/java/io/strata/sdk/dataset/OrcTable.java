@@ -46,6 +46,10 @@ public final class OrcTable implements AutoCloseable {
   private final long[] chunkFirstRows;
   private final Map<String, Integer> columnIndex = new HashMap<>();
   private volatile boolean closed;
+  /** The chunk {@link #readChunk} read last (read-ahead follows reads in order). */
+  private volatile int lastChunk = -2;
+  /** Per file, the read-ahead thread's reader (guarded by the array's monitor). */
+  private final Reader[] aheadReaders;
   private final io.strata.sdk.internal.Confinement confinement;
   /** The dataset's stream checksums (null: not loaded yet, or none recorded); guarded by this table's monitor. */
   private StreamChecksums sums;
@@ -63,6 +67,7 @@ public final class OrcTable implements AutoCloseable {
     this.confinement = confinement;
     this.fs = OrcIo.fileSystem(confinement);
     this.readers = new Reader[manifest.files().size()];
+    this.aheadReaders = new Reader[manifest.files().size()];
     this.footers = new StripeFooters[manifest.files().size()];
     this.footerKeys = new String[manifest.files().size()];
     this.stripeStats = new List<?>[manifest.files().size()];
@@ -248,8 +253,51 @@ public final class OrcTable implements AutoCloseable {
       throws IOException {
     ChunkInfo c = chunkInfo(chunk);
     List<Integer> cols = resolve(features);
+    int before = lastChunk;
+    lastChunk = chunk;
+    if (before == chunk - 1 && chunk + 1 < manifest.chunks().size()) {
+      readAhead(manifest.chunks().get(chunk + 1), cols);
+    }
     try (Cursor cursor = new Cursor(features, cols)) {
       return cursor.read(c, c.firstRow(), (int) c.rows(), arena);
+    }
+  }
+
+  /**
+   * Reads chunk {@code next} of the projection {@code cols} ahead, on the read-ahead thread, while
+   * this one decodes (chunks read whole in order, on a disk that seeks: {@link OrcReads#gapBytes}
+   * not 0). The read-ahead opens the stripe with a reader of its own ({@link #aheadReader}), so
+   * that it never waits on this table's monitor, and orc-core issues the very reads a reader of
+   * that chunk will.
+   */
+  private void readAhead(ChunkInfo next, List<Integer> cols) throws IOException {
+    Path path = filePath(next.file());
+    if (closed || OrcReads.gapBytes(path) == 0) {
+      return;
+    }
+    reader(next.file()); // its footers and checksums registered, its key known
+    String key;
+    synchronized (this) {
+      key = footerKeys[next.file()];
+    }
+    OrcReads.readAhead(key, next.offset(), next.offset() + next.length(), () -> {
+      Reader r = aheadReader(next.file());
+      Projection p = projection(next.file(), r, cols);
+      // Opening the stripe reads its data: kept for the reader to come.
+      r.rows(r.options().include(p.include()).range(next.offset(), next.length())).close();
+    });
+  }
+
+  /** The read-ahead thread's reader of file {@code file} (that thread's alone; opened on first use). */
+  private Reader aheadReader(int file) throws IOException {
+    synchronized (aheadReaders) {
+      if (closed) {
+        throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
+      }
+      if (aheadReaders[file] == null) {
+        aheadReaders[file] = OrcIo.open(filePath(file), fs, confinement);
+      }
+      return aheadReaders[file];
     }
   }
 
@@ -489,6 +537,14 @@ public final class OrcTable implements AutoCloseable {
       if (readers[i] != null) {
         readers[i].close();
         readers[i] = null;
+      }
+    }
+    synchronized (aheadReaders) {
+      for (int i = 0; i < aheadReaders.length; i++) {
+        if (aheadReaders[i] != null) {
+          aheadReaders[i].close();
+          aheadReaders[i] = null;
+        }
       }
     }
   }

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -34,9 +35,11 @@ import org.apache.orc.Writer;
  * value for value with the old ones (every row of every column, every type), and only then moved
  * to {@code layout-<version>/} and made current by replacing {@code manifest.json} atomically.
  * Until that replacement the old version is the dataset: a failed check, an error or a kill at
- * any point leaves it as it was. Old files are removed after the replacement; the list of what to
- * remove is kept in {@code relayout.pending} first, so that a kill in between is finished by the
- * next relayout, which also removes leftover temporary directories and unreferenced layouts.
+ * any point leaves it as it was. The old version stays as the previous one ({@code
+ * manifest.previous.json} and its files), for the jobs and nodes still reading it and for {@link
+ * #rollback}; the version before it is removed after the replacement. The list of what to remove
+ * is kept in {@code relayout.pending} first, so that a kill in between is finished by the next
+ * relayout, which also removes leftover temporary directories and layouts neither version references.
  *
  * <p>Not thread-safe; one relayout of a dataset at a time (its caller's concern). Datasets with
  * columns under ORC column encryption are refused: without the key their values read as masked
@@ -46,6 +49,8 @@ public final class Relayout {
   static final String TMP_PREFIX = ".tmp-relayout-";
   static final String LAYOUT_PREFIX = "layout-";
   static final String PENDING = "relayout.pending";
+  /** The previous version's manifest, kept by a relayout in place ({@link #rollback}). */
+  public static final String PREVIOUS = "manifest.previous.json";
   private static final int BATCH = 4096;
   /** Runs on the directory of new files before they are checked (tests damage a file here); nothing by default. */
   static volatile java.util.function.Consumer<Path> beforeCheck = p -> {};
@@ -88,15 +93,22 @@ public final class Relayout {
       }
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
       AtomicFiles.fsyncDirectory(dir);
+      // The old version stays as the previous one (its manifest kept beside, its files on disk,
+      // for jobs and nodes still reading it and for a rollback); the one before it goes.
       Set<String> keep = new HashSet<>();
       placed.forEach(i -> keep.add(i.path()));
+      old.files().forEach(i -> keep.add(i.path()));
       var pending = Json.array();
-      for (Manifest.OrcFileInfo i : old.files()) {
-        if (!keep.contains(i.path())) {
-          pending.add(i.path());
+      Manifest before = previous(dir);
+      if (before != null) {
+        for (Manifest.OrcFileInfo i : before.files()) {
+          if (!keep.contains(i.path())) {
+            pending.add(i.path());
+          }
         }
       }
       AtomicFiles.write(dir.resolve(PENDING), Json.pretty(pending).getBytes(StandardCharsets.UTF_8));
+      AtomicFiles.write(dir.resolve(PREVIOUS), Files.readAllBytes(dir.resolve(Manifest.FILE_NAME)));
       next.write(dir);
       ok = true;
       cleanUp(dir);
@@ -442,11 +454,14 @@ public final class Relayout {
     Manifest m = Manifest.read(dir);
     Set<String> referenced = new HashSet<>();
     Set<String> layouts = new HashSet<>();
-    for (Manifest.OrcFileInfo f : m.files()) {
-      referenced.add(f.path());
-      int slash = f.path().indexOf('/');
-      if (slash > 0) {
-        layouts.add(f.path().substring(0, slash));
+    Manifest previous = previous(dir);
+    for (Manifest version : previous == null ? List.of(m) : List.of(m, previous)) {
+      for (Manifest.OrcFileInfo f : version.files()) {
+        referenced.add(f.path());
+        int slash = f.path().indexOf('/');
+        if (slash > 0) {
+          layouts.add(f.path().substring(0, slash));
+        }
       }
     }
     Path pending = dir.resolve(PENDING);
@@ -477,6 +492,62 @@ public final class Relayout {
         }
       }
     }
+  }
+
+  /**
+   * The previous version's manifest that a relayout in place kept, or null where there is none or
+   * it is not a manifest of this dataset (then its files are not kept either).
+   */
+  static Manifest previous(Path dir) throws IOException {
+    Path file = dir.resolve(PREVIOUS);
+    if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return null;
+    }
+    try {
+      Manifest p = Manifest.parse(file, Files.readAllBytes(file));
+      Manifest current = Manifest.read(dir);
+      return p.name().equals(current.name()) && p.rows() == current.rows() ? p : null;
+    } catch (io.strata.sdk.CorruptFileException e) {
+      return null;
+    }
+  }
+
+  /** What a rollback did: the version the dataset was, and the one it is now. */
+  public record Rollback(String fromVersion, String toVersion) {}
+
+  /**
+   * Makes the previous version (kept by the last relayout in place) the dataset again, and the
+   * present one the previous: a second rollback undoes the first. Each manifest is replaced
+   * atomically, the current one first; every file of the version gone back to must be there with
+   * its size ({@code dataset verify} checks their bytes). Not while a relayout of the dataset runs.
+   */
+  public static Rollback rollback(Path dir) throws IOException {
+    Path file = dir.resolve(PREVIOUS);
+    if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
+      throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
+    }
+    if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      throw new NoSuchFileException(file.toString(), null, "no previous version to go back to (a relayout in place keeps one)");
+    }
+    Manifest current = Manifest.read(dir);
+    byte[] previousBytes = Files.readAllBytes(file);
+    Manifest p = Manifest.parse(file, previousBytes);
+    if (!p.name().equals(current.name()) || p.rows() != current.rows()) {
+      throw new io.strata.sdk.CorruptFileException(file, "the previous version is of another dataset (" + p.name() + ", "
+          + p.rows() + " rows), not of " + current.name() + " (" + current.rows() + " rows)");
+    }
+    for (Manifest.OrcFileInfo f : p.files()) {
+      Path orc = dir.resolve(f.path()).normalize();
+      if (!orc.startsWith(dir.normalize()) || !Files.isRegularFile(orc, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+          || Files.size(orc) != f.bytes()) {
+        throw new io.strata.sdk.CorruptFileException(orc, "a file of the previous version " + p.version()
+            + " is missing or not its size (" + f.bytes() + " bytes): cannot go back to it");
+      }
+    }
+    byte[] currentBytes = Files.readAllBytes(dir.resolve(Manifest.FILE_NAME));
+    AtomicFiles.write(dir.resolve(Manifest.FILE_NAME), previousBytes);
+    AtomicFiles.write(file, currentBytes);
+    return new Rollback(current.version(), p.version());
   }
 
   private static boolean isEmpty(Path d) throws IOException {

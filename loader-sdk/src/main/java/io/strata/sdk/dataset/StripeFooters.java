@@ -131,7 +131,7 @@ final class StripeFooters {
     } catch (IOException e) {
       return null;
     }
-    OrcReads.countRequest(all.length);
+    OrcReads.countRequest(p, 0, all.length);
     if (all.length != expected) {
       return null;
     }

@@ -2,6 +2,7 @@ package io.strata.sdk.dataset;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -12,12 +13,29 @@ import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The read requests a chunk read issues, and seeking cursors that reopen what they opened to read from the start. */
+/**
+ * The read requests a chunk read issues, and seeking cursors that reopen what they opened to read
+ * from the start. Counted with ranges merged only where they touch (the default reads through
+ * gaps on a rotational device, which this machine's disk may say it is); the gap-tolerant reader
+ * has a test of its own.
+ */
 class OrcTableReadsTest {
   @TempDir Path tmp;
+
+  @BeforeEach
+  void touchingOnly() {
+    OrcReads.setGapBytes(0);
+  }
+
+  @AfterEach
+  void auto() {
+    OrcReads.setGapBytes(-1);
+  }
 
   private Path generate() throws Exception {
     Path dir = tmp.resolve("ds");
@@ -69,6 +87,105 @@ class OrcTableReadsTest {
       ds.orc().readChunk(2, List.of(cols.get(0).name(), cols.get(2).name()), arena);
       assertEquals(2, OrcReads.requests() - r1, "two runs");
     }
+  }
+
+  @Test
+  void readingThroughGapsGivesTheSameValuesWithFewerRequestsAndTheRecordingSaysWhichBytes() throws Exception {
+    Path dir = generate();
+    List<Map<String, Column>> got = new java.util.ArrayList<>();
+    long[] requests = new long[2];
+    List<List<OrcReads.Request>> recorded = new java.util.ArrayList<>();
+    for (int pass = 0; pass < 2; pass++) {
+      OrcReads.setGapBytes(pass == 0 ? 0 : 1 << 20);
+      try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofShared()) {
+        List<FeatureInfo> cols = ds.columns();
+        List<String> apart = List.of(cols.get(0).name(), cols.get(3).name(), cols.get(7).name());
+        ds.orc().readChunk(2, apart, arena); // opens the file (and then chunk 1: not in order, nothing read ahead)
+        try (OrcReads.Recording rec = OrcReads.record()) {
+          long r = OrcReads.requests();
+          long b = OrcReads.bytes();
+          got.add(ds.orc().readChunk(1, apart, Arena.global()));
+          requests[pass] = OrcReads.requests() - r;
+          recorded.add(rec.requests());
+          assertEquals(requests[pass], recorded.get(pass).size(), "every request recorded");
+          assertEquals(OrcReads.bytes() - b, recorded.get(pass).stream().mapToLong(OrcReads.Request::length).sum());
+          Path file = dir.resolve(Manifest.read(dir).files().get(0).path()).toRealPath();
+          for (OrcReads.Request q : recorded.get(pass)) {
+            assertEquals(file, q.file().toRealPath(), "a request names its file");
+          }
+        }
+      }
+    }
+    assertEquals(3, requests[0], "touching only: three runs");
+    assertEquals(1, requests[1], "gaps read through: one request");
+    assertTrue(recorded.get(1).get(0).length() > recorded.get(0).stream().mapToLong(OrcReads.Request::length).sum(),
+        "the gaps' bytes read too");
+    assertEquals(recorded.get(0).get(0).offset(), recorded.get(1).get(0).offset(), "from the first run's start");
+    for (String n : got.get(0).keySet()) {
+      assertSame(got.get(0).get(n), got.get(1).get(n), n);
+    }
+  }
+
+  @Test
+  void onADiskThatSeeksChunksReadInOrderAreReadAheadWithTheSameValuesAndRequests() throws Exception {
+    Path dir = generate();
+    OrcReads.setGapBytes(1 << 20); // a disk that seeks: gaps read through, the next chunk read ahead
+    List<String> some;
+    try (Dataset ds = Dataset.open(dir)) {
+      List<FeatureInfo> cols = ds.columns();
+      some = List.of(cols.get(1).name(), cols.get(5).name(), cols.get(9).name());
+    }
+    int chunks;
+    List<OrcReads.Request> inOrder;
+    List<Map<String, Column>> values = new java.util.ArrayList<>();
+    try (Dataset ds = Dataset.open(dir); OrcReads.Recording rec = OrcReads.record()) {
+      chunks = ds.chunks().size();
+      for (int c = 0; c < chunks; c++) {
+        values.add(ds.orc().readChunk(c, some, Arena.global()));
+      }
+      inOrder = rec.requests();
+    }
+    assertEquals(0, OrcReads.aheadWaiting(), "every chunk read ahead was taken");
+    // Backwards: no read-ahead; the same values, the same requests (a chunk read ahead is not read again).
+    List<OrcReads.Request> backwards;
+    try (Dataset ds = Dataset.open(dir); OrcReads.Recording rec = OrcReads.record()) {
+      for (int c = chunks - 1; c >= 0; c--) {
+        Map<String, Column> got = ds.orc().readChunk(c, some, Arena.global());
+        for (String n : some) {
+          assertSame(values.get(c).get(n), got.get(n), n + " of chunk " + c);
+        }
+      }
+      backwards = rec.requests();
+    }
+    assertTrue(backwards.stream().noneMatch(OrcReads.Request::ahead), "out of order: nothing read ahead");
+    long ahead = inOrder.stream().filter(OrcReads.Request::ahead).count();
+    assertTrue(ahead >= chunks - 3, "chunks 2.. read ahead (a read-ahead not started in time is dropped): " + ahead);
+    // The read-ahead thread opens each file once more (its tail); the data requests are the same.
+    long files = Manifest.read(dir).files().size();
+    assertEquals(backwards.size(), inOrder.size() - inOrder.stream().filter(q -> q.ahead() && q.length() < 17_000
+        && q.offset() > 0 && isTail(q)).count(), "no stripe read twice");
+    assertTrue(files >= 2);
+  }
+
+  /** A request for the end of its file (an ORC reader's open). */
+  private static boolean isTail(OrcReads.Request q) {
+    try {
+      return q.offset() + q.length() == java.nio.file.Files.size(q.file());
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @Test
+  void theGapSettingIsAutoOrBytes() {
+    OrcReads.setGapBytes(-1);
+    long auto = OrcReads.gapBytes(tmp);
+    assertTrue(auto == 0 || auto == DiskModel.HDD.breakEvenGapBytes(), "auto: none, or the model's break-even");
+    assertEquals(OrcReads.rotational(tmp) ? DiskModel.HDD.breakEvenGapBytes() : 0, auto);
+    assertEquals(0, OrcReads.gapBytes(Path.of("/dev/shm")), "tmpfs: no block device, no gap");
+    OrcReads.setGapBytes(12345);
+    assertEquals(12345, OrcReads.gapBytes(tmp));
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> OrcReads.setGapBytes(-2));
   }
 
   @Test

@@ -451,6 +451,22 @@ final class BenchCharts {
               r.path("disk").path("what").asText("the working directory's own disk"), Terminal.seconds(b.path("epochSeconds").asDouble()),
               Terminal.seconds(a.path("epochSeconds").asDouble()), q.path("epochTimeAfterVsBefore").asDouble(),
               r.path("identical").asBoolean() ? "identical" : "DIFFERENT"));
+          JsonNode md = r.path("model");
+          if (md.isObject()) {
+            JsonNode mr = md.path("ratios");
+            m.append(String.format(Locale.ROOT, "On the disk model (%s: %.0f random 4 KiB reads/s across the drive, %.0f MB/s"
+                + " sequential; a short forward skip costs its length at the transfer rate; a touching-only reader's CPU in"
+                + " series, the gap reader's overlapped by its read-ahead): reading through gaps up to %s with read-ahead vs"
+                + " touching ranges only **%.2f×**; the relayout (read by the better reader) vs the gap reader without it"
+                + " **%.2f×** for the jobs it learned from, **%.2f×** for %d held-out jobs of the same popularity. Cold epochs on"
+                + " %s: through gaps %.2f× touching only; the relayout %.2f× the gap reader.%n%n", md.path("disk").path("name").asText(),
+                md.path("disk").path("randomReads4kPerSecondWholeDrive").asDouble(),
+                md.path("disk").path("sequentialMBps1MiBRequests").asDouble(), Terminal.bytes(md.path("gapBytes").asLong()),
+                mr.path("gapReaderVsTouching").asDouble(), mr.path("relayoutVsGapReader").asDouble(),
+                mr.path("relayoutHeldOutVsGapReader").asDouble(), md.path("heldOutTouchingBefore").path("jobs").asInt(),
+                r.path("disk").path("emulatedHdd").asBoolean() ? "the emulated HDD" : "this machine's disk",
+                q.path("coldGapReaderVsTouching").asDouble(), q.path("coldRelayoutVsGapReader").asDouble()));
+          }
         }
         case "peers" -> {
           m.append("### 12. The tools a PyTorch user would pick: `bench peers`").append(time).append("\n\n");

@@ -3,6 +3,7 @@ package io.strata.ops.bench;
 import static io.strata.ops.bench.BenchPeers.f2;
 import static io.strata.ops.bench.BenchPeers.median;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
@@ -12,6 +13,7 @@ import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.CoAccessOrder;
 import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.dataset.DiskModel;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.dataset.OrcReads;
 import io.strata.sdk.dataset.Relayout;
@@ -85,6 +87,10 @@ final class RelayoutBench implements Callable<Integer> {
   @Option(names = "--hdd-mbps", defaultValue = "150", description = "MB/s of the emulated HDD; default ${DEFAULT-VALUE}.")
   int hddMbps;
 
+  @Option(names = "--disk-model", paramLabel = "MODEL", defaultValue = "hdd", description = "Replay every epoch's read"
+      + " requests on a model of a disk: 'hdd' (a 7,200 rpm drive that seeks, DiskModel.HDD) or 'none'; default ${DEFAULT-VALUE}.")
+  String diskModel;
+
   @Option(names = "--replicas", paramLabel = "PCT", defaultValue = "15%", description = "As 'dataset relayout --replicas':"
       + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
   String replicas;
@@ -96,8 +102,9 @@ final class RelayoutBench implements Callable<Integer> {
   /** One job: the features it reads. */
   private record Job(String name, List<String> features) {}
 
-  /** What one epoch of every job cost on one copy. */
-  private record Epochs(long requests, long bytes, double seconds, long checksum, long deviceRequests, long deviceBytes) {}
+  /** What one epoch of every job cost on one copy: its requests as the reader issued them too. */
+  private record Epochs(long requests, long bytes, double seconds, long checksum, long deviceRequests, long deviceBytes,
+      List<OrcReads.Request> stream) {}
 
   @Override
   public Integer call() throws Exception {
@@ -116,6 +123,10 @@ final class RelayoutBench implements Callable<Integer> {
     if (planOnly && emulateHdd) {
       throw new IllegalArgumentException("--plan-only reads no data: it takes no --emulate-hdd");
     }
+    if (!diskModel.equals("hdd") && !diskModel.equals("none")) {
+      throw new IllegalArgumentException("--disk-model is 'hdd' or 'none', not '" + diskModel + "'");
+    }
+    DiskModel model = diskModel.equals("hdd") ? DiskModel.HDD : null;
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-relayout") : work;
     EmulatedHdd hdd = null;
@@ -137,6 +148,7 @@ final class RelayoutBench implements Callable<Integer> {
       DatasetGenerator.generate(after, options(rows), Progress.NONE);
       Instance in = instance(before);
       List<Job> js = in.jobs();
+      List<Job> heldOut = heldOut(before);
       String trace = in.trace();
       List<String> columns = in.columns();
       Files.writeString(dir.resolve("trace.csv"), trace, StandardCharsets.UTF_8);
@@ -153,22 +165,56 @@ final class RelayoutBench implements Callable<Integer> {
       List<Double> afterSecs = new ArrayList<>();
       Epochs b = null;
       Epochs a = null;
+      long gap = (model != null ? model : DiskModel.HDD).breakEvenGapBytes();
+      // The same cold epochs read through gaps (the model's break-even), before and after.
+      List<Double> gapBeforeSecs = new ArrayList<>();
+      List<Double> gapAfterSecs = new ArrayList<>();
+      Epochs gb = null;
+      Epochs ga = null;
       for (int round = 0; round < rounds; round++) {
-        b = epochs(before, js, dropper, hdd);
-        a = epochs(after, js, dropper, hdd);
+        b = epochs(before, js, dropper, hdd, 0);
+        a = epochs(after, js, dropper, hdd, 0);
+        gb = epochs(before, js, dropper, hdd, gap);
+        ga = epochs(after, js, dropper, hdd, gap);
         beforeSecs.add(b.seconds());
         afterSecs.add(a.seconds());
-        log.printf("round %d/%d: before %d requests %s, after %d requests %s%s%n", round + 1, rounds, b.requests(),
-            Terminal.seconds(b.seconds()), a.requests(), Terminal.seconds(a.seconds()),
-            hdd == null ? "" : " (the device saw " + b.deviceRequests() + " and " + a.deviceRequests() + ")");
+        gapBeforeSecs.add(gb.seconds());
+        gapAfterSecs.add(ga.seconds());
+        log.printf("round %d/%d: before %d requests %s, after %d requests %s; through gaps before %d requests %s, after %d"
+            + " requests %s%s%n", round + 1, rounds, b.requests(), Terminal.seconds(b.seconds()), a.requests(),
+            Terminal.seconds(a.seconds()), gb.requests(), Terminal.seconds(gb.seconds()), ga.requests(),
+            Terminal.seconds(ga.seconds()),
+            hdd == null ? "" : " (the device saw " + b.deviceRequests() + ", " + a.deviceRequests() + ", "
+                + gb.deviceRequests() + " and " + ga.deviceRequests() + ")");
       }
-      boolean identical = a.checksum() == b.checksum();
+      boolean identical = a.checksum() == b.checksum() && gb.checksum() == b.checksum() && ga.checksum() == b.checksum();
+      ObjectNode modelled = null;
+      if (model != null) {
+        // The disk model: every configuration's epoch once warm (its CPU: decoding, copying from
+        // the page cache), its requests replayed on the model (its I/O), the two in series.
+        modelled = modelled(model, gap, before, after, js, heldOut, log);
+        identical &= modelled.path("identical").asBoolean()
+            && modelled.path("touchingBefore").path("checksum").asLong() == b.checksum();
+      }
       double tb = median(beforeSecs);
       double ta = median(afterSecs);
       ObjectNode o2 = Json.object();
       o2.put("features", features).put("rows", rows).put("chunks", Manifest.read(before).chunks().size()).put("jobs", js.size());
       o2.put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
+      // What the command estimates for jobs it did not learn from, beside what held-out jobs measure.
+      double[] estimate = io.strata.ops.RelayoutCommand.heldOut(before, Manifest.read(before).layout(), columns, reads, share,
+          datasetBytes);
+      if (estimate != null) {
+        o2.putObject("heldOutEstimate").put("runsPerStripeBefore", estimate[0]).put("runsPerStripeAfter", estimate[1]);
+      }
+      String heldOutTrace;
+      try (Dataset ds = Dataset.open(before)) {
+        heldOutTrace = trace(ds, heldOut);
+      }
+      Map<String, Map<String, Long>> heldOutReads = CoAccessOrder.readsFromTrace(heldOutTrace, "relayout", "held-out jobs");
+      o2.putObject("heldOutRuns").put("runsPerStripeBefore", CoAccessOrder.runs(Manifest.read(before).layout(), columns,
+          heldOutReads)).put("runsPerStripeAfter", CoAccessOrder.runs(plan.layout(), columns, heldOutReads));
       o2.putObject("replicas").put("budget", share / 100).put("features", plan.replicated().size())
           .put("datasetBytesBefore", datasetBytes).put("datasetBytesAfter", afterBytes);
       o2.put("cold", dropper != null
@@ -184,16 +230,32 @@ final class RelayoutBench implements Callable<Integer> {
           .put("epochSeconds", tb);
       ObjectNode oa = o2.putObject("after").put("requestsPerEpoch", a.requests()).put("bytesPerEpoch", a.bytes())
           .put("epochSeconds", ta);
+      ObjectNode ogb = o2.putObject("gapBefore").put("gapBytes", gap).put("requestsPerEpoch", gb.requests())
+          .put("bytesPerEpoch", gb.bytes()).put("epochSeconds", median(gapBeforeSecs));
+      ObjectNode oga = o2.putObject("gapAfter").put("gapBytes", gap).put("requestsPerEpoch", ga.requests())
+          .put("bytesPerEpoch", ga.bytes()).put("epochSeconds", median(gapAfterSecs));
       if (hdd != null) {
         ob.put("deviceRequestsPerEpoch", b.deviceRequests()).put("deviceBytesPerEpoch", b.deviceBytes());
         oa.put("deviceRequestsPerEpoch", a.deviceRequests()).put("deviceBytesPerEpoch", a.deviceBytes());
+        ogb.put("deviceRequestsPerEpoch", gb.deviceRequests()).put("deviceBytesPerEpoch", gb.deviceBytes());
+        oga.put("deviceRequestsPerEpoch", ga.deviceRequests()).put("deviceBytesPerEpoch", ga.deviceBytes());
       }
       o2.put("identical", identical);
       o2.putObject("ratios")
           .put("readsAfterVsBefore", b.requests() == 0 ? 0 : (double) a.requests() / b.requests())
           .put("bytesAfterVsBefore", b.bytes() == 0 ? 0 : (double) a.bytes() / b.bytes())
           .put("epochTimeAfterVsBefore", tb == 0 ? 0 : ta / tb)
+          .put("coldGapReaderVsTouching", median(gapBeforeSecs) / tb)
+          .put("coldRelayoutVsGapReader", Math.min(ta, median(gapAfterSecs)) / median(gapBeforeSecs))
           .put("storedBytesAfterVsBefore", (double) afterBytes / datasetBytes);
+      if (modelled != null) {
+        o2.set("model", modelled);
+        ObjectNode ratios = (ObjectNode) o2.get("ratios");
+        for (String k : List.of("gapReaderVsTouching", "relayoutVsGapReader", "relayoutHeldOutVsGapReader", "relayoutVsTouching",
+            "relayoutHeldOutVsTouching")) {
+          ratios.set(k, modelled.path("ratios").path(k));
+        }
+      }
       if (hdd != null) {
         ((ObjectNode) o2.get("ratios")).put("deviceReadsAfterVsBefore",
             b.deviceRequests() == 0 ? 0 : (double) a.deviceRequests() / b.deviceRequests());
@@ -210,6 +272,12 @@ final class RelayoutBench implements Callable<Integer> {
             b.requests(), a.requests(), o2.path("ratios").path("readsAfterVsBefore").asDouble(),
             Terminal.bytes(b.bytes()), Terminal.bytes(a.bytes()), Terminal.seconds(tb), Terminal.seconds(ta),
             o2.path("ratios").path("epochTimeAfterVsBefore").asDouble());
+        if (modelled != null) {
+          JsonNode r2 = modelled.path("ratios");
+          out.printf("on the disk model (%s; CPU in series): gap reader vs touching %.2fx; relayout vs the best reader without it"
+              + " %.2fx (traced jobs), %.2fx (held-out jobs)%n", model.name(), r2.path("gapReaderVsTouching").asDouble(),
+              r2.path("relayoutVsGapReader").asDouble(), r2.path("relayoutHeldOutVsGapReader").asDouble());
+        }
       }
       return 0;
     } finally {
@@ -233,7 +301,7 @@ final class RelayoutBench implements Callable<Integer> {
 
   private Instance instance(Path data) throws IOException {
     try (Dataset ds = Dataset.open(data)) {
-      List<Job> js = jobs(ds.featureNames(), new Random(seed));
+      List<Job> js = jobs(ds.featureNames(), seed, seed);
       return new Instance(js, trace(ds, js), ds.columns().stream().map(FeatureInfo::name).toList());
     }
   }
@@ -279,10 +347,29 @@ final class RelayoutBench implements Callable<Integer> {
     return 0;
   }
 
-  /** Jobs reading 5 to 20 features each, picked by Zipf popularity (exponent 1.1) over a shuffled feature order. */
-  private List<Job> jobs(List<String> served, Random rnd) {
+  /**
+   * Held-out jobs: as many, from the same popularity (the feature order {@code --seed} shuffles),
+   * their features drawn with another seed; the relayout never saw their trace.
+   */
+  private List<Job> heldOut(Path data) throws IOException {
+    try (Dataset ds = Dataset.open(data)) {
+      return jobs(ds.featureNames(), seed, seed + 1_000_003).stream()
+          .map(j -> new Job("held-out-" + j.name(), j.features())).toList();
+    }
+  }
+
+  /**
+   * Jobs reading 5 to 20 features each, picked by Zipf popularity (exponent 1.1) over a feature
+   * order shuffled by {@code popularitySeed}; the features drawn by {@code drawSeed} (the same
+   * seed: one generator for both, as the traced jobs have always been drawn).
+   */
+  private List<Job> jobs(List<String> served, long popularitySeed, long drawSeed) {
+    Random rnd = new Random(popularitySeed);
     List<String> byPopularity = new ArrayList<>(served);
     java.util.Collections.shuffle(byPopularity, rnd);
+    if (drawSeed != popularitySeed) {
+      rnd = new Random(drawSeed);
+    }
     double[] cdf = new double[byPopularity.size()];
     double sum = 0;
     for (int i = 0; i < cdf.length; i++) {
@@ -324,6 +411,17 @@ final class RelayoutBench implements Callable<Integer> {
   }
 
   /** Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the page cache. */
+  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long gap)
+      throws IOException, InterruptedException {
+    OrcReads.setGapBytes(gap);
+    try (OrcReads.Recording rec = OrcReads.record()) {
+      Epochs e = epochs(dir, js, dropper, hdd);
+      return new Epochs(e.requests(), e.bytes(), e.seconds(), e.checksum(), e.deviceRequests(), e.deviceBytes(), rec.requests());
+    } finally {
+      OrcReads.setGapBytes(-1);
+    }
+  }
+
   private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd) throws IOException, InterruptedException {
     long requests = 0;
     long bytes = 0;
@@ -353,18 +451,23 @@ final class RelayoutBench implements Callable<Integer> {
       }
       long t0 = System.nanoTime();
       // Each job opens the dataset itself, as a job's own process would: its ORC readers read
-      // the files' tails again.
-      try (Dataset jd = Dataset.open(dir)) {
-        for (int c = 0; c < jd.chunks().size(); c++) {
-          try (Arena arena = Arena.ofConfined()) {
-            Map<String, Column> cols = jd.orc().readChunk(c, j.features(), arena);
-            for (String f : j.features()) {
-              checksum = checksum * 31 + Columns.checksum(cols.get(f));
-            }
+      // the files' tails again. The values' checksums are the bench's, not the job's: taken after
+      // the epoch, untimed (taken between chunks, they would give a read-ahead free time).
+      List<Map<String, Column>> read = new ArrayList<>();
+      try (Arena arena = Arena.ofConfined()) {
+        try (Dataset jd = Dataset.open(dir)) {
+          for (int c = 0; c < jd.chunks().size(); c++) {
+            read.add(jd.orc().readChunk(c, j.features(), arena));
+          }
+        } finally {
+          seconds += (System.nanoTime() - t0) / 1e9;
+        }
+        for (Map<String, Column> cols : read) {
+          for (String f : j.features()) {
+            checksum = checksum * 31 + Columns.checksum(cols.get(f));
           }
         }
       } finally {
-        seconds += (System.nanoTime() - t0) / 1e9;
         if (hdd != null) {
           hdd.leave();
           long[] d1 = hdd.deviceReads();
@@ -375,7 +478,138 @@ final class RelayoutBench implements Callable<Integer> {
       requests += OrcReads.requests() - r0;
       bytes += OrcReads.bytes() - b0;
     }
-    return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes);
+    return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes, List.of());
+  }
+
+  /**
+   * The disk model's figures: every configuration (touching-only and gap-tolerant reads, before
+   * and after the relayout, traced and held-out jobs) read warm in alternating rounds (the median
+   * epoch is its CPU: decoding, and copying from the page cache), its request stream replayed on
+   * {@code model} with each copy's files laid out on the drive back to back in the manifest's
+   * order, each followed by its sidecar (a freshly written dataset's layout); the epoch's
+   * modelled time is the two in series (the reader waits for each request).
+   */
+  private ObjectNode modelled(DiskModel model, long gap, Path before, Path after, List<Job> js, List<Job> heldOut,
+      PrintWriter log) throws IOException, InterruptedException {
+    record Config(String name, Path dir, List<Job> jobs, long gap) {}
+    int chunks = Manifest.read(before).chunks().size();
+    List<Config> configs = List.of(new Config("touchingBefore", before, js, 0), new Config("gapBefore", before, js, gap),
+        new Config("touchingAfter", after, js, 0), new Config("gapAfter", after, js, gap),
+        new Config("heldOutTouchingBefore", before, heldOut, 0), new Config("heldOutGapBefore", before, heldOut, gap),
+        new Config("heldOutTouchingAfter", after, heldOut, 0), new Config("heldOutGapAfter", after, heldOut, gap));
+    epochs(before, js, null, null, 0); // warm-up: both copies in the page cache, the code compiled
+    epochs(after, js, null, null, 0);
+    Map<String, List<Double>> cpu = new java.util.LinkedHashMap<>();
+    Map<String, Epochs> last = new java.util.LinkedHashMap<>();
+    for (int round = 0; round < rounds; round++) {
+      for (Config c : configs) {
+        Epochs e = epochs(c.dir(), c.jobs(), null, null, c.gap());
+        cpu.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(e.seconds());
+        last.put(c.name(), e);
+      }
+      log.printf("model round %d/%d: warm epochs %s%n", round + 1, rounds,
+          String.join(", ", cpu.entrySet().stream().map(x -> x.getKey() + " " + Terminal.seconds(x.getValue().getLast())).toList()));
+    }
+    ObjectNode o = Json.object();
+    ObjectNode m = o.putObject("disk");
+    m.put("name", model.name()).put("averageSeekMs", model.averageSeekMs()).put("singleTrackSeekMs", model.singleTrackSeekMs())
+        .put("rpm", model.rpm()).put("averageLatencyMs", model.latencySeconds() * 1e3).put("bytesPerSecond", model.bytesPerSecond())
+        .put("capacityBytes", model.capacityBytes()).put("commandOverheadMs", model.commandOverheadMs())
+        .put("randomReads4kPerSecondWholeDrive", model.randomReadsPerSecond(4096, model.capacityBytes()))
+        .put("randomReads4kPerSecondWithin1Percent", model.randomReadsPerSecond(4096, model.capacityBytes() / 100))
+        .put("sequentialMBps1MiBRequests", model.sequentialBytesPerSecond(1 << 20) / 1e6)
+        .put("breakEvenGapBytes", model.breakEvenGapBytes());
+    o.put("gapBytes", gap);
+    o.put("what", "CPU: the median warm epoch of each configuration on this machine; I/O: its request stream replayed on the"
+        + " model, each copy's files back to back on the drive in the manifest's order with their sidecars, jobs one after"
+        + " another; modelled epoch: touching reads (a synchronous reader) CPU + I/O; the gap reader, which reads the next"
+        + " chunk ahead while it decodes one, the first two chunks of a job in series and the rest the longer of CPU and I/O");
+    Map<String, ObjectNode> byName = new java.util.LinkedHashMap<>();
+    for (Config c : configs) {
+      Epochs e = last.get(c.name());
+      DiskModel.Replay r = model.replay();
+      Map<Path, Long> base = layout(c.dir());
+      Map<Path, Path> real = new java.util.HashMap<>();
+      for (OrcReads.Request q : e.stream()) {
+        Path file = real.get(q.file());
+        if (file == null) {
+          file = q.file().toRealPath();
+          real.put(q.file(), file);
+        }
+        Long at = base.get(file);
+        if (at == null) {
+          throw new IllegalStateException("a request outside the dataset's files: " + q.file());
+        }
+        r.read(at + q.offset(), q.length());
+      }
+      double c0 = median(cpu.get(c.name()));
+      double serial = c0 + r.seconds();
+      // The gap reader reads the next chunk ahead while it decodes one (from its second chunk in
+      // order on): per job of n chunks, the first two in series, the rest the longer of CPU and I/O.
+      double n = chunks;
+      double overlapped = (n - 2) / n * Math.max(c0, r.seconds()) + 2 / n * serial;
+      ObjectNode node = o.putObject(c.name());
+      node.put("jobs", c.jobs().size()).put("gapBytes", c.gap()).put("requests", r.requests()).put("bytes", r.bytes())
+          .put("aheadRequests", e.stream().stream().filter(OrcReads.Request::ahead).count())
+          .put("seeks", r.seeks()).put("ioSeconds", r.seconds()).put("cpuSeconds", c0).put("serialSeconds", serial)
+          .put("seconds", c.gap() > 0 ? overlapped : serial).put("checksum", e.checksum());
+      ObjectNode n2 = node;
+      byName.put(c.name(), n2);
+    }
+    boolean identical = true;
+    for (String prefix : List.of("", "heldOut")) {
+      long sum = byName.get(prefix.isEmpty() ? "touchingBefore" : "heldOutTouchingBefore").path("checksum").asLong();
+      for (var x : byName.entrySet()) {
+        if (x.getKey().startsWith("heldOut") == !prefix.isEmpty()) {
+          identical &= x.getValue().path("checksum").asLong() == sum;
+        }
+      }
+    }
+    o.put("identical", identical);
+    ObjectNode ratios = o.putObject("ratios");
+    ratios.put("gapReaderVsTouching", t(byName, "gapBefore") / t(byName, "touchingBefore"));
+    ratios.put("gapReaderVsTouchingIo", io(byName, "gapBefore") / io(byName, "touchingBefore"));
+    ratios.put("gapReaderVsTouchingSerial", byName.get("gapBefore").path("serialSeconds").asDouble()
+        / byName.get("touchingBefore").path("serialSeconds").asDouble());
+    ratios.put("relayoutVsTouching", t(byName, "touchingAfter") / t(byName, "touchingBefore"));
+    ratios.put("relayoutHeldOutVsTouching", t(byName, "heldOutTouchingAfter") / t(byName, "heldOutTouchingBefore"));
+    // The relayout read by the better of the two readers, against the gap reader without it (and against the better reader).
+    for (String prefix : List.of("", "heldOut")) {
+      String k = prefix.isEmpty() ? "" : "HeldOut";
+      String g = prefix.isEmpty() ? "gap" : "heldOutGap";
+      String tch = prefix.isEmpty() ? "touching" : "heldOutTouching";
+      double bestAfter = Math.min(t(byName, g + "After"), t(byName, tch + "After"));
+      double bestBefore = Math.min(t(byName, g + "Before"), t(byName, tch + "Before"));
+      ratios.put("relayout" + k + "VsGapReader", bestAfter / t(byName, g + "Before"));
+      ratios.put("relayout" + k + "VsBestReader", bestAfter / bestBefore);
+      ratios.put("relayout" + k + "VsGapReaderIo", io(byName, g + "After") / io(byName, g + "Before"));
+    }
+    return o;
+  }
+
+  private static double t(Map<String, ObjectNode> m, String k) {
+    return m.get(k).path("seconds").asDouble();
+  }
+
+  private static double io(Map<String, ObjectNode> m, String k) {
+    return m.get(k).path("ioSeconds").asDouble();
+  }
+
+  /** Where each file of the copy at {@code dir} starts on the modelled drive: back to back in the manifest's order, each followed by its sidecar. */
+  private static Map<Path, Long> layout(Path dir) throws IOException {
+    Map<Path, Long> base = new java.util.HashMap<>();
+    long at = 0;
+    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
+      Path orc = dir.resolve(f.path()).toRealPath();
+      base.put(orc, at);
+      at += Files.size(orc);
+      Path footers = Path.of(orc + ".footers");
+      if (Files.isRegularFile(footers)) {
+        base.put(footers.toRealPath(), at);
+        at += Files.size(footers);
+      }
+    }
+    return base;
   }
 
   /** The Python that drops files from the page cache, or null where there is none. */
