@@ -39,8 +39,8 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * reader whose run lies in a queued stripe's region drops it (one compare-and-set) and reads
  * itself; in a running one it waits on the stripe's latch, which never waits on anything the
  * reader holds (the read-ahead opens its stripe with an ORC reader of its own, not the table's
- * monitor). A stripe read ahead leaves the list when a reader reads its region, or when newer
- * ones push it out.
+ * monitor). A stripe read ahead leaves the list when a reader reads its region, when its table
+ * closes, or when newer ones push it out.
  */
 public final class OrcReads {
   private static final LongAdder REQUESTS = new LongAdder();
@@ -375,9 +375,22 @@ public final class OrcReads {
     return null;
   }
 
-  /** Read-ahead stripes waiting to be taken (tests). */
-  static int aheadWaiting() {
-    return AHEAD.size();
+  /**
+   * Forgets the stripes of {@code file} (its {@link #key}) read ahead and not taken: its table
+   * closed. One being read finishes unseen.
+   */
+  static void dropAhead(String file) {
+    for (Ahead a : AHEAD) {
+      if (a.file.equals(file)) {
+        drop(a);
+      }
+    }
+  }
+
+  /** Stripes of the file at {@code path} read ahead and waiting to be taken (tests). */
+  static int aheadWaiting(java.nio.file.Path path) {
+    String prefix = path.toAbsolutePath().normalize() + "|";
+    return (int) AHEAD.stream().filter(a -> a.file.startsWith(prefix)).count();
   }
 
   /**

@@ -533,6 +533,9 @@ public final class OrcTable implements AutoCloseable {
       if (sums != null && footerKeys[i] != null) {
         OrcReads.forget(footerKeys[i], sums.file(i));
       }
+      if (footerKeys[i] != null) {
+        OrcReads.dropAhead(footerKeys[i]);
+      }
       footerKeys[i] = null;
       if (readers[i] != null) {
         readers[i].close();
