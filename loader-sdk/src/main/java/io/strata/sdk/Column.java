@@ -194,7 +194,15 @@ public final class Column {
     long at = (offset + (long) row) * 16;
     long lo = values.get(LONG, at);
     long hi = values.get(LONG, at + 8);
-    return BigInteger.valueOf(hi).shiftLeft(64).or(new BigInteger(Long.toUnsignedString(lo)));
+    if (hi == lo >> 63) {
+      return BigInteger.valueOf(lo); // fits in a long: most decimals
+    }
+    byte[] twosComplement = new byte[16];
+    for (int i = 0; i < 8; i++) {
+      twosComplement[i] = (byte) (hi >>> (56 - 8 * i));
+      twosComplement[8 + i] = (byte) (lo >>> (56 - 8 * i));
+    }
+    return new BigInteger(twosComplement);
   }
 
   public BigDecimal getDecimal(int row) {

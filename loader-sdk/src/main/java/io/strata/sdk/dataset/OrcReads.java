@@ -306,6 +306,12 @@ public final class OrcReads {
   /** Stripes read ahead and not yet taken: at most {@link #AHEAD_MAX}, the oldest dropped first. */
   private static final java.util.concurrent.CopyOnWriteArrayList<Ahead> AHEAD = new java.util.concurrent.CopyOnWriteArrayList<>();
   private static final int AHEAD_MAX = 4;
+  /**
+   * The largest stripe read ahead: a sixteenth of the heap, 32 MiB at most (its runs are held twice
+   * while it is read: orc-core's buffers and the copy kept; four may wait), so that read-ahead never
+   * makes a small heap run out.
+   */
+  static final long AHEAD_STRIPE_MAX = Math.min(32L << 20, Runtime.getRuntime().maxMemory() / 16);
   /** On the read-ahead thread, the stripe it is reading. */
   private static final ThreadLocal<Ahead> AHEAD_WORK = new ThreadLocal<>();
   /** One daemon thread, started on the first read-ahead and gone after 30 s idle; 4 waiting at most. */

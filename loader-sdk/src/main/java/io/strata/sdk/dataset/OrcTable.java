@@ -266,13 +266,13 @@ public final class OrcTable implements AutoCloseable {
   /**
    * Reads chunk {@code next} of the projection {@code cols} ahead, on the read-ahead thread, while
    * this one decodes (chunks read whole in order, on a disk that seeks: {@link OrcReads#gapBytes}
-   * not 0). The read-ahead opens the stripe with a reader of its own ({@link #aheadReader}), so
+   * not 0; stripes up to {@link OrcReads#AHEAD_STRIPE_MAX}). The read-ahead opens the stripe with a reader of its own ({@link #aheadReader}), so
    * that it never waits on this table's monitor, and orc-core issues the very reads a reader of
    * that chunk will.
    */
   private void readAhead(ChunkInfo next, List<Integer> cols) throws IOException {
     Path path = filePath(next.file());
-    if (closed || OrcReads.gapBytes(path) == 0) {
+    if (closed || next.length() > OrcReads.AHEAD_STRIPE_MAX || OrcReads.gapBytes(path) == 0) {
       return;
     }
     reader(next.file()); // its footers and checksums registered, its key known

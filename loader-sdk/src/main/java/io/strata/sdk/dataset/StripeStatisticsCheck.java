@@ -135,18 +135,10 @@ final class StripeStatisticsCheck {
         }
       }
       case DecimalColumnStatistics s when t.kind() == FeatureType.Kind.DECIMAL -> {
-        java.math.BigDecimal min = null;
-        java.math.BigDecimal max = null;
-        java.math.BigDecimal sum = java.math.BigDecimal.ZERO;
-        for (int i = 0; i < c.length(); i++) {
-          if (c.isNull(i)) {
-            continue;
-          }
-          java.math.BigDecimal v = c.getDecimal(i);
-          min = min == null || v.compareTo(min) < 0 ? v : min;
-          max = max == null || v.compareTo(max) > 0 ? v : max;
-          sum = sum.add(v);
-        }
+        java.math.BigDecimal[] range = decimalRange(c);
+        java.math.BigDecimal min = range[0];
+        java.math.BigDecimal max = range[1];
+        java.math.BigDecimal sum = range[2];
         if (s.getMinimum() != null && s.getMaximum() != null
             && (min.compareTo(s.getMinimum().bigDecimalValue()) < 0 || max.compareTo(s.getMaximum().bigDecimalValue()) > 0)) {
           fail(file, stripe, name, "decoded values in [" + min.toPlainString() + ", " + max.toPlainString()
@@ -190,6 +182,63 @@ final class StripeStatisticsCheck {
       }
     }
   }
+
+  /**
+   * The minimum, maximum (null without values) and sum of a decimal column's non-null values. All
+   * share the column's scale, so their unscaled values compare and add as they are: in longs while
+   * every value fits in one and the sum does not overflow (the common case, no allocation), else
+   * again in {@link java.math.BigDecimal}.
+   */
+  private static java.math.BigDecimal[] decimalRange(Column c) {
+    int scale = c.type().scale();
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    long sum = 0;
+    boolean any = false;
+    boolean fits = true;
+    java.lang.foreign.MemorySegment v = c.values();
+    for (int i = 0; i < c.length() && fits; i++) {
+      if (c.isNull(i)) {
+        continue;
+      }
+      long at = (c.offset() + (long) i) * 16;
+      long lo = v.get(LE_LONG, at);
+      long hi = v.get(LE_LONG, at + 8);
+      if (hi != lo >> 63) {
+        fits = false;
+        break;
+      }
+      try {
+        sum = Math.addExact(sum, lo);
+      } catch (ArithmeticException e) {
+        fits = false;
+        break;
+      }
+      min = Math.min(min, lo);
+      max = Math.max(max, lo);
+      any = true;
+    }
+    if (fits) {
+      return new java.math.BigDecimal[] {any ? java.math.BigDecimal.valueOf(min, scale) : null,
+          any ? java.math.BigDecimal.valueOf(max, scale) : null, java.math.BigDecimal.valueOf(sum, scale)};
+    }
+    java.math.BigDecimal bmin = null;
+    java.math.BigDecimal bmax = null;
+    java.math.BigDecimal bsum = java.math.BigDecimal.ZERO.setScale(scale);
+    for (int i = 0; i < c.length(); i++) {
+      if (c.isNull(i)) {
+        continue;
+      }
+      java.math.BigDecimal d = c.getDecimal(i);
+      bmin = bmin == null || d.compareTo(bmin) < 0 ? d : bmin;
+      bmax = bmax == null || d.compareTo(bmax) > 0 ? d : bmax;
+      bsum = bsum.add(d);
+    }
+    return new java.math.BigDecimal[] {bmin, bmax, bsum};
+  }
+
+  private static final java.lang.foreign.ValueLayout.OfLong LE_LONG =
+      java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
 
   /** The smallest and the largest non-null value of a column of 64-bit values. */
   private static long[] longRange(Column c) {

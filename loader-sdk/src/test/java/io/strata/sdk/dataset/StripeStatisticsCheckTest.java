@@ -1,6 +1,7 @@
 package io.strata.sdk.dataset;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -60,6 +61,36 @@ class StripeStatisticsCheckTest {
       CorruptFileException range = assertThrows(CorruptFileException.class,
           () -> StripeStatisticsCheck.check(FILE, 0, "balance", stats, decimals(arena, t, -100050, 9_199_920, 12345, -9_212_345)));
       assertTrue(range.getMessage().contains("part-00000.orc") && range.getMessage().contains("stripe 0"), range.getMessage());
+    }
+  }
+
+  @Test
+  void decimalsWiderThanALongAreCheckedExactlyToo() {
+    BigInteger big = BigInteger.ONE.shiftLeft(70).add(BigInteger.valueOf(5)); // 2^70 + 5: beyond a long
+    BigInteger[] written = {big, big.negate(), BigInteger.valueOf(7)};
+    ColumnStatisticsImpl stats = ColumnStatisticsImpl.create(TypeDescription.createDecimal().withPrecision(38).withScale(3));
+    for (BigInteger u : written) {
+      stats.increment();
+      stats.updateDecimal(new HiveDecimalWritable(HiveDecimal.create(u, 3)));
+    }
+    FeatureType t = FeatureType.decimal(38, 3);
+    try (Arena arena = Arena.ofConfined()) {
+      ColumnBuilder b = new ColumnBuilder(t, arena, 3);
+      b.appendDecimal(5, 64); // 64 * 2^64 + 5
+      b.appendDecimal(-5, -65); // its negation in two's complement
+      b.appendDecimal(7, 0);
+      Column c = b.build();
+      assertEquals(big, c.getUnscaled(0));
+      assertEquals(big.negate(), c.getUnscaled(1));
+      assertEquals(new java.math.BigDecimal(big, 3), c.getDecimal(0));
+      assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "wide", stats, c));
+      ColumnBuilder d = new ColumnBuilder(t, arena, 3);
+      d.appendDecimal(6, 64); // one more than written
+      d.appendDecimal(-5, -65);
+      d.appendDecimal(7, 0);
+      CorruptFileException e = assertThrows(CorruptFileException.class,
+          () -> StripeStatisticsCheck.check(FILE, 0, "wide", stats, d.build()));
+      assertTrue(e.getMessage().contains("wide"), e.getMessage());
     }
   }
 
