@@ -334,15 +334,18 @@ public final class OrcReads {
    * A read-ahead that fails costs nothing but its reads: the reader reads for itself.
    */
   static void readAhead(String file, long from, long to, IoWork work) {
-    Ahead a = new Ahead(file, from, to);
     for (Ahead old : AHEAD) {
       if (old.file.equals(file) && old.from == from) {
         return; // already on its way
       }
     }
+    Ahead a = new Ahead(file, from, to);
     AHEAD.add(a);
-    while (AHEAD.size() > AHEAD_MAX) {
-      drop(AHEAD.get(0));
+    for (Ahead old : AHEAD) { // a snapshot, oldest first: other threads may remove meanwhile
+      if (AHEAD.size() <= AHEAD_MAX) {
+        break;
+      }
+      drop(old);
     }
     try {
       AHEAD_THREAD.execute(() -> {

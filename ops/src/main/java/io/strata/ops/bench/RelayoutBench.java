@@ -190,8 +190,9 @@ final class RelayoutBench implements Callable<Integer> {
       boolean identical = a.checksum() == b.checksum() && gb.checksum() == b.checksum() && ga.checksum() == b.checksum();
       ObjectNode modelled = null;
       if (model != null) {
-        // The disk model: every configuration's epoch once warm (its CPU: decoding, copying from
-        // the page cache), its requests replayed on the model (its I/O), the two in series.
+        // The disk model: every configuration's epoch warm (its CPU: decoding, copying from the
+        // page cache), its requests replayed on the model (its I/O); touching reads pay the two in
+        // series, the gap reader overlaps them by reading ahead.
         modelled = modelled(model, gap, before, after, js, heldOut, log);
         identical &= modelled.path("identical").asBoolean()
             && modelled.path("touchingBefore").path("checksum").asLong() == b.checksum();
@@ -546,15 +547,14 @@ final class RelayoutBench implements Callable<Integer> {
       double serial = c0 + r.seconds();
       // The gap reader reads the next chunk ahead while it decodes one (from its second chunk in
       // order on): per job of n chunks, the first two in series, the rest the longer of CPU and I/O.
-      double n = chunks;
-      double overlapped = (n - 2) / n * Math.max(c0, r.seconds()) + 2 / n * serial;
-      ObjectNode node = o.putObject(c.name());
-      node.put("jobs", c.jobs().size()).put("gapBytes", c.gap()).put("requests", r.requests()).put("bytes", r.bytes())
+      double k = chunks;
+      double overlapped = (k - 2) / k * Math.max(c0, r.seconds()) + 2 / k * serial;
+      ObjectNode n = o.putObject(c.name());
+      n.put("jobs", c.jobs().size()).put("gapBytes", c.gap()).put("requests", r.requests()).put("bytes", r.bytes())
           .put("aheadRequests", e.stream().stream().filter(OrcReads.Request::ahead).count())
           .put("seeks", r.seeks()).put("ioSeconds", r.seconds()).put("cpuSeconds", c0).put("serialSeconds", serial)
           .put("seconds", c.gap() > 0 ? overlapped : serial).put("checksum", e.checksum());
-      ObjectNode n2 = node;
-      byName.put(c.name(), n2);
+      byName.put(c.name(), n);
     }
     boolean identical = true;
     for (String prefix : List.of("", "heldOut")) {
