@@ -240,7 +240,10 @@ public final class OrcReads {
   /** Per thread, the bytes read: reads are issued on the reading thread, so a delta of this is one piece of work's. */
   private static final ThreadLocal<long[]> THREAD_BYTES = ThreadLocal.withInitial(() -> new long[1]);
 
-  /** Bytes read from ORC files by the calling thread since it started. */
+  /**
+   * Bytes read from ORC files for the calling thread since it started: its own reads and the
+   * stripes it took from the read-ahead (whose requests the read-ahead thread counted).
+   */
   public static long bytesOnThisThread() {
     return THREAD_BYTES.get()[0];
   }
@@ -619,6 +622,9 @@ public final class OrcReads {
         ByteBuffer run = a == null ? null : fromAhead(a, start, end);
         if (a != null) {
           taken = a;
+        }
+        if (run != null) {
+          THREAD_BYTES.get()[0] += length; // read for this thread by the read-ahead: its work's bytes
         }
         if (run == null) {
           run = allocate.apply(length);
