@@ -625,8 +625,7 @@ public final class OrcReads {
         }
         if (run != null) {
           THREAD_BYTES.get()[0] += length; // read for this thread by the read-ahead: its work's bytes
-        }
-        if (run == null) {
+        } else {
           run = allocate.apply(length);
           if (run.hasArray()) {
             in.readFully(start, run.array(), run.arrayOffset() + run.position(), length);

@@ -99,7 +99,7 @@ public final class Relayout {
       placed.forEach(i -> keep.add(i.path()));
       old.files().forEach(i -> keep.add(i.path()));
       var pending = Json.array();
-      Manifest before = previous(dir);
+      Manifest before = previous(dir, old);
       if (before != null) {
         for (Manifest.OrcFileInfo i : before.files()) {
           if (!keep.contains(i.path())) {
@@ -454,7 +454,7 @@ public final class Relayout {
     Manifest m = Manifest.read(dir);
     Set<String> referenced = new HashSet<>();
     Set<String> layouts = new HashSet<>();
-    Manifest previous = previous(dir);
+    Manifest previous = previous(dir, m);
     for (Manifest version : previous == null ? List.of(m) : List.of(m, previous)) {
       for (Manifest.OrcFileInfo f : version.files()) {
         referenced.add(f.path());
@@ -499,13 +499,17 @@ public final class Relayout {
    * it is not a manifest of this dataset (then its files are not kept either).
    */
   static Manifest previous(Path dir) throws IOException {
+    return previous(dir, Manifest.read(dir));
+  }
+
+  /** As above, {@code current} being the dataset's manifest as the caller read it. */
+  private static Manifest previous(Path dir, Manifest current) throws IOException {
     Path file = dir.resolve(PREVIOUS);
     if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       return null;
     }
     try {
       Manifest p = Manifest.parse(file, Files.readAllBytes(file));
-      Manifest current = Manifest.read(dir);
       return p.name().equals(current.name()) && p.rows() == current.rows() ? p : null;
     } catch (io.strata.sdk.CorruptFileException e) {
       return null;

@@ -430,16 +430,7 @@ final class RelayoutBench implements Callable<Integer> {
     long checksum = 0;
     long deviceRequests = 0;
     long deviceBytes = 0;
-    List<String> files = new ArrayList<>();
-    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
-      Path orc = dir.resolve(f.path());
-      files.add(orc.toString());
-      // Its stripe-footer sidecar (FORMAT.md §1.4) lives on the same disk: cold too.
-      Path footers = Path.of(orc + ".footers");
-      if (Files.isRegularFile(footers)) {
-        files.add(footers.toString());
-      }
-    }
+    List<String> files = copyFiles(dir).stream().map(Path::toString).toList();
     for (Job j : js) {
       if (dropper != null) {
         drop(dropper, files);
@@ -595,19 +586,30 @@ final class RelayoutBench implements Callable<Integer> {
     return m.get(k).path("ioSeconds").asDouble();
   }
 
-  /** Where each file of the copy at {@code dir} starts on the modelled drive: back to back in the manifest's order, each followed by its sidecar. */
+  /**
+   * The files of the copy at {@code dir} in the manifest's order, each ORC file followed by its
+   * stripe-footer sidecar where it has one (FORMAT.md §1.4: on the same disk, read by every job).
+   */
+  private static List<Path> copyFiles(Path dir) throws IOException {
+    List<Path> out = new ArrayList<>();
+    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
+      Path orc = dir.resolve(f.path());
+      out.add(orc);
+      Path footers = Path.of(orc + ".footers");
+      if (Files.isRegularFile(footers)) {
+        out.add(footers);
+      }
+    }
+    return out;
+  }
+
+  /** Where each file of the copy at {@code dir} starts on the modelled drive: {@link #copyFiles}, back to back. */
   private static Map<Path, Long> layout(Path dir) throws IOException {
     Map<Path, Long> base = new java.util.HashMap<>();
     long at = 0;
-    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
-      Path orc = dir.resolve(f.path()).toRealPath();
-      base.put(orc, at);
-      at += Files.size(orc);
-      Path footers = Path.of(orc + ".footers");
-      if (Files.isRegularFile(footers)) {
-        base.put(footers.toRealPath(), at);
-        at += Files.size(footers);
-      }
+    for (Path f : copyFiles(dir)) {
+      base.put(f.toRealPath(), at);
+      at += Files.size(f);
     }
     return base;
   }
