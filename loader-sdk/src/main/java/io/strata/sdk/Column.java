@@ -23,7 +23,10 @@ import java.util.Objects;
  * child column of elements ({@link #child()}). Row {@code i} of the column is buffer position
  * {@code offset() + i}, as in Arrow. The memory belongs to whatever produced the column (a mapped
  * segment, a batch); a column must not be used after its owner is closed, and an access after
- * that raises {@link IllegalStateException} rather than reading freed memory.
+ * that raises {@link IllegalStateException} rather than reading freed memory. A batch's columns
+ * are {@linkplain #guardedBy guarded} by their batch: an accessor raises as soon as the batch is
+ * closed, while a buffer taken from one before stays readable, with the batch's own data, until
+ * the loader frees the memory a few batches later (then it raises too).
  */
 public final class Column {
   static final ValueLayout.OfShort SHORT = Le.SHORT;
@@ -40,6 +43,8 @@ public final class Column {
   private final MemorySegment offsets;
   private final MemorySegment values;
   private final Column child;
+  /** Throws {@link IllegalStateException} once the column's owner is closed; null when the buffers' scopes decide alone. */
+  private final Runnable guard;
 
   /**
    * Wraps existing buffers. {@code validity} and {@code offsets} may be {@link MemorySegment#NULL}
@@ -69,6 +74,34 @@ public final class Column {
     this.child = child;
     this.nullCount =
         nullCount >= 0 ? nullCount : Bits.countZeros(this.validity, offset, length);
+    this.guard = null;
+  }
+
+  private Column(Column c, int length, int offset, int nullCount, Runnable guard) {
+    this.type = c.type;
+    this.length = length;
+    this.offset = offset;
+    this.validity = c.validity;
+    this.offsets = c.offsets;
+    this.values = c.values;
+    this.nullCount = nullCount >= 0 ? nullCount : Bits.countZeros(c.validity, offset, length);
+    this.child = c.child == null ? null : new Column(c.child, c.child.length, c.child.offset, c.child.nullCount, guard);
+    this.guard = guard;
+  }
+
+  /**
+   * This column, its elements included, as a view whose accessors first run {@code guard}, which
+   * throws {@link IllegalStateException} once the column's owner is closed: how a batch's columns
+   * refuse use after their batch is closed although its memory is freed a few batches later.
+   */
+  public Column guardedBy(Runnable guard) {
+    return new Column(this, length, offset, nullCount, Objects.requireNonNull(guard, "guard"));
+  }
+
+  private void checkOpen() {
+    if (guard != null) {
+      guard.run();
+    }
   }
 
   public FeatureType type() {
@@ -91,21 +124,25 @@ public final class Column {
 
   /** The validity bitmap (LSB first, 1 = valid), or {@link MemorySegment#NULL} when no row is null. */
   public MemorySegment validity() {
+    checkOpen();
     return validity;
   }
 
   /** Offsets (int32, little-endian, {@code offset() + length() + 1} entries) for strings, binaries, lists. */
   public MemorySegment offsets() {
+    checkOpen();
     return offsets;
   }
 
   /** The values buffer: fixed-width values, packed bits for bool, or the bytes of strings and binaries. */
   public MemorySegment values() {
+    checkOpen();
     return values;
   }
 
   /** The elements of a list column; null for scalars. */
   public Column child() {
+    checkOpen();
     return child;
   }
 
@@ -119,6 +156,7 @@ public final class Column {
   }
 
   private void checkRow(int row) {
+    checkOpen();
     if (row < 0 || row >= length) {
       throw new IndexOutOfBoundsException("row " + row + " outside column of " + length + " rows");
     }
@@ -252,7 +290,9 @@ public final class Column {
       throw new IndexOutOfBoundsException(
           "slice [" + from + ", " + (from + count) + ") of a column of " + length + " rows");
     }
-    return new Column(type, count, offset + from, -1, validity, offsets, values, child);
+    checkOpen();
+    return guard == null ? new Column(type, count, offset + from, -1, validity, offsets, values, child)
+        : new Column(this, count, offset + from, -1, guard);
   }
 
   @Override

@@ -18,7 +18,9 @@ import java.util.SequencedMap;
  * <p>The rows are the concatenation of the batch's units: samples (all rows of each), row blocks,
  * or windows ({@link #windowLength()} input rows followed by {@link #lookahead()} label rows).
  * {@link #unitStart(int)} gives where unit {@code k} starts. The memory belongs to the batch:
- * close it when done; a column used after that raises {@link IllegalStateException}.
+ * close it when done; a column used after that raises {@link IllegalStateException} (a buffer
+ * taken from a column before stays readable, with this batch's data, until the loader frees the
+ * memory a few batches later; it never shows another batch's data).
  * {@link #writeArrowFile} writes the batch as an Arrow IPC file that any Arrow reader opens.
  */
 public final class Batch implements AutoCloseable {
@@ -42,7 +44,7 @@ public final class Batch implements AutoCloseable {
   private final int lookahead;
   private final Source source;
   private final AutoCloseable owner;
-  private boolean closed;
+  private volatile boolean closed;
   private final Unclosed unclosed = new Unclosed();
 
   private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create(r -> {
@@ -83,7 +85,11 @@ public final class Batch implements AutoCloseable {
     this.planHash = planHash;
     this.stepsPerEpoch = stepsPerEpoch;
     this.rows = rows;
-    this.columns = columns;
+    // Each column guarded by the batch: its accessors raise once the batch is closed, although its
+    // memory may be freed only a few batches later (a scope shared by several batches, SlabPool).
+    SequencedMap<String, Column> guarded = new java.util.LinkedHashMap<>();
+    columns.forEach((name, c) -> guarded.put(name, c.guardedBy(this::checkOpen)));
+    this.columns = java.util.Collections.unmodifiableSequencedMap(guarded);
     this.unitOffsets = unitOffsets;
     this.unitIds = unitIds;
     this.windowLength = windowLength;

@@ -9,23 +9,61 @@ import java.util.ArrayDeque;
 /**
  * Reusable off-heap slabs for batch memory. Allocating and first-touching fresh memory for every
  * batch costs more than filling it (see BENCHMARKS.md), so each batch carves its buffers from a
- * recycled slab, or a new one while fewer than {@code maxIdle} exist. Every batch still gets its own arena: the slab is re-scoped to it, so a column
- * of a closed batch fails with {@link IllegalStateException} instead of showing the next batch's
- * data. The pool keeps at most {@code maxIdle} slabs, idle or held; the slabs themselves come from a {@link
- * BatchMemory} (off-heap memory of this process unless the job gives another).
+ * recycled slab, or a new one while fewer than {@code maxIdle} exist. The pool keeps at most
+ * {@code maxIdle} slabs, idle or held (plus the span of one scope, below); the slabs themselves
+ * come from a {@link BatchMemory} (off-heap memory of this process unless the job gives another).
+ *
+ * <p><b>Scopes.</b> With scoped batches ({@link BatchMemory#scopedBatches}) a batch's buffers are
+ * views of its slab through a shared arena, so that memory used after the loader freed it raises
+ * {@link IllegalStateException} instead of showing another batch's data. Closing a shared arena
+ * stops every thread of the process for a moment (a handshake): one per batch cost a fifth of the
+ * loader's time at two threads on small batches. So consecutive batches share one scope (a
+ * generation) of up to {@link #MAX_SPAN} batches and {@link #SCOPE_BYTES} bytes of slabs; a closed
+ * batch's slab is held, unused, until every batch of its generation is closed, then the arena
+ * closes once and the slabs go back. A buffer of a closed batch thus stays readable, with that
+ * batch's data, until its generation ends, and is never reused while readable; the batch's
+ * {@link io.strata.sdk.Column}s refuse use at once (the batch guards them). Large batches (a slab
+ * over half of {@link #SCOPE_BYTES}) get a scope each, as before.
  *
  * <p>Threads: prefetch threads take and fill memory, the job's thread closes batches and so
- * gives slabs back; the idle stack is guarded by the pool's monitor, and slabs are allocated and
- * freed outside it.
+ * gives slabs back; the idle stack and the generations are guarded by the pool's monitor, and
+ * slabs are allocated and freed, and arenas closed, outside it.
  */
 final class SlabPool implements AutoCloseable {
   private final ArrayDeque<BatchMemory.Slab> idle = new ArrayDeque<>();
   private final int maxIdle;
   private final BatchMemory source;
   private long slabBytes;
-  /** Slabs made and not yet freed: idle, or held by a batch. */
+  /** Slabs made and not yet freed: idle, held by a batch, or held by a generation not yet ended. */
   private int live;
   private boolean closed;
+  /** The generation new batches join (scoped batches only); null when the next take starts one. */
+  private Generation current;
+
+  /** Bytes of slabs one scope spans at most. */
+  static final long SCOPE_BYTES = 16L << 20;
+  /** Batches one scope spans at most. */
+  static final int MAX_SPAN = 8;
+
+  /**
+   * Consecutive batches that share one arena: it closes, and their slabs go back to the pool,
+   * once it takes no more batches (sealed) and every one it took is closed. Guarded by the pool.
+   */
+  private static final class Generation {
+    final Arena arena = Arena.ofShared();
+    int taken;
+    int open;
+    boolean sealed;
+    /** The slabs of its closed batches, given back when it ends. */
+    final java.util.List<Returned> returned = new java.util.ArrayList<>();
+  }
+
+  private record Returned(BatchMemory.Slab slab, long used, boolean overflowed) {}
+
+  /** Batches a scope spans: as many as fit {@link #SCOPE_BYTES} of slabs, at most {@link #MAX_SPAN}, one before sizes are known. Guarded. */
+  private int span() {
+    return slabBytes <= 0 ? 1 : (int) Math.max(1, Math.min(MAX_SPAN, SCOPE_BYTES / Math.max(1, slabBytes + slabBytes / 2)));
+  }
 
   SlabPool(int maxIdle, BatchMemory source) {
     this.maxIdle = maxIdle;
@@ -42,12 +80,24 @@ final class SlabPool implements AutoCloseable {
     BatchMemory.Slab slab;
     boolean grow = false;
     long size;
+    Generation gen = null;
     synchronized (this) {
       slab = idle.poll();
       size = Math.max(slabBytes + slabBytes / 2, 1 << 20);
-      if (slab == null && slabBytes > 0 && live < maxIdle && !closed) {
+      if (slab == null && slabBytes > 0 && live < maxIdle + span() && !closed) {
         live++;
         grow = true;
+      }
+      if (source.scopedBatches()) {
+        if (current == null) {
+          current = new Generation();
+        }
+        gen = current;
+        gen.open++;
+        if (++gen.taken >= span() || closed) {
+          gen.sealed = true;
+          current = null;
+        }
       }
     }
     if (grow) {
@@ -59,7 +109,35 @@ final class SlabPool implements AutoCloseable {
         }
       }
     }
-    return new Memory(slab, source.scopedBatches() ? Arena.ofShared() : null);
+    return new Memory(slab, gen);
+  }
+
+  /**
+   * A batch of {@code gen} is closed: its slab is held until the generation ends, when its arena
+   * closes (one handshake for all its batches) and every slab goes back.
+   */
+  private void closed(Generation gen, BatchMemory.Slab slab, long used, boolean overflowed) {
+    java.util.List<Returned> done = null;
+    synchronized (this) {
+      gen.returned.add(new Returned(slab, used, overflowed));
+      gen.open--;
+      if (gen.open == 0 && (gen.sealed || closed)) {
+        if (current == gen) {
+          current = null;
+        }
+        done = gen.returned;
+      }
+    }
+    if (done != null) {
+      end(gen, done);
+    }
+  }
+
+  private void end(Generation gen, java.util.List<Returned> done) {
+    gen.arena.close();
+    for (Returned r : done) {
+      giveBack(r.slab(), r.used(), r.overflowed());
+    }
   }
 
   /**
@@ -76,7 +154,8 @@ final class SlabPool implements AutoCloseable {
         keep = null;
         live--;
       }
-      if (closed || idle.size() + (keep == null ? 1 : 0) > maxIdle || (keep == null && live >= maxIdle)) {
+      int cap = maxIdle + span();
+      if (closed || idle.size() + (keep == null ? 1 : 0) > cap || (keep == null && live >= cap)) {
         if (keep != null) {
           keep.close();
           live--;
@@ -110,27 +189,28 @@ final class SlabPool implements AutoCloseable {
   }
 
   /**
-   * A batch's allocator: the slab first, then the batch's own arena when the slab is full. With
-   * scoped batches ({@link BatchMemory#scopedBatches}) the slab is viewed through that arena, so
-   * the batch's columns die with it; otherwise the slab is used as it is and the arena is made
-   * only for an overflow.
+   * A batch's allocator: the slab first, then the arena of its generation (or, unscoped, one of
+   * its own) when the slab is full. With scoped batches the slab is viewed through its
+   * generation's arena, so the batch's buffers die with the generation; otherwise the slab is
+   * used as it is and an arena is made only for an overflow.
    */
   final class Memory implements SegmentAllocator, AutoCloseable {
     private final BatchMemory.Slab slab;
-    private Arena batchArena;
+    private final Generation gen;
+    private Arena overflowArena;
     private final MemorySegment view;
     private long used;
     private long overflow;
     private boolean closed;
 
-    // The slab's memory is viewed with the batch arena's lifetime (so that a batch's columns die
-    // with the batch); the bounds are the slab's own.
+    // The slab's memory is viewed with the generation arena's lifetime (so that a batch's columns
+    // die with it); the bounds are the slab's own.
     @SuppressWarnings("restricted")
-    private Memory(BatchMemory.Slab slab, Arena batchArena) {
+    private Memory(BatchMemory.Slab slab, Generation gen) {
       this.slab = slab;
-      this.batchArena = batchArena;
+      this.gen = gen;
       this.view = slab == null ? MemorySegment.NULL
-          : batchArena == null ? slab.memory() : slab.memory().reinterpret(batchArena, null);
+          : gen == null ? slab.memory() : slab.memory().reinterpret(gen.arena, null);
     }
 
     @Override
@@ -141,10 +221,13 @@ final class SlabPool implements AutoCloseable {
         return view.asSlice(at, byteSize);
       }
       overflow += byteSize;
-      if (batchArena == null) {
-        batchArena = Arena.ofShared();
+      if (gen != null) {
+        return gen.arena.allocate(byteSize, byteAlignment);
       }
-      return batchArena.allocate(byteSize, byteAlignment);
+      if (overflowArena == null) {
+        overflowArena = Arena.ofShared();
+      }
+      return overflowArena.allocate(byteSize, byteAlignment);
     }
 
     @Override
@@ -153,19 +236,42 @@ final class SlabPool implements AutoCloseable {
         return;
       }
       closed = true;
-      if (batchArena != null) {
-        batchArena.close();
+      if (gen != null) {
+        SlabPool.this.closed(gen, slab, used + overflow, slab == null || overflow > 0);
+        return;
+      }
+      if (overflowArena != null) {
+        overflowArena.close();
       }
       giveBack(slab, used + overflow, slab == null || overflow > 0);
     }
   }
 
+  /**
+   * Frees the idle slabs; a slab held by a batch is freed when the batch closes (the generation
+   * it joined ends then, sealed or not).
+   */
   @Override
-  public synchronized void close() {
-    closed = true;
-    while (!idle.isEmpty()) {
-      idle.pop().close();
-      live--;
+  public void close() {
+    Generation gen;
+    java.util.List<Returned> done = null;
+    synchronized (this) {
+      closed = true;
+      while (!idle.isEmpty()) {
+        idle.pop().close();
+        live--;
+      }
+      gen = current;
+      current = null;
+      if (gen != null) {
+        gen.sealed = true;
+        if (gen.open == 0) {
+          done = gen.returned;
+        }
+      }
+    }
+    if (done != null) {
+      end(gen, done);
     }
   }
 }

@@ -623,6 +623,8 @@ class LoaderTest {
       Column c = b.column("amount");
       b.close();
       assertThrows(IllegalStateException.class, () -> c.getDouble(0));
+      assertThrows(IllegalStateException.class, c::values); // at once, though its memory is freed a few batches later
+      assertThrows(IllegalStateException.class, () -> c.slice(0, 1));
       assertThrows(IllegalStateException.class, () -> b.column("amount"));
       Batch next = loader.next();
       assertEquals(1, next.step());
