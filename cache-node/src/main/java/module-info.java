@@ -1,9 +1,10 @@
 /**
  * Strata's cache node: the tiers, reuse-driven promotion, the policy and the node API (Vert.x).
  * Micrometer's and Hazelcast's jars are automatic modules (they declare none): the warning that gives is
- * suppressed here alone.
+ * suppressed here alone, as is the one for the qualified export to the {@code strata} command's module,
+ * which is built after this one.
  */
-@SuppressWarnings("requires-automatic")
+@SuppressWarnings({"requires-automatic", "module"})
 module io.strata.node {
   requires transitive io.strata.sdk;
   requires io.strata.store;
@@ -24,4 +25,7 @@ module io.strata.node {
   // The API writes the facade's answers (package-private records) as JSON through Jackson.
   opens io.strata.node to com.fasterxml.jackson.databind;
   exports io.strata.node.policy;
+  // The simulator, recorded traces and the simulation-only baselines (Caffeine, OPT): for the
+  // operator's and the benchmarks' commands, not part of the node's API.
+  exports io.strata.node.sim to io.strata.ops;
 }

@@ -479,12 +479,21 @@ final class NodeApi {
 
   /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
   static TierManager.PolicyChange policyChange(JsonNode body) {
-    java.util.Set<String> known = java.util.Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "quotas");
+    java.util.Set<String> known = java.util.Set.of("policy", "ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount",
+        "quotas");
     for (var it = body.fieldNames(); it.hasNext(); ) {
       String f = it.next();
       if (!known.contains(f)) {
         throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
       }
+    }
+    String policy = null;
+    if (body.has("policy")) {
+      JsonNode p = body.get("policy");
+      if (!p.isTextual() || !io.strata.node.policy.Policies.known(p.asText())) {
+        throw NodeException.badRequest("'policy' must be one of " + io.strata.node.policy.Policies.names() + ", got " + p);
+      }
+      policy = p.asText();
     }
     Long budget = body.has("ssdBudgetBytes") ? nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes") : null;
     Long flash = body.has("flashWriteBudgetBytesPerHour")
@@ -508,7 +517,7 @@ final class NodeApi {
         quotas.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
       }
     }
-    return new TierManager.PolicyChange(budget, flash, discount, quotas);
+    return new TierManager.PolicyChange(policy, budget, flash, discount, quotas);
   }
 
   private static long nonNegativeLong(JsonNode v, String name) {

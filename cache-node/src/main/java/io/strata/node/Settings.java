@@ -35,6 +35,8 @@ final class Settings {
 
   private final Path file;
   final Map<String, String> sources = new TreeMap<>();
+  /** The policy the node runs (one of {@link io.strata.node.policy.Policies}). */
+  String policy;
   long ssdBudgetBytes;
   double flashWriteBudgetBytesPerHour;
   double popularityDiscount;
@@ -67,17 +69,19 @@ final class Settings {
       }
     }
     JsonNode k = kept == null ? Json.object() : kept;
+    s.policy = io.strata.node.policy.Policies.DEFAULT;
     s.ssdBudgetBytes = config.ssdBudgetBytes();
     s.flashWriteBudgetBytesPerHour = config.flashWriteBudgetBytesPerHour();
     s.popularityDiscount = defaultDiscount;
     s.hddRoots = config.hddRoots();
-    for (String name : List.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "hddRoots")) {
+    for (String name : List.of("policy", "ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "hddRoots")) {
       JsonNode v = k.path(name);
       if (given.contains(name)) {
         s.sources.put(name, "start option");
       } else if (v.has("value")) {
         try {
           switch (name) {
+            case "policy" -> s.policy = knownPolicy(v.get("value").asText());
             case "ssdBudgetBytes" -> s.ssdBudgetBytes = nonNegative(v.get("value").asLong());
             case "flashWriteBudgetBytesPerHour" -> s.flashWriteBudgetBytesPerHour = nonNegative(v.get("value").asLong());
             case "popularityDiscount" -> s.popularityDiscount = Math.max(1, v.get("value").asDouble());
@@ -108,6 +112,13 @@ final class Settings {
     return s;
   }
 
+  private static String knownPolicy(String name) {
+    if (!io.strata.node.policy.Policies.known(name)) {
+      throw new IllegalArgumentException("no policy " + name);
+    }
+    return name;
+  }
+
   private static long nonNegative(long v) {
     if (v < 0) {
       throw new IllegalArgumentException("negative");
@@ -126,6 +137,7 @@ final class Settings {
   /** Writes the settings atomically. */
   void save() throws IOException {
     ObjectNode o = Json.object();
+    o.putObject("policy").put("value", policy).put("source", sources.get("policy"));
     o.putObject("ssdBudgetBytes").put("value", ssdBudgetBytes).put("source", sources.get("ssdBudgetBytes"));
     o.putObject("flashWriteBudgetBytesPerHour").put("value", (long) flashWriteBudgetBytesPerHour)
         .put("source", sources.get("flashWriteBudgetBytesPerHour"));

@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
@@ -109,11 +110,10 @@ final class TierManager implements AutoCloseable {
       }
       startupNotes.addAll(store.dropped());
       this.features = FeatureStore.openWriter(config.home().resolve("features"));
-      StrataPolicy policy = new StrataPolicy(settings.ssdBudgetBytes, settings.flashWriteBudgetBytesPerHour,
-          settings.popularityDiscount);
       this.datasets = new DatasetRegistry(config);
       this.checks = new RequestChecks(features);
-      this.state = new TierState(policy, counters, this::now, PLAN_LEASE_SECONDS, trace);
+      this.state = new TierState(settings.policy, new Policies.Options(settings.ssdBudgetBytes,
+          settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount), counters, this::now, PLAN_LEASE_SECONDS, trace);
       this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
           cluster);
       this.metrics = new NodeMetrics(report::metricValues);
@@ -130,7 +130,7 @@ final class TierManager implements AutoCloseable {
       restoreResident();
       this.scrub = new SegmentScrub(state::residents, this::repair, config.scrubBytesPerSecond(), SegmentScrub.SWEEP_MILLIS,
           SegmentScrub.MIN_PASS_MILLIS, counters);
-      state.setPolicy(null, null, null, settings.quotas);
+      state.setPolicy(null, null, null, null, settings.quotas);
       for (String p : List.copyOf(settings.pins)) {
         int slash = p.indexOf('/');
         try {
@@ -492,7 +492,7 @@ final class TierManager implements AutoCloseable {
    * A change of policy, as parsed from a request: each field null when not changed; a quota of
    * null in {@code quotas} removes the dataset's quota.
    */
-  record PolicyChange(Long ssdBudgetBytes, Long flashWriteBudgetBytesPerHour, Double popularityDiscount,
+  record PolicyChange(String policy, Long ssdBudgetBytes, Long flashWriteBudgetBytesPerHour, Double popularityDiscount,
       Map<String, Long> quotas) {}
 
   /**
@@ -506,14 +506,18 @@ final class TierManager implements AutoCloseable {
       }
     }
     synchronized (settings) {
-      TierState.Applied s = state.setPolicy(change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
+      TierState.Applied s = state.setPolicy(change.policy(), change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
           change.popularityDiscount(), change.quotas());
+      settings.policy = s.policy();
       settings.ssdBudgetBytes = s.budgetBytes();
       settings.flashWriteBudgetBytesPerHour = s.flashBudgetPerHour();
       settings.popularityDiscount = s.popularityDiscount();
       settings.quotas.clear();
       settings.quotas.putAll(s.quotas());
       List<String> changed = new ArrayList<>();
+      if (change.policy() != null) {
+        changed.add("policy");
+      }
       if (change.ssdBudgetBytes() != null) {
         changed.add("ssdBudgetBytes");
       }

@@ -67,7 +67,7 @@ final class TierReport {
           s.quotas().getOrDefault(name, -1L), layout(name)));
     }
     return new TierViews.Status(now, ssd, hdd, dram, traffic, s.topStreams(), s.jobs(), s.recentJobs(), s.pins(),
-        new TierViews.PolicyBrief(s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
+        new TierViews.PolicyBrief(s.policy(), s.budgetBytes(), (long) s.flashBudgetPerHour(), s.popularityDiscount()), dsl,
         history.churn(), startupNotes.get(), clusterBrief());
   }
 

@@ -1,7 +1,8 @@
 package io.strata.node;
 
 import io.strata.node.policy.CachePolicy;
-import io.strata.node.policy.StrataPolicy;
+import io.strata.node.policy.CachePolicy.Placement;
+import io.strata.node.policy.Policies;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.tier.SegmentRef;
 import java.nio.file.Path;
@@ -35,7 +36,12 @@ final class TierState {
   /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, served by the SSD tier or not. */
   record Read(String feature, int chunk, long bytes, boolean ssd) {}
 
-  private final StrataPolicy policy;
+  /** The policy in force (one of {@link Policies}, replaced whole by {@link #setPolicy}) and its name. */
+  private CachePolicy policy;
+  private String policyName;
+  /** The node's settings the policy was made with (a policy ignores those it has no use for). */
+  private double flashBudgetPerHour;
+  private double popularityDiscount;
   private final TierCounters counters;
   private final DoubleSupplier clock;
   private final KeySpace keys = new KeySpace();
@@ -73,8 +79,12 @@ final class TierState {
   private io.strata.sdk.format.ResidencyBeacon beacon;
   private boolean closed;
 
-  TierState(StrataPolicy policy, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds, TraceRecorder trace) {
-    this.policy = policy;
+  TierState(String policyName, Policies.Options options, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds,
+      TraceRecorder trace) {
+    this.policy = Policies.create(policyName, options);
+    this.policyName = policyName;
+    this.flashBudgetPerHour = options.flashBytesPerHour();
+    this.popularityDiscount = options.popularityDiscount();
     this.counters = counters;
     this.clock = clock;
     this.jobs = new Jobs(planLeaseSeconds);
@@ -154,7 +164,7 @@ final class TierState {
       int key = key(ds, feature, ref.info().chunk());
       residentRefs.put(key, ref);
       setKeyBytes(key, share);
-      policy.restore(key, share);
+      policy.place(key, share, Placement.FOUND);
     }
   }
 
@@ -369,11 +379,9 @@ final class TierState {
 
   /** A prefetch candidate a peer holds: placed now (copied from the peer) if the budget still has room. */
   synchronized boolean placeFromPeer(int key) {
-    if (closed || residentRefs.containsKey(key) || pending.containsKey(key)
-        || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
+    if (closed || residentRefs.containsKey(key) || pending.containsKey(key) || !policy.place(key, keys.bytes(key), Placement.PEER)) {
       return false;
     }
-    policy.restore(key, keys.bytes(key));
     return schedule(key);
   }
 
@@ -408,10 +416,9 @@ final class TierState {
    * is neither resident nor in flight: the caller writes it and reports {@link #landed} or {@link #unplace}.
    */
   synchronized boolean reserve(int key) {
-    if (closed || residentRefs.containsKey(key) || pending.containsKey(key) || policy.residentBytes() + keys.bytes(key) > policy.budget()) {
+    if (closed || residentRefs.containsKey(key) || pending.containsKey(key) || !policy.place(key, keys.bytes(key), Placement.DERIVED)) {
       return false;
     }
-    policy.restore(key, keys.bytes(key));
     pending.put(key, clock.getAsDouble());
     return true;
   }
@@ -517,8 +524,7 @@ final class TierState {
     evicted(k);
     int placed = 0;
     for (int h : held) {
-      if (!residentRefs.containsKey(h) && !pending.containsKey(h) && policy.residentBytes() + keys.bytes(h) <= policy.budget()) {
-        policy.restore(h, keys.bytes(h));
+      if (!residentRefs.containsKey(h) && !pending.containsKey(h) && policy.place(h, keys.bytes(h), Placement.REPAIR)) {
         if (schedule(h)) {
           placed++;
         }
@@ -564,8 +570,7 @@ final class TierState {
     }
     int scheduled = 0;
     for (int k : todo) {
-      policy.restore(k, keys.bytes(k));
-      if (schedule(k)) {
+      if (policy.place(k, keys.bytes(k), Placement.OPERATOR) && schedule(k)) {
         scheduled++;
       }
     }
@@ -638,11 +643,9 @@ final class TierState {
       for (int c = 0; c < ds.chunks().size(); c++) {
         int k = key(ds, f, c);
         policy.pin(k, keys.bytes(k), reserved.pinned(ds.name(), f));
-        if (pin && !residentRefs.containsKey(k) && !pending.containsKey(k) && policy.residentBytes() + keys.bytes(k) <= policy.budget()) {
-          policy.restore(k, keys.bytes(k));
-          if (schedule(k)) {
-            scheduled++;
-          }
+        if (pin && !residentRefs.containsKey(k) && !pending.containsKey(k) && policy.place(k, keys.bytes(k), Placement.OPERATOR)
+            && schedule(k)) {
+          scheduled++;
         }
       }
     }
@@ -660,42 +663,89 @@ final class TierState {
   }
 
   /** The policy's settings after a change: what the node keeps. */
-  record Applied(long budgetBytes, double flashBudgetPerHour, double popularityDiscount, Map<String, Long> quotas) {}
+  record Applied(String policy, long budgetBytes, double flashBudgetPerHour, double popularityDiscount, Map<String, Long> quotas) {}
 
   /**
-   * Applies a change of policy (quota datasets checked by the caller), as a whole or not at all:
-   * 409 for a budget below the pinned bytes; a null quota removes the dataset's quota. Returns the
+   * Applies a change of policy (quota datasets and the policy's name checked by the caller), as a
+   * whole or not at all: 409 for a budget below the pinned bytes; a null quota removes the
+   * dataset's quota; another policy replaces this one (see {@link #replacePolicy}). Returns the
    * settings in force after it.
    */
-  synchronized Applied setPolicy(Long budget, Long flash, Double discount, Map<String, Long> quotaChanges) {
+  synchronized Applied setPolicy(String name, Long budget, Long flash, Double discount, Map<String, Long> quotaChanges) {
     long pinned = budget == null ? 0 : pinnedBytes();
     if (budget != null && budget < pinned) {
       throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinned
           + " bytes pinned features take: unpin first (pins: " + pins() + ")");
     }
+    if (flash != null && flash < 0 || discount != null && !(discount >= 1)) {
+      throw new IllegalArgumentException("a flash budget must not be negative and a popularity discount must be at least 1");
+    }
+    if (name != null && !name.equals(policyName)) {
+      replacePolicy(name);
+    }
     if (budget != null) {
       policy.setBudget(budget, clock.getAsDouble(), this::evicted);
     }
     if (flash != null) {
+      flashBudgetPerHour = flash;
       policy.setFlashBudget(flash);
     }
     if (discount != null) {
+      popularityDiscount = discount;
       policy.setPopularityDiscount(discount);
     }
     reserved.quotas(quotaChanges);
-    return new Applied(policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(), reserved.quotas());
+    return new Applied(policyName, policy.budget(), flashBudgetPerHour, popularityDiscount, reserved.quotas());
+  }
+
+  /**
+   * Replaces the policy by a new {@code name} policy with the same settings, told everything the
+   * node knows that a policy keeps: each key's feature stream, pins, chunks other nodes hold, what
+   * is resident or being written (resident for it, whatever its budget says: a smaller budget
+   * sheds the excess at the next read or change), the plans in force and each planned job's
+   * position. What the old one learned by itself (read histories, frequencies) is not carried over.
+   */
+  private void replacePolicy(String name) {
+    CachePolicy next = Policies.create(name, new Policies.Options(policy.budget(), flashBudgetPerHour, popularityDiscount));
+    for (int k = 0; k < keys.size(); k++) {
+      KeySpace.KeyInfo ki = keys.get(k);
+      next.group(k, ki.group());
+      if (reserved.pinned(ki.dataset(), ki.feature())) {
+        next.pin(k, keys.bytes(k), true);
+      }
+      if (!elsewhere.isEmpty() && elsewhere.contains(Cluster.chunkKey(ki.dataset(), ki.version(), ki.feature(), ki.chunk()))) {
+        next.heldElsewhere(k, true);
+      }
+    }
+    for (int k : residentRefs.keySet()) {
+      next.place(k, keys.bytes(k), Placement.FOUND);
+    }
+    for (int k : pending.keySet()) {
+      next.place(k, keys.bytes(k), Placement.FOUND);
+    }
+    double now = clock.getAsDouble();
+    for (Map.Entry<String, CachePolicy.JobPlan> e : planned.entrySet()) {
+      int id = jobs.id(e.getKey());
+      next.plan(id, e.getValue());
+      long step = jobs.step(e.getKey());
+      if (step >= 0) {
+        next.progress(id, step, now);
+      }
+    }
+    policy = next;
+    policyName = name;
   }
 
   /** The policy's settings and decision counts as a view, with the node's part given by the caller. */
   synchronized TierViews.PolicyView policyView(long promotionBytesPerSecond, Map<String, String> sources, List<String> hddRoots) {
-    return new TierViews.PolicyView(policy.budget(), (long) policy.flashBudgetPerHour(), policy.popularityDiscount(),
+    return new TierViews.PolicyView(policyName, Policies.names(), policy.budget(), (long) flashBudgetPerHour, popularityDiscount,
         promotionBytesPerSecond, quotas(), pins(), pinnedBytes(), sources, hddRoots, policy.decisionCounts());
   }
 
   // ---------------------------------------------------------------- what the status shows
 
   /** The tier's part of the status, taken at once. */
-  record Snapshot(long residentBytes, long budgetBytes, double flashBudgetPerHour, double popularityDiscount,
+  record Snapshot(String policy, long residentBytes, long budgetBytes, double flashBudgetPerHour, double popularityDiscount,
       int pending, long residency, List<TierViews.Stream> topStreams, List<TierViews.JobRow> jobs,
       List<TierViews.JobRow> recentJobs, List<String> pins, Map<String, Long> quotas, Map<String, Long> datasetBytes,
       Map<String, long[]> bytesByDataset, Map<String, long[]> bytesByJob, long jobsUnlinkedBytes) {}
@@ -709,7 +759,7 @@ final class TierState {
     for (int k : pending.keySet()) {
       perDataset.merge(keys.get(k).dataset(), keys.bytes(k), Long::sum);
     }
-    return new Snapshot(policy.residentBytes(), policy.budget(), policy.flashBudgetPerHour(), policy.popularityDiscount(),
+    return new Snapshot(policyName, policy.residentBytes(), policy.budget(), flashBudgetPerHour, popularityDiscount,
         pending.size(), residency, keys.topStreams(10), jobs.rows(now), jobs.recentRows(now), pins(), quotas(), perDataset,
         keys.readBytesByDataset(), jobs.bytesByJob(), jobs.unlinkedTotal());
   }

@@ -70,7 +70,7 @@ final class TierViews {
   record Pinned(boolean pinned, String target, int promotionsScheduled) {}
 
   /** {@code GET /v1/policy}. */
-  record PolicyView(long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount,
+  record PolicyView(String policy, List<String> policies, long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount,
       long promotionBytesPerSecond, Map<String, Long> quotas, List<String> pins, long pinnedBytes,
       Map<String, String> sources, List<String> hddRoots, Map<String, Long> decisions) {}
 
@@ -126,7 +126,7 @@ final class TierViews {
     }
   }
 
-  record PolicyBrief(long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount) {}
+  record PolicyBrief(String policy, long ssdBudgetBytes, long flashWriteBudgetBytesPerHour, double popularityDiscount) {}
 
   /** A dataset's bytes on HDD and SSD, its quota (-1: none), and what a relayout would gain (null before reads). */
   @JsonInclude(JsonInclude.Include.NON_NULL)

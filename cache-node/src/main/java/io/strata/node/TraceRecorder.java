@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.node.policy.Trace;
+import io.strata.node.sim.Trace;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.List;

@@ -198,25 +198,25 @@ class CacheNodeTest {
       assertEquals("0", r.headers().firstValue("x-strata-trace-dropped").orElseThrow());
       Path csv = home.resolve("trace.csv");
       Files.writeString(csv, r.body());
-      io.strata.node.policy.Trace t = io.strata.node.policy.Trace.read(csv);
+      io.strata.node.sim.Trace t = io.strata.node.sim.Trace.read(csv);
       assertEquals(reported, t.size(), "one row per reported feature chunk");
-      assertTrue(t.tier(0) != io.strata.node.policy.Trace.Tier.UNKNOWN);
-      List<io.strata.node.policy.Trace.Control> controls = t.controls();
-      var plan = (io.strata.node.policy.Trace.PlanRecord) controls.getFirst();
+      assertTrue(t.tier(0) != io.strata.node.sim.Trace.Tier.UNKNOWN);
+      List<io.strata.node.sim.Trace.Control> controls = t.controls();
+      var plan = (io.strata.node.sim.Trace.PlanRecord) controls.getFirst();
       int[][] expected = program.expand(ds, Long.MAX_VALUE);
       assertEquals(batches, expected.length);
       assertEquals(expected.length, plan.stepChunks().length);
       for (int s = 0; s < expected.length; s++) {
         assertEquals(java.util.Arrays.toString(expected[s]), java.util.Arrays.toString(plan.stepChunks()[s]), "step " + s);
       }
-      long lastStep = controls.stream().filter(c -> c instanceof io.strata.node.policy.Trace.StepRecord)
-          .mapToLong(c -> ((io.strata.node.policy.Trace.StepRecord) c).step()).max().orElse(-1);
+      long lastStep = controls.stream().filter(c -> c instanceof io.strata.node.sim.Trace.StepRecord)
+          .mapToLong(c -> ((io.strata.node.sim.Trace.StepRecord) c).step()).max().orElse(-1);
       assertEquals(batches - 1, lastStep, "the job reported its last step");
-      assertTrue(controls.getLast() instanceof io.strata.node.policy.Trace.EndRecord, "closing the loader ends its plan");
+      assertTrue(controls.getLast() instanceof io.strata.node.sim.Trace.EndRecord, "closing the loader ends its plan");
       // The same trace replays offline.
       long budget = t.distinctBytes() / 4;
-      var opt = io.strata.node.policy.Simulator.run(t, new io.strata.node.policy.OptPolicy(t, budget));
-      var lru = io.strata.node.policy.Simulator.run(t, new io.strata.node.policy.LruPolicy(budget));
+      var opt = io.strata.node.sim.Simulator.run(t, new io.strata.node.sim.OptPolicy(t, budget));
+      var lru = io.strata.node.sim.Simulator.run(t, new io.strata.node.policy.LruPolicy(budget));
       assertTrue(opt.byteHitRatio() >= lru.byteHitRatio());
       // Clearing empties it.
       assertEquals(200, raw("DELETE", "/v1/trace", null, null).statusCode());
@@ -335,6 +335,50 @@ class CacheNodeTest {
     assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size());
     client.unpin("events", "amount");
     assertEquals(6, client.evict("events", List.of("amount"), null).path("evicted").asInt());
+  }
+
+  /**
+   * Every registered policy runs live: switched at once (what is resident and the pins carry
+   * over), jobs read under it within the budget, the choice survives a restart, and a name the
+   * registry does not know is refused without changing anything.
+   */
+  @Test
+  void aPolicyIsChosenByNameAndReplacedLive() throws Exception {
+    assertEquals("strata", client.policy().path("policy").asText());
+    assertEquals(io.strata.node.policy.Policies.names(),
+        java.util.stream.StreamSupport.stream(client.policy().path("policies").spliterator(), false).map(JsonNode::asText).toList());
+    client.pin("events", "amount");
+    client.promote("events", List.of("score"), null);
+    assertTrue(node.awaitIdle(30_000));
+    client.setPolicy(Json.object().put("ssdBudgetBytes", 3L << 20));
+    for (String name : io.strata.node.policy.Policies.names()) {
+      JsonNode p = client.setPolicy(Json.object().put("policy", name));
+      assertEquals(name, p.path("policy").asText());
+      assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size(),
+          "the pinned feature stays resident under " + name);
+      try (Dataset ds = Dataset.open(datasetDir);
+          Loader l = job(ds, "under-" + name).features("merchant_category", "embedding", "balance").epochs(2).build()) {
+        for (Batch b : l) {
+          b.close();
+          long resident = client.tiers().path("ssd").path("residentBytes").asLong();
+          assertTrue(resident <= 3L << 20, name + ": resident " + resident);
+        }
+      }
+      assertTrue(node.awaitIdle(30_000));
+      assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size(),
+          "the pinned feature survived jobs under " + name);
+      assertEquals(name, client.tiers().path("policy").path("policy").asText());
+    }
+    HttpResponse<String> bad = raw("PUT", "/v1/policy", "{\"policy\":\"clairvoyant\", \"ssdBudgetBytes\": 1}", null);
+    assertEquals(400, bad.statusCode(), bad.body());
+    assertTrue(bad.body().contains("s3fifo"), bad.body());
+    assertEquals(3L << 20, client.policy().path("ssdBudgetBytes").asLong(), "the refused change changed nothing");
+    client.setPolicy(Json.object().put("policy", "s3fifo"));
+    node.close();
+    node = CacheNode.start(NodeConfig.embedded(home, 0).withSsdBudget(64L << 20));
+    client = new NodeClient(node.url(), null);
+    assertEquals("s3fifo", client.policy().path("policy").asText(), "the choice is kept");
+    assertTrue(client.policy().path("sources").path("policy").asText().startsWith("policy set at"));
   }
 
   @Test

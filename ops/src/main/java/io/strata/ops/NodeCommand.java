@@ -351,9 +351,9 @@ public final class NodeCommand implements Runnable {
       NodeClient c = node.client();
       NodeClient.RecordedTrace t = c.trace();
       io.strata.sdk.internal.AtomicFiles.write(out, t.csv().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      io.strata.node.policy.Trace parsed;
+      io.strata.node.sim.Trace parsed;
       try {
-        parsed = io.strata.node.policy.Trace.read(out);
+        parsed = io.strata.node.sim.Trace.read(out);
       } catch (IllegalArgumentException e) {
         Files.deleteIfExists(out);
         throw new IOException("the node's trace does not parse: " + e.getMessage(), e);

@@ -4,14 +4,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.Sizes;
-import io.strata.node.policy.CaffeinePolicy;
+import io.strata.node.sim.CaffeinePolicy;
 import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
-import io.strata.node.policy.OptPolicy;
-import io.strata.node.policy.Simulator;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.policy.Policies;
+import io.strata.node.sim.Simulator;
 import io.strata.node.policy.StrataPolicy;
-import io.strata.node.policy.Trace;
-import io.strata.node.policy.TraceGenerator;
+import io.strata.node.sim.Trace;
+import io.strata.node.sim.TraceGenerator;
 import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -51,6 +52,11 @@ final class PolicyCommand implements Runnable {
   static void printPolicy(PrintWriter out, JsonNode p) {
     JsonNode src = p.path("sources");
     Terminal.Table t = new Terminal.Table("setting", "value", "from");
+    if (p.has("policy")) {
+      List<String> others = new ArrayList<>();
+      p.path("policies").forEach(n -> others.add(n.asText()));
+      t.row("policy", p.path("policy").asText() + " (of " + String.join(", ", others) + ")", src.path("policy").asText(""));
+    }
     t.row("SSD budget", Terminal.bytes(p.path("ssdBudgetBytes").asLong()), src.path("ssdBudgetBytes").asText(""));
     long flash = p.path("flashWriteBudgetBytesPerHour").asLong();
     t.row("flash write budget", flash == 0 ? "none" : Terminal.bytes(flash) + "/h", src.path("flashWriteBudgetBytesPerHour").asText(""));
@@ -94,6 +100,10 @@ final class PolicyCommand implements Runnable {
 
     @Mixin NodeOptions node;
 
+    @Option(names = "--policy", paramLabel = "NAME",
+        description = "The policy to run (strata, lru, frequency, s3fifo): replaces the running one at once; plans, pins and what is resident carry over.")
+    String policy;
+
     @Option(names = "--ssd-budget", paramLabel = "SIZE", description = "SSD tier budget (3000, 512m, 10g).")
     String ssdBudget;
 
@@ -114,6 +124,12 @@ final class PolicyCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       ObjectNode change = Json.object();
+      if (policy != null) {
+        if (!Policies.known(policy)) {
+          throw new ParameterException(spec.commandLine(), "no policy '" + policy + "' (known: " + String.join(", ", Policies.names()) + ")");
+        }
+        change.put("policy", policy);
+      }
       if (ssdBudget != null) {
         change.put("ssdBudgetBytes", Sizes.parse(ssdBudget));
       }
@@ -135,7 +151,7 @@ final class PolicyCommand implements Runnable {
       }
       if (change.isEmpty()) {
         throw new ParameterException(spec.commandLine(),
-            "nothing to change: give --ssd-budget, --flash-budget, --popularity-discount or --quota");
+            "nothing to change: give --policy, --ssd-budget, --flash-budget, --popularity-discount or --quota");
       }
       JsonNode p = node.client().setPolicy(change);
       if (json) {
@@ -148,7 +164,7 @@ final class PolicyCommand implements Runnable {
   }
 
   @Command(name = "simulate", mixinStandardHelpOptions = true,
-      description = "Replay a trace (CSV: time,job,dataset,feature,chunk,bytes) through Strata's policy, LRU, Caffeine W-TinyLFU and offline Belady (OPT).")
+      description = "Replay a trace (CSV: time,job,dataset,feature,chunk,bytes) through every policy a node can run (strata, lru, frequency, s3fifo), Caffeine W-TinyLFU and offline Belady (OPT).")
   static final class Simulate implements Callable<Integer> {
     @Spec CommandSpec spec;
 
@@ -226,7 +242,12 @@ final class PolicyCommand implements Runnable {
         }
         results.add(lru);
         results.add(Simulator.run(t, new CaffeinePolicy(budget)));
-        results.add(Simulator.run(t, new FrequencyPolicy(budget)));
+        // Every other policy a node can run, as registered.
+        for (Policies.Entry e : Policies.entries()) {
+          if (!e.name().equals("strata") && !e.name().equals("lru")) {
+            results.add(Simulator.run(t, e.make().apply(new Policies.Options(budget, flash, StrataPolicy.DEFAULT_POPULARITY_DISCOUNT))));
+          }
+        }
         results.add(opt);
         ObjectNode run = runs.addObject();
         run.put("ssdBudgetBytes", budget).put("ssdBudgetShare", (double) budget / t.distinctBytes());

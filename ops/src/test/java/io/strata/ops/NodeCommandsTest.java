@@ -78,6 +78,11 @@ class NodeCommandsTest {
     assertEquals(100L << 20, set.path("quotas").path("events").asLong());
     assertTrue(ok("policy", "set", "--quota", "events=none").out().contains("SSD budget"));
     assertFalse(json("policy", "get").path("quotas").has("events"));
+    // The policy itself, by name: replaced at once, shown by get, and back.
+    assertEquals("strata", p.path("policy").asText());
+    assertEquals("s3fifo", json("policy", "set", "--policy", "s3fifo").path("policy").asText());
+    assertTrue(ok("policy", "get").out().contains("s3fifo (of strata, lru, frequency, s3fifo)"));
+    assertEquals("strata", json("policy", "set", "--policy", "strata").path("policy").asText());
 
     // Promote on the node (waits), then the tier status shows the segments.
     JsonNode pr = json("promote", "--dataset", "events", "--features", "amount,score");
@@ -215,6 +220,7 @@ class NodeCommandsTest {
         new String[] {"policy", "set", "--ssd-budget", "9000000t", "--node", url},
         new String[] {"policy", "set", "--ssd-budget", "1.5", "--node", url},
         new String[] {"policy", "set", "--ssd-budget", "-1", "--node", url},
+        new String[] {"policy", "set", "--policy", "clairvoyant", "--node", url},
         new String[] {"pin"},
         new String[] {"promote", "--dataset", "events", "--chunks", "first"},
         new String[] {"tier", "status", "--bogus"},

@@ -28,7 +28,8 @@ class PolicySimulateTest {
     JsonNode j = Json.parse(r.out());
     assertEquals(2, j.get("runs").size());
     for (JsonNode run : j.get("runs")) {
-      assertEquals(5, run.get("policies").size());
+      // every registered policy (strata, lru, frequency, s3fifo), caffeine and opt
+      assertEquals(2 + io.strata.node.policy.Policies.names().size(), run.get("policies").size());
       for (JsonNode pol : run.get("policies")) {
         double h = pol.get("byteHitRatio").asDouble();
         assertTrue(h >= 0 && h <= 1);
@@ -37,7 +38,8 @@ class PolicySimulateTest {
     }
     Cli.Result human = Cli.run("policy", "simulate", "--trace", trace.toString(), "--ssd-budget", "64m");
     assertEquals(0, human.code(), human.err());
-    assertTrue(human.out().contains("strata") && human.out().contains("frequency") && human.out().contains("opt"), human.out());
+    assertTrue(human.out().contains("strata") && human.out().contains("frequency") && human.out().contains("s3fifo")
+        && human.out().contains("opt"), human.out());
     assertTrue(human.out().matches("(?s).*\\b\\d+\\.\\d%.*"), "hit ratios print as percentages, as elsewhere: " + human.out());
   }
 

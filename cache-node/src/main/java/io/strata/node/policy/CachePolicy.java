@@ -3,11 +3,31 @@ package io.strata.node.policy;
 /**
  * A policy for the SSD tier: on every read of a feature chunk it says whether the chunk was
  * resident and, on a miss, whether to admit it (write a segment), evicting others to stay within
- * the byte budget. Keys are dense ints; sizes are passed with every call.
+ * the byte budget, which it owns. Keys are dense ints; sizes are passed with every call. The node
+ * holds one policy, chosen by name from {@link Policies} (a setting an operator changes); every
+ * decision about what is resident is the policy's: reads ({@link #access}), placements the node
+ * makes for other reasons ({@link #place}), a segment's real size ({@link #resize}) and budget
+ * changes ({@link #setBudget}). Pinned keys ({@link #pin}) are never chosen as victims while
+ * anything else can be.
  *
  * <p>The same implementations run inside the cache node and in {@code strata policy simulate}.
+ * Not thread-safe: the node calls its policy under one monitor.
  */
 public interface CachePolicy {
+  /** Why a key becomes resident without a read deciding it ({@link #place}). */
+  enum Placement {
+    /** A segment found on disk when the node starts: resident whatever the budget (a later budget check sheds any excess). */
+    FOUND,
+    /** An operator's promotion or a pin. */
+    OPERATOR,
+    /** A copy from a peer, prefetched for a declared plan. */
+    PEER,
+    /** A segment found gone or damaged, written again. */
+    REPAIR,
+    /** A derived feature's chunk the node computes. */
+    DERIVED
+  }
+
   /** What a read did. */
   enum Outcome {
     HIT,
@@ -83,6 +103,39 @@ public interface CachePolicy {
 
   /** The caller removed a key from the tier (operator eviction, a damaged file). */
   void removed(int key);
+
+  /** The SSD bytes the policy may fill. */
+  long budget();
+
+  /**
+   * Changes the budget; when it shrinks, evicts (reported to {@code evictions}; pinned keys last)
+   * until the resident bytes fit.
+   */
+  void setBudget(long bytes, double now, Evictions evictions);
+
+  /**
+   * Makes {@code key} resident without a read deciding it, spending no flash write budget: true
+   * if it is resident afterwards; false, and nothing changed, if it does not fit in the budget
+   * left ({@link Placement#FOUND} always fits). A key already resident just takes the new size.
+   */
+  boolean place(int key, long bytes, Placement why);
+
+  /**
+   * The real size of a resident key (its segment's bytes) is known: the policy evicts (reported to
+   * {@code evictions}, possibly {@code key} itself) if that takes the tier over its budget.
+   */
+  void resize(int key, long bytes, double now, Evictions evictions);
+
+  /** Counts of the policy's decisions by kind, for the operator (empty when it keeps none). */
+  default java.util.Map<String, Long> decisionCounts() {
+    return java.util.Map.of();
+  }
+
+  /** A flash write budget in bytes per hour (0: none); a policy that keeps none ignores it. */
+  default void setFlashBudget(double bytesPerHour) {}
+
+  /** How much farther a guessed next use counts than a declared one; a policy that guesses none ignores it. */
+  default void setPopularityDiscount(double discount) {}
 
   /** Bytes resident. */
   long residentBytes();

@@ -7,14 +7,15 @@ import java.util.TreeSet;
  * A plain frequency-admission cache, the online baseline: every key's reads are counted (halved
  * every ten reads per key seen, so old popularity fades); a miss is admitted only when its key
  * has been read at least twice and, if room must be made, only when it has been read more often
- * than each resident key it would evict (least frequently read first). No plans, no timing.
- * Not thread-safe.
+ * than each resident key it would evict (least frequently read first; pinned keys never). No
+ * plans, no timing. Not thread-safe.
  */
 public final class FrequencyPolicy implements CachePolicy {
-  private final long budget;
+  private long budget;
   private int[] count = new int[256];
   private long[] size = new long[256];
   private boolean[] resident = new boolean[256];
+  private boolean[] pinned = new boolean[256];
   /** Resident keys ordered by (count at last update, key). */
   private final TreeSet<Long> byCount = new TreeSet<>();
   private long used;
@@ -22,6 +23,9 @@ public final class FrequencyPolicy implements CachePolicy {
   private int keysSeen;
 
   public FrequencyPolicy(long budgetBytes) {
+    if (budgetBytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
+    }
     this.budget = budgetBytes;
   }
 
@@ -40,6 +44,7 @@ public final class FrequencyPolicy implements CachePolicy {
       count = Arrays.copyOf(count, n);
       size = Arrays.copyOf(size, n);
       resident = Arrays.copyOf(resident, n);
+      pinned = Arrays.copyOf(pinned, n);
     }
     keysSeen = Math.max(keysSeen, key + 1);
   }
@@ -72,6 +77,9 @@ public final class FrequencyPolicy implements CachePolicy {
     if (free < need) {
       long freed = free;
       for (long e : byCount) {
+        if (pinned[(int) e]) {
+          continue;
+        }
         if ((int) (e >>> 32) >= count[key]) {
           return Outcome.MISS_BYPASSED;
         }
@@ -83,19 +91,76 @@ public final class FrequencyPolicy implements CachePolicy {
       if (freed < need) {
         return Outcome.MISS_BYPASSED;
       }
-      while (budget - used < need) {
-        long e = byCount.pollFirst();
-        int k = (int) e;
-        resident[k] = false;
-        used -= size[k];
-        evictions.evicted(k);
-      }
+      shrinkTo(budget - need, evictions);
     }
     resident[key] = true;
     size[key] = bytes;
     used += bytes;
     byCount.add(entry(count[key], key));
     return Outcome.MISS_ADMITTED;
+  }
+
+  /** Evicts the least frequently read unpinned keys while more than {@code limit} bytes are resident. */
+  private void shrinkTo(long limit, Evictions evictions) {
+    var it = byCount.iterator();
+    while (used > limit && it.hasNext()) {
+      int k = (int) (long) it.next();
+      if (pinned[k]) {
+        continue;
+      }
+      it.remove();
+      resident[k] = false;
+      used -= size[k];
+      evictions.evicted(k);
+    }
+  }
+
+  @Override
+  public void pin(int key, long bytes, boolean pin) {
+    ensure(key);
+    pinned[key] = pin;
+  }
+
+  @Override
+  public boolean place(int key, long bytes, Placement why) {
+    ensure(key);
+    if (resident[key]) {
+      used += bytes - size[key];
+      size[key] = bytes;
+      return true;
+    }
+    if (why != Placement.FOUND && used + bytes > budget) {
+      return false;
+    }
+    resident[key] = true;
+    size[key] = bytes;
+    used += bytes;
+    byCount.add(entry(count[key], key));
+    return true;
+  }
+
+  @Override
+  public void resize(int key, long bytes, double now, Evictions evictions) {
+    ensure(key);
+    if (resident[key]) {
+      used += bytes - size[key];
+      size[key] = bytes;
+      shrinkTo(budget, evictions);
+    }
+  }
+
+  @Override
+  public long budget() {
+    return budget;
+  }
+
+  @Override
+  public void setBudget(long bytes, double now, Evictions evictions) {
+    if (bytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
+    }
+    budget = bytes;
+    shrinkTo(budget, evictions);
   }
 
   @Override

@@ -1,16 +1,25 @@
 package io.strata.node.policy;
 
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
-/** Least recently used: admits every miss, evicts the least recently read chunk. */
+/**
+ * Least recently used: admits every miss that fits, evicts the least recently read chunk that is
+ * not pinned (a miss that only pinned chunks could make room for is bypassed). Not thread-safe.
+ */
 public final class LruPolicy implements CachePolicy {
-  private final long budget;
+  private long budget;
   private final LinkedHashMap<Integer, Long> lru = new LinkedHashMap<>(1024, 0.75f, true);
+  private final Set<Integer> pinned = new HashSet<>();
   private long used;
 
   public LruPolicy(long budgetBytes) {
+    if (budgetBytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
+    }
     this.budget = budgetBytes;
   }
 
@@ -24,19 +33,97 @@ public final class LruPolicy implements CachePolicy {
     if (lru.get(key) != null) {
       return Outcome.HIT;
     }
-    if (bytes > budget) {
+    if (bytes > budget || !makeRoom(bytes, evictions)) {
       return Outcome.MISS_BYPASSED;
-    }
-    Iterator<Map.Entry<Integer, Long>> it = lru.entrySet().iterator();
-    while (used + bytes > budget && it.hasNext()) {
-      Map.Entry<Integer, Long> e = it.next();
-      used -= e.getValue();
-      it.remove();
-      evictions.evicted(e.getKey());
     }
     lru.put(key, bytes);
     used += bytes;
     return Outcome.MISS_ADMITTED;
+  }
+
+  /** Evicts least recently read unpinned chunks until {@code bytes} more fit; false (nothing evicted) if they cannot. */
+  private boolean makeRoom(long bytes, Evictions evictions) {
+    long need = used + bytes - budget;
+    if (need <= 0) {
+      return true;
+    }
+    long evictable = 0;
+    for (Map.Entry<Integer, Long> e : lru.entrySet()) {
+      if (!pinned.contains(e.getKey())) {
+        evictable += e.getValue();
+        if (evictable >= need) {
+          break;
+        }
+      }
+    }
+    if (evictable < need) {
+      return false;
+    }
+    shrinkTo(budget - bytes, evictions);
+    return true;
+  }
+
+  /** Evicts least recently read unpinned chunks while more than {@code limit} bytes are resident. */
+  private void shrinkTo(long limit, Evictions evictions) {
+    Iterator<Map.Entry<Integer, Long>> it = lru.entrySet().iterator();
+    while (used > limit && it.hasNext()) {
+      Map.Entry<Integer, Long> e = it.next();
+      if (pinned.contains(e.getKey())) {
+        continue;
+      }
+      used -= e.getValue();
+      it.remove();
+      evictions.evicted(e.getKey());
+    }
+  }
+
+  @Override
+  public void pin(int key, long bytes, boolean pin) {
+    if (pin) {
+      pinned.add(key);
+    } else {
+      pinned.remove(key);
+    }
+  }
+
+  @Override
+  public boolean place(int key, long bytes, Placement why) {
+    Long had = lru.get(key);
+    if (had != null) {
+      used += bytes - had;
+      lru.put(key, bytes);
+      return true;
+    }
+    if (why != Placement.FOUND && used + bytes > budget) {
+      return false;
+    }
+    lru.put(key, bytes);
+    used += bytes;
+    return true;
+  }
+
+  @Override
+  public void resize(int key, long bytes, double now, Evictions evictions) {
+    Long had = lru.get(key);
+    if (had != null) {
+      used += bytes - had;
+      lru.put(key, bytes);
+      shrinkTo(budget, evictions);
+    }
+  }
+
+  @Override
+  public long budget() {
+    return budget;
+  }
+
+  @Override
+  public void setBudget(long bytes, double now, Evictions evictions) {
+    if (bytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
+    }
+    budget = bytes;
+    shrinkTo(budget, evictions);
   }
 
   @Override

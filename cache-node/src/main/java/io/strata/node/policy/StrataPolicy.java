@@ -500,10 +500,14 @@ public final class StrataPolicy implements CachePolicy {
 
   /**
    * Marks a key resident without spending flash budget (a segment found on disk at start-up, an
-   * operator's promotion), or corrects the size of a resident key once its segment is written.
+   * operator's promotion, a peer's copy), or corrects the size of a resident key.
    */
-  public void restore(int key, long bytes) {
+  @Override
+  public boolean place(int key, long bytes, Placement why) {
     ensure(key);
+    if (!resident[key] && why != Placement.FOUND && used + bytes > budget) {
+      return false;
+    }
     if (resident[key]) {
       used += bytes - size[key];
     }
@@ -514,6 +518,7 @@ public final class StrataPolicy implements CachePolicy {
         push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
       }
     }
+    return true;
   }
 
   @Override
@@ -526,6 +531,7 @@ public final class StrataPolicy implements CachePolicy {
     return key < resident.length && resident[key];
   }
 
+  @Override
   public long budget() {
     return budget;
   }
@@ -543,6 +549,7 @@ public final class StrataPolicy implements CachePolicy {
    * Changes the SSD budget; when it shrinks, evicts the chunks needed farthest in the future
    * (pinned ones last) until the resident bytes fit.
    */
+  @Override
   public void setBudget(long bytes, double now, Evictions evictions) {
     if (bytes < 0) {
       throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
@@ -555,6 +562,7 @@ public final class StrataPolicy implements CachePolicy {
    * Sets the size of a resident key to what its segment really takes, evicting (farthest next
    * use first) if that pushes the tier over its budget.
    */
+  @Override
   public void resize(int key, long bytes, double now, Evictions evictions) {
     ensure(key);
     if (resident[key]) {
@@ -582,6 +590,7 @@ public final class StrataPolicy implements CachePolicy {
   }
 
   /** Changes the flash write budget (bytes per hour; 0 for none). */
+  @Override
   public void setFlashBudget(double bytesPerHour) {
     if (bytesPerHour < 0) {
       throw new IllegalArgumentException("flash write budget must not be negative: " + bytesPerHour);
@@ -591,6 +600,7 @@ public final class StrataPolicy implements CachePolicy {
     tokens = Math.min(tokens, burst);
   }
 
+  @Override
   public void setPopularityDiscount(double discount) {
     if (!(discount >= 1)) {
       throw new IllegalArgumentException("popularity discount must be at least 1, got " + discount);
@@ -602,6 +612,7 @@ public final class StrataPolicy implements CachePolicy {
    * Counts of the policy's decisions: admissions for planned reads and for popularity, and
    * bypasses for no expected reuse, no flash budget, or victims needed sooner.
    */
+  @Override
   public Map<String, Long> decisionCounts() {
     Map<String, Long> m = new java.util.LinkedHashMap<>();
     m.put("admittedPlanned", admittedPlanned);

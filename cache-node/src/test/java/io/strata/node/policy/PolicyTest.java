@@ -1,5 +1,10 @@
 package io.strata.node.policy;
 
+import io.strata.node.sim.Simulator;
+import io.strata.node.sim.Trace;
+import io.strata.node.sim.TraceGenerator;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.sim.CaffeinePolicy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -2,13 +2,13 @@ package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.node.policy.CaffeinePolicy;
+import io.strata.node.sim.CaffeinePolicy;
 import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
-import io.strata.node.policy.OptPolicy;
-import io.strata.node.policy.Simulator;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.sim.Simulator;
 import io.strata.node.policy.StrataPolicy;
-import io.strata.node.policy.Trace;
+import io.strata.node.sim.Trace;
 import io.strata.ops.NodeCommand;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
@@ -58,6 +58,10 @@ final class BenchPolicyLive implements Callable<Integer> {
   @Option(names = "--work", description = "Work directory (default: a new temporary directory, removed afterwards).")
   Path work;
 
+  @Option(names = "--policy", defaultValue = "strata",
+      description = "The policy the live node runs (strata, lru, frequency, s3fifo); default ${DEFAULT-VALUE}.")
+  String policy;
+
   @Option(names = "--seed", defaultValue = "1", description = "Seed of the job mix; default ${DEFAULT-VALUE}.")
   long seed;
 
@@ -83,6 +87,9 @@ final class BenchPolicyLive implements Callable<Integer> {
     }
     if (!(budgetShare > 0 && budgetShare <= 100)) {
       throw new IllegalArgumentException("--budget-share must be in (0, 100], got " + budgetShare);
+    }
+    if (!io.strata.node.policy.Policies.known(policy)) {
+      throw new IllegalArgumentException("--policy must be one of " + io.strata.node.policy.Policies.names() + ", got " + policy);
     }
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter log = json ? new PrintWriter(new StringWriter()) : out;
@@ -164,7 +171,7 @@ final class BenchPolicyLive implements Callable<Integer> {
         }
       }
       long budget = (long) (distinct * budgetShare / 100);
-      client.setPolicy(Json.object().put("ssdBudgetBytes", budget).put("flashWriteBudgetBytesPerHour", 0));
+      client.setPolicy(Json.object().put("policy", policy).put("ssdBudgetBytes", budget).put("flashWriteBudgetBytesPerHour", 0));
       client.clearTrace();
       log.printf("node %s, SSD budget %s (%.0f%% of %s the jobs read); %d jobs ...%n", node.url(), Terminal.bytes(budget),
           budgetShare, Terminal.bytes(distinct), n);
@@ -214,6 +221,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       Simulator.Result lru = Simulator.run(trace, new LruPolicy(budget));
       Simulator.Result caffeine = Simulator.run(trace, new CaffeinePolicy(budget));
       Simulator.Result frequency = Simulator.run(trace, new FrequencyPolicy(budget));
+      Simulator.Result s3fifo = Simulator.run(trace, new io.strata.node.policy.S3FifoPolicy(budget));
       Simulator.Result replay = Simulator.run(trace, new StrataPolicy(budget, 0));
       replay = new Simulator.Result("strata (replayed)", replay.reads(), replay.hits(), replay.hitBytes(), replay.hddBytes(),
           replay.flashBytes(), replay.seconds());
@@ -223,7 +231,7 @@ final class BenchPolicyLive implements Callable<Integer> {
 
       boolean everyRead = trace.size() == jobReads && recorded.droppedRows() == 0;
       boolean optBounds = opt.byteHitRatio() + 1e-9 >= live.byteHitRatio();
-      ObjectNode res = Json.object().put("benchmark", "policy-live").put("quick", quick).put("jobs", n)
+      ObjectNode res = Json.object().put("benchmark", "policy-live").put("livePolicy", policy).put("quick", quick).put("jobs", n)
           .put("datasets", datasets.size()).put("ssdBudgetBytes", budget).put("distinctBytes", distinct)
           .put("budgetShare", budgetShare / 100).put("seconds", seconds).put("reads", trace.size()).put("jobReads", jobReads)
           .put("planRecords", trace.controls().stream().filter(c -> c instanceof Trace.PlanRecord).count());
@@ -236,7 +244,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       ObjectNode figures = res.putObject("byteHitRatio");
       ObjectNode flash = res.putObject("flashBytes");
       Terminal.Table table = new Terminal.Table("policy", "byte hit ratio", "vs OPT", "vs LRU", "flash written", "flash vs LRU");
-      for (Simulator.Result r : List.of(live, replay, online, opt, lru, caffeine, frequency)) {
+      for (Simulator.Result r : List.of(live, replay, online, opt, lru, caffeine, frequency, s3fifo)) {
         String key = switch (r.policy()) {
           case "live node" -> "live";
           case "strata (replayed)" -> "strataReplayed";

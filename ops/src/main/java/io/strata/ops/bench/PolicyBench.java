@@ -5,11 +5,11 @@ import static io.strata.ops.bench.BenchPeers.f2;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.policy.LruPolicy;
-import io.strata.node.policy.OptPolicy;
-import io.strata.node.policy.Simulator;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.sim.Simulator;
 import io.strata.node.policy.StrataPolicy;
-import io.strata.node.policy.Trace;
-import io.strata.node.policy.TraceGenerator;
+import io.strata.node.sim.Trace;
+import io.strata.node.sim.TraceGenerator;
 import io.strata.ops.Terminal;
 import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
@@ -52,10 +52,11 @@ final class PolicyBench implements Callable<Integer> {
     for (long s : seeds) {
       traces.add(TraceGenerator.generate(TraceGenerator.Spec.defaults(s)));
     }
-    Terminal.Table t = new Terminal.Table("SSD budget", "Strata", "Strata online", "LRU", "Caffeine", "frequency", "OPT", "Strata/OPT",
-        "Strata/LRU", "online/LRU");
+    Terminal.Table t = new Terminal.Table("SSD budget", "Strata", "Strata online", "LRU", "Caffeine", "frequency", "S3-FIFO", "OPT",
+        "Strata/OPT", "Strata/LRU", "online/LRU");
     for (double b : budgets) {
       double[][] r = new double[7][traces.size()];
+      double[] s3 = new double[traces.size()];
       for (int i = 0; i < traces.size(); i++) {
         Trace tr = traces.get(i);
         Trace bare = tr.withoutPlans();
@@ -63,20 +64,22 @@ final class PolicyBench implements Callable<Integer> {
         r[0][i] = Simulator.run(tr, new StrataPolicy(budget, 0)).byteHitRatio();
         r[1][i] = Simulator.run(bare, new StrataPolicy(budget, 0)).byteHitRatio();
         r[2][i] = Simulator.run(tr, new LruPolicy(budget)).byteHitRatio();
-        r[3][i] = Simulator.run(tr, new io.strata.node.policy.CaffeinePolicy(budget)).byteHitRatio();
+        r[3][i] = Simulator.run(tr, new io.strata.node.sim.CaffeinePolicy(budget)).byteHitRatio();
         r[4][i] = Simulator.run(tr, new io.strata.node.policy.FrequencyPolicy(budget)).byteHitRatio();
         r[5][i] = Simulator.run(tr, new OptPolicy(tr, budget)).byteHitRatio();
+        s3[i] = Simulator.run(tr, new io.strata.node.policy.S3FifoPolicy(budget)).byteHitRatio();
       }
+      double s3fifo = Arrays.stream(s3).average().orElse(0);
       double[] m = new double[6];
       for (int k = 0; k < 6; k++) {
         m[k] = Arrays.stream(r[k]).average().orElse(0);
       }
       ObjectNode run = runs.addObject();
       run.put("ssdBudgetPercent", b).put("strata", m[0]).put("strataOnline", m[1]).put("lru", m[2]).put("caffeine", m[3])
-          .put("frequency", m[4]).put("opt", m[5]).put("strataVsOpt", m[0] / m[5]).put("strataVsLru", m[0] / Math.max(1e-12, m[2]))
+          .put("frequency", m[4]).put("s3fifo", s3fifo).put("opt", m[5]).put("strataVsOpt", m[0] / m[5]).put("strataVsLru", m[0] / Math.max(1e-12, m[2]))
           .put("onlineVsLru", m[1] / Math.max(1e-12, m[2]));
       t.row(f2(b) + " %", Terminal.percent(m[0]), Terminal.percent(m[1]), Terminal.percent(m[2]), Terminal.percent(m[3]),
-          Terminal.percent(m[4]), Terminal.percent(m[5]), f2(m[0] / m[5]),
+          Terminal.percent(m[4]), Terminal.percent(s3fifo), Terminal.percent(m[5]), f2(m[0] / m[5]),
           f2(m[0] / Math.max(1e-12, m[2])) + "x", f2(m[1] / Math.max(1e-12, m[2])) + "x");
     }
     if (speedJobs > 0) {

@@ -1,5 +1,6 @@
-package io.strata.node.policy;
+package io.strata.node.sim;
 
+import io.strata.node.policy.CachePolicy;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,7 +39,7 @@ public final class Simulator {
   }
 
   /** Tells {@code policy} which feature stream (dataset/feature) each key of {@code trace} belongs to. */
-  static void groups(Trace trace, CachePolicy policy) {
+  public static void groups(Trace trace, CachePolicy policy) {
     Map<String, Integer> groupIds = new HashMap<>();
     for (int k = 0; k < trace.keys(); k++) {
       String name = trace.keyName(k);
@@ -48,7 +49,7 @@ public final class Simulator {
   }
 
   /** Hands {@code c} to {@code policy} as the node would. */
-  static void apply(Trace.Control c, CachePolicy policy) {
+  public static void apply(Trace.Control c, CachePolicy policy) {
     switch (c) {
       case Trace.PlanRecord p -> policy.plan(p.job(), p.plan());
       case Trace.StepRecord s -> policy.progress(s.job(), s.step(), s.time());

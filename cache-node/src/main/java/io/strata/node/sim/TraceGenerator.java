@@ -1,4 +1,4 @@
-package io.strata.node.policy;
+package io.strata.node.sim;
 
 import java.util.ArrayList;
 import java.util.Arrays;

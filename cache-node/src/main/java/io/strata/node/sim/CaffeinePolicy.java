@@ -1,4 +1,7 @@
-package io.strata.node.policy;
+package io.strata.node.sim;
+
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.Policies;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
@@ -7,13 +10,16 @@ import com.github.benmanes.caffeine.cache.RemovalCause;
 /**
  * Caffeine's W-TinyLFU (a small LRU admission window, then a frequency-sketch admission filter in
  * front of a segmented LRU), weighted by kilobytes. Every miss enters the window, so every miss is
- * a flash write; the filter decides what survives.
+ * a flash write; the filter decides what survives. A simulation baseline only: Caffeine has no way
+ * to keep chunks pinned, so the node does not offer it ({@link Policies}).
  */
 public final class CaffeinePolicy implements CachePolicy {
   private final Cache<Integer, Long> cache;
   private Evictions sink = Evictions.NONE;
+  private long budget;
 
   public CaffeinePolicy(long budgetBytes) {
+    this.budget = budgetBytes;
     cache = Caffeine.newBuilder()
         .maximumWeight(Math.max(1, budgetBytes >> 10))
         .weigher((Integer k, Long v) -> (int) Math.min(Integer.MAX_VALUE, Math.max(1, v >> 10)))
@@ -41,6 +47,48 @@ public final class CaffeinePolicy implements CachePolicy {
       cache.put(key, bytes);
       cache.cleanUp();
       return Outcome.MISS_ADMITTED;
+    } finally {
+      sink = Evictions.NONE;
+    }
+  }
+
+  @Override
+  public long budget() {
+    return budget;
+  }
+
+  @Override
+  public void setBudget(long bytes, double now, Evictions evictions) {
+    budget = bytes;
+    sink = evictions;
+    try {
+      cache.policy().eviction().ifPresent(e -> e.setMaximum(Math.max(1, bytes >> 10)));
+      cache.cleanUp();
+    } finally {
+      sink = Evictions.NONE;
+    }
+  }
+
+  /** Puts the key in (Caffeine's filter may turn it away at once: then false). */
+  @Override
+  public boolean place(int key, long bytes, Placement why) {
+    if (!resident(key) && why != Placement.FOUND && residentBytes() + bytes > budget) {
+      return false;
+    }
+    cache.put(key, bytes);
+    cache.cleanUp();
+    return resident(key);
+  }
+
+  @Override
+  public void resize(int key, long bytes, double now, Evictions evictions) {
+    if (!resident(key)) {
+      return;
+    }
+    sink = evictions;
+    try {
+      cache.put(key, bytes);
+      cache.cleanUp();
     } finally {
       sink = Evictions.NONE;
     }

@@ -1,12 +1,15 @@
-package io.strata.node.policy;
+package io.strata.node.sim;
 
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.Policies;
 import java.util.Arrays;
 
 /**
  * Belady's MIN computed offline from the whole trace: on a miss, evict the resident chunks whose
  * next read is farthest in the future, and bypass the missed chunk when its own next read is
  * farther than theirs (or never comes). With chunks of different sizes this is the standard
- * offline reference, not a proven optimum of byte hit ratio.
+ * offline reference, not a proven optimum of byte hit ratio. An oracle for the simulator only: it
+ * takes no placements or budget changes, and the node does not offer it ({@link Policies}).
  */
 public final class OptPolicy implements CachePolicy {
   private final Trace trace;
@@ -105,6 +108,29 @@ public final class OptPolicy implements CachePolicy {
     residentKeys[s] = last;
     slot[last] = s;
     used -= trace.bytes(key);
+  }
+
+  @Override
+  public long budget() {
+    return budget;
+  }
+
+  /** OPT replays a recorded trace with a fixed budget: refused. */
+  @Override
+  public void setBudget(long bytes, double now, Evictions evictions) {
+    throw new UnsupportedOperationException("OPT replays a recorded trace with the budget it was made with");
+  }
+
+  /** OPT decides from the trace alone: refused. */
+  @Override
+  public boolean place(int key, long bytes, Placement why) {
+    throw new UnsupportedOperationException("OPT replays a recorded trace: it takes no placements");
+  }
+
+  /** Sizes come from the trace: refused. */
+  @Override
+  public void resize(int key, long bytes, double now, Evictions evictions) {
+    throw new UnsupportedOperationException("OPT replays a recorded trace: sizes come from it");
   }
 
   @Override
