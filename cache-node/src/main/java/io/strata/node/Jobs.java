@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -113,8 +114,8 @@ final class Jobs {
   }
 
   private void remember(Job j, String how, double now) {
-    long[] b = bytes.getOrDefault(j.name(), new long[2]);
-    recent.addFirst(new Ended(j, how, now, step(j.name()), b[0], b[1]));
+    long[] b = bytes.getOrDefault(j.name(), new long[Tier.values().length]);
+    recent.addFirst(new Ended(j, how, now, step(j.name()), b[Tier.SSD.ordinal()], b[Tier.HDD.ordinal()]));
     while (recent.size() > RECENT) {
       recent.removeLast();
     }
@@ -132,9 +133,9 @@ final class Jobs {
     return List.copyOf(recent);
   }
 
-  /** The bytes {@code job} read from the SSD and the HDD tier, when it has a plan (null otherwise). */
+  /** The bytes {@code job} read from each tier (indexed by {@link Tier#ordinal()}), when it has a plan (null otherwise). */
   long[] bytesOf(String job) {
-    return plans.containsKey(job) ? bytes.computeIfAbsent(job, x -> new long[2]) : null;
+    return plans.containsKey(job) ? bytes.computeIfAbsent(job, x -> new long[Tier.values().length]) : null;
   }
 
   /** What {@code job} last reported still mapping of evicted segments ({@code < 0}: not reported). */
@@ -170,8 +171,8 @@ final class Jobs {
   List<TierViews.JobRow> rows(double now) {
     List<TierViews.JobRow> out = new ArrayList<>();
     for (Job j : plans.values()) {
-      long[] b = bytes.getOrDefault(j.name(), new long[2]);
-      out.add(TierViews.JobRow.of(j, step(j.name()), b[0], b[1], now - j.started(), null, null));
+      long[] b = bytes.getOrDefault(j.name(), new long[Tier.values().length]);
+      out.add(TierViews.JobRow.of(j, step(j.name()), b[Tier.SSD.ordinal()], b[Tier.HDD.ordinal()], now - j.started(), null, null));
     }
     return out;
   }

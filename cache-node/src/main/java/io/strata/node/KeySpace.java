@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -91,28 +92,29 @@ final class KeySpace {
     return groupNames.get(group);
   }
 
-  /** Counts {@code bytes} read of {@code key}'s group from the SSD tier or the HDD tier. */
-  void read(int key, boolean ssd, long bytes) {
-    groupBytes.computeIfAbsent(infos[key].group(), x -> new long[2])[ssd ? 0 : 1] += bytes;
+  /** Counts {@code bytes} read of {@code key}'s group from {@code tier}. */
+  void read(int key, Tier tier, long bytes) {
+    groupBytes.computeIfAbsent(infos[key].group(), x -> new long[Tier.values().length])[tier.ordinal()] += bytes;
   }
 
   /** The {@code n} groups (feature streams) read most, with their bytes per tier. */
   List<TierViews.Stream> topStreams(int n) {
     return groupBytes.entrySet().stream()
-        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> e.getValue()[0] + e.getValue()[1]).reversed())
+        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> java.util.Arrays.stream(e.getValue()).sum()).reversed())
         .limit(n)
-        .map(e -> new TierViews.Stream(groupName(e.getKey()), e.getValue()[0], e.getValue()[1]))
+        .map(e -> new TierViews.Stream(groupName(e.getKey()), e.getValue()[Tier.SSD.ordinal()], e.getValue()[Tier.HDD.ordinal()]))
         .toList();
   }
 
-  /** Bytes read per dataset from the SSD tier and the HDD tier (index 0 and 1). */
+  /** Bytes read per dataset from each tier (indexed by {@link Tier#ordinal()}). */
   Map<String, long[]> readBytesByDataset() {
     Map<String, long[]> out = new TreeMap<>();
     for (Map.Entry<Integer, long[]> e : groupBytes.entrySet()) {
       String group = groupName(e.getKey());
-      long[] d = out.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[2]);
-      d[0] += e.getValue()[0];
-      d[1] += e.getValue()[1];
+      long[] d = out.computeIfAbsent(group.substring(0, group.indexOf('/')), x -> new long[Tier.values().length]);
+      for (int t = 0; t < d.length; t++) {
+        d[t] += e.getValue()[t];
+      }
     }
     return out;
   }

@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.loader.PlanProgram;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -76,11 +77,14 @@ final class NodeApi {
       }
       List<TierState.Read> list = new ArrayList<>();
       for (JsonNode x : reads) {
-        String tier = text(x, "tier", true);
-        if (!tier.equals("ssd") && !tier.equals("hdd")) {
-          throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\", got '" + tier + "'");
-        }
-        list.add(new TierState.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier.equals("ssd")));
+        String name = text(x, "tier", true);
+        Tier tier = switch (name) {
+          case "ssd" -> Tier.SSD;
+          case "hdd" -> Tier.HDD;
+          default -> throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\" (a job reads from its host's tiers), got '"
+              + name + "'");
+        };
+        list.add(new TierState.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier));
       }
       long step = -1;
       if (b.has("step")) {

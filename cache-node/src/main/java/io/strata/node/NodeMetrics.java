@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -33,9 +34,12 @@ import java.util.function.Supplier;
  * synchronized). Timers are recorded from any thread.
  */
 final class NodeMetrics implements AutoCloseable {
+  /** The tiers jobs read from (and report): their host's SSD and HDD tiers. */
+  private static final List<Tier> JOB_TIERS = List.of(Tier.SSD, Tier.HDD);
+
   /**
-   * The tiers' values at one moment: named counters and gauges, and bytes read from the SSD and
-   * the HDD tier (index 0 and 1) per dataset and per job with a plan.
+   * The tiers' values at one moment: named counters and gauges, and bytes read from each tier
+   * (indexed by {@link Tier#ordinal()}) per dataset and per job with a plan.
    */
   record Values(Map<String, Number> values, Map<String, long[]> datasetBytes, Map<String, long[]> jobBytes) {
     static final Values EMPTY = new Values(Map.of(), Map.of(), Map.of());
@@ -76,9 +80,9 @@ final class NodeMetrics implements AutoCloseable {
     counter("strata.vanished.segments", "vanishedSegments", "Resident segments whose file was found gone or replaced, dropped and placed again", null);
     counter("strata.repaired.segments", "repairedSegments", "Feature chunks placed again after their segment was found gone or damaged", null);
     counter("strata.scrubbed", "scrubbedBytes", "Bytes of segments whose checksums the background scrub verified", "bytes");
-    for (String tier : new String[] {"ssd", "hdd"}) {
-      FunctionCounter.builder("strata.read", this, m -> m.now.get(tier + "Bytes"))
-          .baseUnit("bytes").tags("tier", tier).description("Bytes the jobs reported reading, by the tier that served them")
+    for (Tier tier : JOB_TIERS) {
+      FunctionCounter.builder("strata.read", this, m -> m.now.get(tier.apiName() + "Bytes"))
+          .baseUnit("bytes").tags("tier", tier.apiName()).description("Bytes the jobs reported reading, by the tier that served them")
           .register(registry);
     }
     gauge("strata.ssd", "ssdBytesHeld", "Bytes of the segments on the SSD tier", "bytes");
@@ -132,13 +136,12 @@ final class NodeMetrics implements AutoCloseable {
     for (String name : bytes.keySet()) {
       meters.computeIfAbsent(name, n -> {
         List<Meter> list = new ArrayList<>();
-        String[] tiers = {"ssd", "hdd"};
-        for (int t = 0; t < 2; t++) {
-          int at = t;
+        for (Tier tier : JOB_TIERS) {
+          int at = tier.ordinal();
           list.add(FunctionCounter.builder(metric, this, m -> {
             long[] b = of.apply(m.now).get(n);
             return b == null ? 0 : b[at];
-          }).baseUnit("bytes").tags(Tags.of(label, n, "tier", tiers[t])).description(help).register(registry));
+          }).baseUnit("bytes").tags(Tags.of(label, n, "tier", tier.apiName())).description(help).register(registry));
         }
         return list;
       });

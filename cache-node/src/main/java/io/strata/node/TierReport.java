@@ -93,7 +93,7 @@ final class TierReport {
       js.add(new Cluster.Job(host, j.job(), j.dataset(), j.features(), j.stepsDone(), j.steps(), j.ssdBytes(), j.hddBytes()));
     }
     java.util.Map<String, Long> reads = new java.util.TreeMap<>();
-    state.readBytesByDataset().forEach((ds, b) -> reads.put(ds, b[0] + b[1]));
+    state.readBytesByDataset().forEach((ds, b) -> reads.put(ds, java.util.Arrays.stream(b).sum()));
     cluster.publish(js, reads);
   }
 

@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.CachePolicy.Placement;
 import io.strata.node.policy.Policies;
@@ -34,7 +35,7 @@ import java.util.function.DoubleSupplier;
  */
 final class TierState {
   /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, served by the SSD tier or not. */
-  record Read(String feature, int chunk, long bytes, boolean ssd) {}
+  record Read(String feature, int chunk, long bytes, Tier tier) {}
 
   /** The policy in force (one of {@link Policies}, replaced whole by {@link #setPolicy}) and its name. */
   private CachePolicy policy;
@@ -208,10 +209,10 @@ final class TierState {
     Double previousReport = reported(job, now);
     for (Read r : reads) {
       int k = key(ds, r.feature(), r.chunk());
-      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.ssd());
+      trace.read(now, job, ds.name(), r.feature(), r.chunk(), k, keys.bytes(k), r.tier());
       counters.reads.increment();
-      keys.read(k, r.ssd(), r.bytes());
-      if (r.ssd()) {
+      keys.read(k, r.tier(), r.bytes());
+      if (r.tier() == Tier.SSD) {
         counters.ssdReads.increment();
         counters.ssdBytes.add(r.bytes());
       } else {
@@ -224,7 +225,7 @@ final class TierState {
         }
       }
       if (planned != null) {
-        planned[r.ssd() ? 0 : 1] += r.bytes();
+        planned[r.tier().ordinal()] += r.bytes();
       }
       noteCoAccess(ds, job, r);
       CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);

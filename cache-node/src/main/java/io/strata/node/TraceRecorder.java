@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.Tier;
 import io.strata.node.sim.Trace;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -23,7 +24,7 @@ final class TraceRecorder {
     double time();
   }
 
-  private record ReadRow(double time, String job, String dataset, String feature, int chunk, int key, boolean ssd) implements Row {}
+  private record ReadRow(double time, String job, String dataset, String feature, int chunk, int key, Tier tier) implements Row {}
 
   private record PlanRow(double time, String job, String dataset, String payload, long firstStep, int weight) implements Row {}
 
@@ -60,11 +61,11 @@ final class TraceRecorder {
   }
 
   /** Records a read of key {@code key}, a chunk of {@code bytes} bytes (unless its size is already known). */
-  synchronized void read(double t, String job, String dataset, String feature, int chunk, int key, long bytes, boolean ssd) {
+  synchronized void read(double t, String job, String dataset, String feature, int chunk, int key, long bytes, Tier tier) {
     if (sizeOf(key) == 0) {
       sizes[key] = Math.max(1, bytes);
     }
-    add(new ReadRow(time(t), job, dataset, feature, chunk, key, ssd), 1);
+    add(new ReadRow(time(t), job, dataset, feature, chunk, key, tier), 1);
   }
 
   /** Key {@code key}'s size is now known to be {@code bytes}. */
@@ -128,7 +129,7 @@ final class TraceRecorder {
         case ReadRow x -> sb.append(x.job()).append(',').append(x.dataset()).append(',').append(x.feature()).append(',')
             .append(x.chunk()).append(',')
             .append(byName.computeIfAbsent(x.dataset() + "\0" + x.feature() + "\0" + x.chunk(), n -> sizes[x.key()]))
-            .append(x.ssd() ? ",ssd" : ",hdd");
+            .append(',').append(x.tier().apiName());
         case PlanRow p -> sb.append(p.job()).append(',').append(p.dataset()).append(",@plan,").append(p.firstStep()).append(',')
             .append(p.payload());
         case StepRow s -> sb.append(s.job()).append(',').append(s.dataset()).append(",@step,").append(s.step()).append(",0");

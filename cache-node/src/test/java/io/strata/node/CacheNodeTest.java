@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
@@ -143,8 +144,8 @@ class CacheNodeTest {
       assertTrue(status.path("ssd").path("segments").asLong() > 0, status.toString());
       try (Loader second = job(ds, "job-b").build()) {
         run(second);
-        long ssd = second.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD);
-        long hdd = second.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD);
+        long ssd = second.tierStats().bytes(io.strata.sdk.Tier.SSD);
+        long hdd = second.tierStats().bytes(io.strata.sdk.Tier.HDD);
         assertTrue(ssd > 0, "the second job reads from the SSD tier");
         assertTrue(ssd > hdd, "mostly: ssd " + ssd + " hdd " + hdd);
       }
@@ -470,7 +471,7 @@ class CacheNodeTest {
             fromNode.add(Columns.checksum(b.column(spec)));
           }
         }
-        assertTrue(l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD) > 0);
+        assertTrue(l.tierStats().bytes(io.strata.sdk.Tier.SSD) > 0);
       }
     }
     assertEquals(computed, fromNode);
@@ -509,7 +510,7 @@ class CacheNodeTest {
         }
         i++;
       }
-      assertTrue(l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD) > 0);
+      assertTrue(l.tierStats().bytes(io.strata.sdk.Tier.SSD) > 0);
     }
     assertEquals(expected, got, "every value stays right across the eviction");
   }
@@ -626,6 +627,14 @@ class CacheNodeTest {
         "{\"job\":\"j\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":99999999999999999999999,\"tier\":\"hdd\"}]}",
         null);
     assertEquals(400, big.statusCode(), big.body());
+    // A job reads from its host's tiers: a read said to come from a peer (or no tier) is refused by name.
+    for (String tier : List.of("peer", "SSD", "tape")) {
+      HttpResponse<String> r = raw("POST", "/v1/reads",
+          "{\"job\":\"j\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":1,\"tier\":\"" + tier + "\"}]}",
+          null);
+      assertEquals(400, r.statusCode(), r.body());
+      assertTrue(r.body().contains("'tier' must be \\\"ssd\\\" or \\\"hdd\\\"") && r.body().contains(tier), r.body());
+    }
   }
 
   @Test
@@ -976,8 +985,8 @@ class CacheNodeTest {
     try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "one-definition").epochs(2).build()) {
       run(l);
       l.node().flush();
-      jobSsd = l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD);
-      jobHdd = l.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD);
+      jobSsd = l.tierStats().bytes(io.strata.sdk.Tier.SSD);
+      jobHdd = l.tierStats().bytes(io.strata.sdk.Tier.HDD);
       assertTrue(l.tierStats().orcDecodedBytes() > 0, "what decoding cost is counted apart");
     }
     JsonNode traffic = client.tiers().path("traffic");

@@ -3,6 +3,7 @@ package io.strata.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -130,7 +131,7 @@ class ClusterTest {
 
     // A's planned jobs and what they read are seen from B.
     ca.declarePlan("job-x", "events", features, 2, null, false);
-    ca.reportReads("job-x", "events", List.of(new NodeClient.Read(features.getFirst(), 0, 1000, false)), 0);
+    ca.reportReads("job-x", "events", List.of(new NodeClient.Read(features.getFirst(), 0, 1000, Tier.HDD)), 0);
     JsonNode seen = await(cb, x -> x.path("cluster").path("jobs").toString().contains("job-x")
         && x.path("cluster").path("datasetReadBytes").path("events").asLong() >= 1000, "A's job seen from B");
     JsonNode jx = seen.path("cluster").path("jobs").get(0);

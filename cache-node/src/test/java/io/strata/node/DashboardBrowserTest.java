@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Progress;
@@ -94,8 +95,8 @@ class DashboardBrowserTest {
           try {
             int chunk = round % 4;
             client.reportReads("dash-job", "events", List.of(
-                new NodeClient.Read("amount", chunk, 80_000, chunk < 2),
-                new NodeClient.Read("score", chunk, 40_000, false)), Math.min(round, 7));
+                new NodeClient.Read("amount", chunk, 80_000, chunk < 2 ? Tier.SSD : Tier.HDD),
+                new NodeClient.Read("score", chunk, 40_000, Tier.HDD)), Math.min(round, 7));
             round++;
             // Churn: the same chunks promoted and evicted over and over (what a too small budget does).
             client.promote("events", List.of("quantity"), List.of(2, 3));

@@ -3,6 +3,7 @@ package io.strata.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
@@ -76,7 +77,7 @@ class NodeStressTest {
             while (!stop.get()) {
               int count = 1 + rnd.nextInt(rnd.nextBoolean() ? 64 : 6_000);
               long start = rnd.nextLong(ds.rows() - count);
-              long ssdBefore = reader.stats().bytes(TierStats.Tier.SSD);
+              long ssdBefore = reader.stats().bytes(Tier.SSD);
               try (Arena arena = Arena.ofConfined()) {
                 Map<String, Column> got = reader.readRows(start, count, arena);
                 Map<String, Column> want = orc.readRows(start, count, arena);
@@ -87,7 +88,7 @@ class NodeStressTest {
                   }
                 }
               }
-              if (reader.stats().bytes(TierStats.Tier.SSD) > ssdBefore) {
+              if (reader.stats().bytes(Tier.SSD) > ssdBefore) {
                 ssdRanges.incrementAndGet();
               }
               valuesChecked.addAndGet((long) count * FEATURES.size());

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
@@ -110,7 +111,7 @@ abstract class SegmentSourceContract {
     try (Arena arena = Arena.ofConfined(); TieredReader r = new TieredReader(ds, fx.source(), FEATURES, stats)) {
       Map<String, Column> all = r.readRows(0, (int) ds.rows(), arena);
       assertSameAsOrc(all, 0, (int) ds.rows(), arena);
-      assertTrue(stats.bytes(TierStats.Tier.SSD) > 0 && stats.bytes(TierStats.Tier.HDD) > 0, stats.toString());
+      assertTrue(stats.bytes(Tier.SSD) > 0 && stats.bytes(Tier.HDD) > 0, stats.toString());
     }
   }
 
@@ -120,24 +121,24 @@ abstract class SegmentSourceContract {
     TierStats stats = new TierStats();
     try (Arena arena = Arena.ofConfined(); TieredReader r = new TieredReader(ds, fx.source(), FEATURES, stats)) {
       r.readRows(100, 50, arena);
-      long ssd = stats.bytes(TierStats.Tier.SSD);
+      long ssd = stats.bytes(Tier.SSD);
       assertTrue(ssd > 0);
       fx.evict(0);
       fx.source().generation(); // the source learns of the eviction
       assertTrue(fx.unlinkedMappedBytes() > 0, "the unlinked segment still mapped by the reader is counted");
       // The same rows again, before the reader moves on: still from the (unlinked) mapping.
       Map<String, Column> again = r.readRows(100, 50, arena);
-      assertEquals(2 * ssd, stats.bytes(TierStats.Tier.SSD));
+      assertEquals(2 * ssd, stats.bytes(Tier.SSD));
       assertSameAsOrc(again, 100, 50, arena);
       r.refresh();
       assertTrue(r.releasedLeases() >= FEATURES.size(), "every lease on the evicted chunk is released");
       assertEquals(0, fx.unlinkedMappedBytes(), "released: nothing unlinked stays mapped");
-      long hdd = stats.bytes(TierStats.Tier.HDD);
+      long hdd = stats.bytes(Tier.HDD);
       Map<String, Column> after = r.readRows(100, 50, arena);
       // A node may promote the chunk again at once (the reader's reports say it is read): then
       // the rows come from the new segment; otherwise from ORC. Right either way.
       if (!fx.resident("amount", 0)) {
-        assertTrue(stats.bytes(TierStats.Tier.HDD) > hdd, "the evicted chunk is read from ORC");
+        assertTrue(stats.bytes(Tier.HDD) > hdd, "the evicted chunk is read from ORC");
       }
       assertSameAsOrc(after, 100, 50, arena);
     }
@@ -193,7 +194,7 @@ abstract class SegmentSourceContract {
           assertEquals(-1, Columns.firstDifference(expected.get(f), read.get(f)), f);
         }
       }
-      assertEquals(0, stats.bytes(TierStats.Tier.SSD), "nothing was served from the damaged segment");
+      assertEquals(0, stats.bytes(Tier.SSD), "nothing was served from the damaged segment");
     }
     assertFalse(fx.residentIn("amount", 0, file), "the damaged segment was dropped");
   }
@@ -246,7 +247,7 @@ abstract class SegmentSourceContract {
     try (Arena arena = Arena.ofConfined(); TieredReader r = new TieredReader(ds, fx.source(), FEATURES, stats)) {
       Map<String, Column> read = r.readRows(CHUNK_ROWS, CHUNK_ROWS, arena);
       assertSameAsOrc(read, CHUNK_ROWS, CHUNK_ROWS, arena);
-      assertEquals(0, stats.bytes(TierStats.Tier.HDD), "all from the SSD tier after the restart");
+      assertEquals(0, stats.bytes(Tier.HDD), "all from the SSD tier after the restart");
     }
   }
 

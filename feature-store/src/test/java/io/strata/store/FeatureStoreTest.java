@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
@@ -351,7 +352,7 @@ class FeatureStoreTest {
         }
       }
       if (store instanceof FeatureStore fs && fs.isWriter()) {
-        assertTrue(l.tierStats().bytes(TierStats.Tier.SSD) > 0, "derived features served from the store");
+        assertTrue(l.tierStats().bytes(Tier.SSD) > 0, "derived features served from the store");
       }
     }
     return out;

@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
@@ -314,7 +315,7 @@ final class LoaderCommand implements Runnable {
           j.put("timeToFirstBatchMs", loader.timeToFirstBatchNanos() / 1e6).put("assemblyThreads", loader.assemblyThreads());
           j.put("batchesFromCache", loader.batchesFromCache());
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
-          j.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))
+          j.put("ssdBytes", s.bytes(Tier.SSD)).put("hddBytes", s.bytes(Tier.HDD))
               .put("orcDecodedBytes", s.orcDecodedBytes())
               .put("orcReadBytes", io.strata.sdk.dataset.OrcReads.bytes());
           if (node != null) {
@@ -322,7 +323,7 @@ final class LoaderCommand implements Runnable {
             j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected())
                 .put("nodeReadsReported", loader.node().readsReported());
           }
-          j.put("ssdSeconds", s.nanos(TierStats.Tier.SSD) / 1e9).put("hddSeconds", s.nanos(TierStats.Tier.HDD) / 1e9);
+          j.put("ssdSeconds", s.nanos(Tier.SSD) / 1e9).put("hddSeconds", s.nanos(Tier.HDD) / 1e9);
           j.set("epochs", epochStats);
           if (checker != null) {
             j.put("verifiedBatches", checker.batches).put("verifiedUnits", checker.units).put("verifiedValues", checker.values)
@@ -355,9 +356,9 @@ final class LoaderCommand implements Runnable {
             if (node != null && !loader.node().connected()) {
               out.printf("node %s: not reachable at the end of the run; the reads above went to ORC while it was down%n", node);
             }
-            out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(TierStats.Tier.SSD)),
-                Terminal.seconds(s.nanos(TierStats.Tier.SSD) / 1e9), Terminal.bytes(s.bytes(TierStats.Tier.HDD)),
-                Terminal.seconds(s.nanos(TierStats.Tier.HDD) / 1e9));
+            out.printf("tiers: SSD %s in %s, HDD %s in %s%n", Terminal.bytes(s.bytes(Tier.SSD)),
+                Terminal.seconds(s.nanos(Tier.SSD) / 1e9), Terminal.bytes(s.bytes(Tier.HDD)),
+                Terminal.seconds(s.nanos(Tier.HDD) / 1e9));
           }
           out.flush();
           if (checker != null && checker.mismatches > 0) {
@@ -426,8 +427,8 @@ final class LoaderCommand implements Runnable {
       if (e != epoch) {
         close();
         epoch = e;
-        ssd0 = stats.bytes(TierStats.Tier.SSD);
-        hdd0 = stats.bytes(TierStats.Tier.HDD);
+        ssd0 = stats.bytes(Tier.SSD);
+        hdd0 = stats.bytes(Tier.HDD);
         t0 = System.nanoTime();
       }
       batches++;
@@ -438,8 +439,8 @@ final class LoaderCommand implements Runnable {
       if (epoch < 0) {
         return;
       }
-      long ssd = stats.bytes(TierStats.Tier.SSD) - ssd0;
-      long hdd = stats.bytes(TierStats.Tier.HDD) - hdd0;
+      long ssd = stats.bytes(Tier.SSD) - ssd0;
+      long hdd = stats.bytes(Tier.HDD) - hdd0;
       out.addObject().put("epoch", epoch).put("batches", batches).put("rows", rows).put("ssdBytes", ssd).put("hddBytes", hdd)
           .put("byteHitRatio", ssd + hdd == 0 ? 0 : (double) ssd / (ssd + hdd)).put("seconds", (System.nanoTime() - t0) / 1e9);
       epoch = -1;

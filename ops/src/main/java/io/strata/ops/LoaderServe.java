@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -405,7 +406,7 @@ public final class LoaderServe {
       if (batch == null) {
         ObjectNode end = msg.putObject("end");
         TierStats s = loader.tierStats();
-        end.put("ssdBytes", s.bytes(TierStats.Tier.SSD)).put("hddBytes", s.bytes(TierStats.Tier.HDD))
+        end.put("ssdBytes", s.bytes(Tier.SSD)).put("hddBytes", s.bytes(Tier.HDD))
             .put("batchesFromCache", loader.batchesFromCache()).put("derivedChunksComputed", loader.derivedChunksComputed())
             .put("servedBytes", servedBytes).put("copiedBytes", copiedBytes);
         send(out, msg);

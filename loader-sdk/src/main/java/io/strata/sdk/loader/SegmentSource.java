@@ -1,5 +1,6 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.tier.SegmentStore;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -40,8 +41,8 @@ public interface SegmentSource {
     return true;
   }
 
-  /** Told about every read a reader makes (for reporting to a node); nothing by default. */
-  default void read(Dataset dataset, String feature, int chunk, long bytes, boolean fromSsd) {}
+  /** Told about every read a reader makes and the tier that served it (for reporting to a node); nothing by default. */
+  default void read(Dataset dataset, String feature, int chunk, long bytes, Tier tier) {}
 
   /**
    * The calling thread starts reading the batch at global step {@code step} of its loader's plan

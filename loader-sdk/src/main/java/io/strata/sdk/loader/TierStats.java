@@ -1,5 +1,6 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.Tier;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -8,23 +9,23 @@ import java.util.concurrent.atomic.LongAdder;
  * terms, and the node's figures (the sum of what jobs report) are the jobs' figures summed: this is
  * the one definition of "bytes read" from a tier everywhere. What decoding ORC cost (whole row
  * groups, some rows of which a batch may not use, reused by later batches) is counted apart, as
- * {@link #orcDecodedBytes()}.
+ * {@link #orcDecodedBytes()}. Figures are per {@link Tier}.
  */
 public final class TierStats {
   /** Counts starting at zero. */
   public TierStats() {}
 
-  /** A tier data is read from. */
-  public enum Tier {
-    /** Memory-mapped segments on the SSD tier (and the page cache above them). */
-    SSD,
-    /** ORC files on the HDD tier. */
-    HDD
-  }
+  private final LongAdder[] bytes = adders();
+  private final LongAdder[] nanos = adders();
+  private final LongAdder[] reads = adders();
 
-  private final LongAdder[] bytes = {new LongAdder(), new LongAdder()};
-  private final LongAdder[] nanos = {new LongAdder(), new LongAdder()};
-  private final LongAdder[] reads = {new LongAdder(), new LongAdder()};
+  private static LongAdder[] adders() {
+    LongAdder[] a = new LongAdder[Tier.values().length];
+    for (int i = 0; i < a.length; i++) {
+      a[i] = new LongAdder();
+    }
+    return a;
+  }
   private final LongAdder orcDecoded = new LongAdder();
 
   /** Bytes of column data decoded from ORC (row groups, kept for nearby reads). */

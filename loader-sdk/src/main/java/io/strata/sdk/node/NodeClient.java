@@ -1,5 +1,6 @@
 package io.strata.sdk.node;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -153,7 +154,7 @@ public final class NodeClient {
   }
 
   /** One read to report. */
-  public record Read(String feature, int chunk, long bytes, boolean fromSsd) {}
+  public record Read(String feature, int chunk, long bytes, Tier tier) {}
 
   public JsonNode reportReads(String job, String dataset, List<Read> reads) throws IOException {
     return reportReads(job, dataset, reads, -1);
@@ -182,7 +183,7 @@ public final class NodeClient {
     }
     ArrayNode a = b.putArray("reads");
     for (Read r : reads) {
-      a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes()).put("tier", r.fromSsd() ? "ssd" : "hdd");
+      a.addObject().put("feature", r.feature()).put("chunk", r.chunk()).put("bytes", r.bytes()).put("tier", r.tier().apiName());
     }
     return call("POST", "/v1/reads", b);
   }

@@ -1,5 +1,6 @@
 package io.strata.sdk.node;
 
+import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
@@ -295,9 +296,9 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   }
 
   @Override
-  public void read(Dataset ds, String feature, int chunk, long bytes, boolean fromSsd) {
+  public void read(Dataset ds, String feature, int chunk, long bytes, Tier tier) {
     synchronized (pendingReads) {
-      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + (fromSsd ? 1 : 0), k -> new long[1]);
+      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + tier.apiName(), k -> new long[1]);
       a[0] += bytes;
     }
   }
@@ -342,7 +343,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     synchronized (pendingReads) {
       for (Map.Entry<String, long[]> e : pendingReads.entrySet()) {
         String[] k = e.getKey().split("\0");
-        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], k[2].equals("1")));
+        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], Tier.parse(k[2])));
       }
       pendingReads.clear();
     }

@@ -3,6 +3,7 @@ package io.strata.sdk.tier;
 import io.strata.sdk.loader.SegmentSource;
 import io.strata.sdk.loader.TierStats;
 import io.strata.sdk.Column;
+import io.strata.sdk.Tier;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
@@ -304,12 +305,12 @@ public final class TieredReader implements AutoCloseable {
         if (perChunk[c] > 0) {
           bytes += perChunk[c];
           if (store != null) {
-            store.read(dataset, features.get(i), c, perChunk[c], true);
+            store.read(dataset, features.get(i), c, perChunk[c], Tier.SSD);
           }
         }
       }
     }
-    stats.record(TierStats.Tier.SSD, bytes, System.nanoTime() - t0);
+    stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
   }
 
   /**
@@ -512,11 +513,11 @@ public final class TieredReader implements AutoCloseable {
       bytes += (long) n * width;
       if (store != null) {
         for (int r = 0; r < order.runs(); r++) {
-          store.read(dataset, features.get(i), order.runChunk(r), (long) order.runRows(r) * width, true);
+          store.read(dataset, features.get(i), order.runChunk(r), (long) order.runRows(r) * width, Tier.SSD);
         }
       }
     }
-    stats.record(TierStats.Tier.SSD, bytes, System.nanoTime() - t0);
+    stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
   }
 
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
@@ -532,7 +533,7 @@ public final class TieredReader implements AutoCloseable {
         long t = System.nanoTime();
         Column d = derivedCache.get(derived[i], chunk);
         out.get(i).appendRange(d, local, n);
-        stats.record(derived[i].stored() ? TierStats.Tier.SSD : TierStats.Tier.HDD, rangeBytes(d, local, n), System.nanoTime() - t);
+        stats.record(derived[i].stored() ? Tier.SSD : Tier.HDD, rangeBytes(d, local, n), System.nanoTime() - t);
         continue;
       }
       if (col == null) {
@@ -552,11 +553,11 @@ public final class TieredReader implements AutoCloseable {
       }
       ssdBytes += b;
       if (store != null) {
-        store.read(dataset, features.get(i), chunk, b, true);
+        store.read(dataset, features.get(i), chunk, b, Tier.SSD);
       }
     }
     if (fromOrc.size() < features.size()) {
-      stats.record(TierStats.Tier.SSD, ssdBytes, System.nanoTime() - t0);
+      stats.record(Tier.SSD, ssdBytes, System.nanoTime() - t0);
     }
     if (!fromOrc.isEmpty()) {
       long t1 = System.nanoTime();
@@ -577,12 +578,12 @@ public final class TieredReader implements AutoCloseable {
           long b = rangeBytes(col, inBlock, take);
           delivered += b;
           if (store != null) {
-            store.read(dataset, features.get(i), chunk, b, false);
+            store.read(dataset, features.get(i), chunk, b, Tier.HDD);
           }
         }
         done += take;
       }
-      stats.record(TierStats.Tier.HDD, delivered, System.nanoTime() - t1);
+      stats.record(Tier.HDD, delivered, System.nanoTime() - t1);
       stats.recordOrcDecoded(orcBlocks.decodedBytes() - before);
     }
   }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
@@ -395,8 +396,8 @@ class LoaderTest {
         }
         assertEquals(dataset.rows(), rows);
         assertTrue(nulls > 0, "the test data has nulls in score");
-        assertEquals(0, loader.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.HDD));
-        assertEquals(rows * widths, loader.tierStats().bytes(io.strata.sdk.loader.TierStats.Tier.SSD));
+        assertEquals(0, loader.tierStats().bytes(io.strata.sdk.Tier.HDD));
+        assertEquals(rows * widths, loader.tierStats().bytes(io.strata.sdk.Tier.SSD));
       }
     }
   }
@@ -611,8 +612,8 @@ class LoaderTest {
         b.close();
       }
       TierStats s = loader.tierStats();
-      assertTrue(s.bytes(TierStats.Tier.SSD) > 0 && s.bytes(TierStats.Tier.HDD) > 0, s.toString());
-      assertTrue(s.reads(TierStats.Tier.SSD) > 0 && s.nanos(TierStats.Tier.HDD) > 0);
+      assertTrue(s.bytes(Tier.SSD) > 0 && s.bytes(Tier.HDD) > 0, s.toString());
+      assertTrue(s.reads(Tier.SSD) > 0 && s.nanos(Tier.HDD) > 0);
     }
   }
 

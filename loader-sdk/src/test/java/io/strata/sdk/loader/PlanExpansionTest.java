@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
@@ -68,7 +69,7 @@ class PlanExpansionTest {
     }
 
     @Override
-    public void read(Dataset ds, String feature, int chunk, long bytes, boolean fromSsd) {
+    public void read(Dataset ds, String feature, int chunk, long bytes, Tier tier) {
       reads.get(current.get()).add(feature + "/" + chunk);
     }
   }

@@ -1,5 +1,6 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.loader.TierStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,7 +36,7 @@ class TieredReaderLeaseTest {
       TierStats stats = new TierStats();
       try (TieredReader reader = new TieredReader(ds, store, features, stats)) {
         Map<String, Column> fromSsd = reader.readRows(100, 50, arena);
-        assertTrue(stats.bytes(TierStats.Tier.SSD) > 0);
+        assertTrue(stats.bytes(Tier.SSD) > 0);
         int mapped = store.mappedCount();
         assertTrue(mapped >= 1, "chunk 0 is mapped while the reader holds it");
         for (SegmentRef ref : store.segments()) {
@@ -47,9 +48,9 @@ class TieredReaderLeaseTest {
         reader.refresh();
         assertEquals(mapped - 1, store.mappedCount(), "the evicted segment is unmapped once the reader moves on");
         assertEquals(features.size(), reader.releasedLeases(), "one lease per feature of the chunk");
-        long hdd = stats.bytes(TierStats.Tier.HDD);
+        long hdd = stats.bytes(Tier.HDD);
         Map<String, Column> fromOrc = reader.readRows(100, 50, arena);
-        assertTrue(stats.bytes(TierStats.Tier.HDD) > hdd, "the chunk is read from ORC again");
+        assertTrue(stats.bytes(Tier.HDD) > hdd, "the chunk is read from ORC again");
         for (String f : features) {
           assertEquals(-1, Columns.firstDifference(fromSsd.get(f), fromOrc.get(f)), f);
         }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
@@ -54,11 +55,11 @@ class TieredReaderRangesTest {
       TierStats stats = new TierStats();
       try (TieredReader reader = new TieredReader(ds, store, FEATURES, stats)) {
         same(orcInChunks, read(reader, inChunks, inLengths, arena));
-        assertTrue(stats.bytes(TierStats.Tier.SSD) > 0, "read from the SSD tier");
-        assertEquals(0, stats.bytes(TierStats.Tier.HDD), "nothing from ORC");
+        assertTrue(stats.bytes(Tier.SSD) > 0, "read from the SSD tier");
+        assertEquals(0, stats.bytes(Tier.HDD), "nothing from ORC");
         // A range crossing chunks 0 and 1: one piece from each chunk, still from the SSD tier alone.
         same(orc, read(reader, starts, lengths, arena));
-        assertEquals(0, stats.bytes(TierStats.Tier.HDD), "nothing from ORC");
+        assertEquals(0, stats.bytes(Tier.HDD), "nothing from ORC");
         // An empty range adds nothing; one beyond the dataset is refused by name.
         same(orcInChunks, read(reader, new long[] {6_100, 17, 9_000, 3_000, 8_999, 450}, new int[] {300, 41, 0, 77, 1, 120},
             arena));
@@ -81,10 +82,10 @@ class TieredReaderRangesTest {
           Arrays.fill(junk, (byte) 0xff);
           ch.write(ByteBuffer.wrap(junk), at);
         }
-        long hdd = stats.bytes(TierStats.Tier.HDD);
+        long hdd = stats.bytes(Tier.HDD);
         same(orcInChunks, read(reader, inChunks, inLengths, arena));
         assertEquals(1, reader.damagedChunks(), "the damaged segment is found and read from ORC");
-        assertTrue(stats.bytes(TierStats.Tier.HDD) > hdd, "chunk 2 came from ORC");
+        assertTrue(stats.bytes(Tier.HDD) > hdd, "chunk 2 came from ORC");
       }
     }
   }
