@@ -141,7 +141,7 @@ class ClusterTest {
     assertEquals(1000, jx.path("hddBytes").asLong(), jx.toString());
 
     // A distributed job declared once on A: rank 0 planned on A, rank 1 reaches B through the cluster.
-    io.strata.sdk.loader.PlanProgram program = new io.strata.sdk.loader.PlanProgram("samples", 64, 0, 0, 0, 0, 7, true, 0, 2,
+    io.strata.sdk.loader.PlanProgram program = new io.strata.sdk.loader.PlanProgram(io.strata.sdk.loader.BatchMode.SAMPLES, 64, 0, 0, 0, 0, 7, true, 0, 2,
         false, 2, 0);
     JsonNode d = ca.declareDistributedPlan("dist", "events", features, program, false, List.of(a.url(), b.url()));
     assertEquals("here", d.path("ranks").get(0).path("placed").asText(), d.toString());

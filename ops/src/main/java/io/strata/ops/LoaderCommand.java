@@ -10,6 +10,7 @@ import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
 import io.strata.gpu.DeviceBatch;
 import io.strata.gpu.GpuShipper;
+import io.strata.sdk.loader.BatchMode;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
@@ -44,11 +45,16 @@ final class LoaderCommand implements Runnable {
    */
   static final String FEATURE_LIST = ";|,(?![^(]*\\))";
 
-  /** The batching modes. */
-  enum Mode {
-    samples,
-    rows,
-    windows
+  /** {@code --mode}: a {@link BatchMode} by its name. */
+  static final class ModeConverter implements picocli.CommandLine.ITypeConverter<BatchMode> {
+    @Override
+    public BatchMode convert(String value) {
+      try {
+        return BatchMode.parse(value);
+      } catch (IllegalArgumentException e) {
+        throw new picocli.CommandLine.TypeConversionException(e.getMessage());
+      }
+    }
   }
 
   @Command(name = "run", mixinStandardHelpOptions = true,
@@ -76,8 +82,9 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--feature-store", description = "Feature store for derived features (opened read-only beside its writer).")
     Path featureStore;
 
-    @Option(names = "--mode", defaultValue = "samples", description = "samples, rows or windows; default ${DEFAULT-VALUE}.")
-    Mode mode;
+    @Option(names = "--mode", defaultValue = "samples", converter = ModeConverter.class,
+        description = "samples, rows or windows; default ${DEFAULT-VALUE}.")
+    BatchMode mode;
 
     @Option(names = "--batch", defaultValue = "512", description = "Samples, rows or windows per batch; default ${DEFAULT-VALUE}.")
     int batch;
@@ -187,7 +194,7 @@ final class LoaderCommand implements Runnable {
       if (node != null && ssd != null) {
         throw new IllegalArgumentException("give --node or --ssd, not both: the node owns its SSD tier");
       }
-      if (verifyAgainst != null && mode != Mode.samples) {
+      if (verifyAgainst != null && mode != BatchMode.SAMPLES) {
         throw new IllegalArgumentException("--verify-against checks samples: use it with --mode samples");
       }
       String jobName = job != null ? job : "loader-" + ProcessHandle.current().pid();
@@ -224,14 +231,14 @@ final class LoaderCommand implements Runnable {
           b.node(client, jobName);
         }
         switch (mode) {
-          case samples -> b.sampleBatches(batch);
-          case rows -> {
+          case SAMPLES -> b.sampleBatches(batch);
+          case ROWS -> {
             b.rowBatches(batch, !noShuffle);
             if (shuffleBlock != null) {
               b.shuffleBlock(shuffleBlock);
             }
           }
-          case windows -> b.windows(window, lookahead, stride, batch);
+          case WINDOWS -> b.windows(window, lookahead, stride, batch);
         }
         if (checkpoint != null && Files.exists(checkpoint)) {
           b.resumeFrom(Checkpoint.parse(Files.readAllBytes(checkpoint)));

@@ -8,6 +8,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.BatchMode;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.BatchMemory;
 import io.strata.sdk.loader.Checkpoint;
@@ -309,17 +310,21 @@ public final class LoaderServe {
           .substitutable(r.path("substitutable").asBoolean(false))
           .dropLast(r.path("dropLast").asBoolean(false));
       withUnits = r.path("units").asBoolean(false);
-      String mode = text(r, "mode", "samples");
+      BatchMode mode;
+      try {
+        mode = BatchMode.parse(text(r, "mode", "samples"));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("mode " + e.getMessage());
+      }
       switch (mode) {
-        case "samples" -> b.sampleBatches(batch);
-        case "rows" -> {
+        case SAMPLES -> b.sampleBatches(batch);
+        case ROWS -> {
           b.rowBatches(batch, shuffle);
           if (r.hasNonNull("shuffleBlock")) {
             b.shuffleBlock(integer(r, "shuffleBlock", 1));
           }
         }
-        case "windows" -> b.windows(integer(r, "window", 32), integer(r, "lookahead", 1), integer(r, "stride", 1), batch);
-        default -> throw new IllegalArgumentException("mode must be samples, rows or windows, got '" + mode + "'");
+        case WINDOWS -> b.windows(integer(r, "window", 32), integer(r, "lookahead", 1), integer(r, "stride", 1), batch);
       }
       String warning = null;
       if (nodeUrl != null) {

@@ -368,7 +368,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private final Dataset dataset;
     private SegmentSource store;
     private List<String> features = List.of();
-    private String mode = "samples";
+    private BatchMode mode = BatchMode.SAMPLES;
     private int samplesPerBatch = 512;
     private int batchRows = 4096;
     private int blockRows = 1;
@@ -426,7 +426,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
     /** Batches of {@code samples} random samples with all their rows; needs the dataset's sample index. */
     public Builder sampleBatches(int samples) {
-      this.mode = "samples";
+      this.mode = BatchMode.SAMPLES;
       this.samplesPerBatch = samples;
       return this;
     }
@@ -436,7 +436,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
      * {@link #shuffleBlock} groups them.
      */
     public Builder rowBatches(int rows, boolean shuffled) {
-      this.mode = "rows";
+      this.mode = BatchMode.ROWS;
       this.batchRows = rows;
       this.shuffle = shuffled;
       return this;
@@ -454,7 +454,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
      * followed by {@code lookahead} label rows, a window starting every {@code stride} rows.
      */
     public Builder windows(int length, int lookahead, int stride, int perBatch) {
-      this.mode = "windows";
+      this.mode = BatchMode.WINDOWS;
       this.windowLength = length;
       this.lookahead = lookahead;
       this.stride = stride;
@@ -615,17 +615,16 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
     Plan plan() {
       return switch (mode) {
-        case "samples" -> new Plan.Samples(samples("sample batches"), samplesPerBatch, seed, shuffle, rank, world, dropLast);
-        case "rows" -> {
+        case SAMPLES -> new Plan.Samples(samples("sample batches"), samplesPerBatch, seed, shuffle, rank, world, dropLast);
+        case ROWS -> {
           int block = blockRowsSet ? blockRows : (shuffle ? 1 : batchRows);
           if (batchRows % block != 0) {
             throw new IllegalArgumentException("batch rows (" + batchRows + ") must be a multiple of the shuffle block (" + block + ")");
           }
           yield new Plan.Rows(dataset.rows(), block, batchRows / block, seed, shuffle, rank, world, dropLast);
         }
-        case "windows" -> new Plan.Windows(samples("windows"), windowLength, lookahead, stride, windowsPerBatch, seed,
+        case WINDOWS -> new Plan.Windows(samples("windows"), windowLength, lookahead, stride, windowsPerBatch, seed,
             shuffle, rank, world, dropLast);
-        default -> throw new IllegalStateException(mode);
       };
     }
 

@@ -13,7 +13,7 @@ import io.strata.sdk.internal.Json;
  * the same code the loader runs, into the chunks each step will read. It stays a few hundred
  * bytes on the wire whatever the dataset's size.
  *
- * @param mode {@code samples}, {@code rows} or {@code windows}
+ * @param mode how batches are cut (samples, rows or windows)
  * @param unitsPerBatch samples, row blocks or windows per batch
  * @param blockRows rows per block ({@code rows} mode; 0 otherwise)
  * @param windowLength window rows ({@code windows} mode; 0 otherwise)
@@ -27,16 +27,13 @@ import io.strata.sdk.internal.Json;
  * @param epochs epochs the job runs
  * @param startStep the global step ({@code epoch * stepsPerEpoch + step}) the job starts from
  */
-public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
+public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
     long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) {
   /** The permutation and batching code this program is expanded with; a node refuses others. */
   public static final String ALGORITHM = "strata-feistel4-v2";
 
   public PlanProgram {
-    switch (mode) {
-      case "samples", "rows", "windows" -> {}
-      default -> throw new IllegalArgumentException("plan mode must be samples, rows or windows, got '" + mode + "'");
-    }
+    java.util.Objects.requireNonNull(mode, "mode");
     if (epochs < 1) {
       throw new IllegalArgumentException("plan epochs must be at least 1, got " + epochs);
     }
@@ -59,11 +56,11 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
 
   static PlanProgram of(Plan p, int epochs, long startStep) {
     return switch (p) {
-      case Plan.Samples s -> new PlanProgram("samples", p.unitsPerBatch, 0, 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
+      case Plan.Samples s -> new PlanProgram(BatchMode.SAMPLES, p.unitsPerBatch, 0, 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
           p.dropLast, epochs, startStep);
-      case Plan.Rows r -> new PlanProgram("rows", p.unitsPerBatch, r.blockRows(), 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
+      case Plan.Rows r -> new PlanProgram(BatchMode.ROWS, p.unitsPerBatch, r.blockRows(), 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
           p.dropLast, epochs, startStep);
-      case Plan.Windows w -> new PlanProgram("windows", p.unitsPerBatch, 0, w.length(), w.lookahead(), w.stride(), p.seed,
+      case Plan.Windows w -> new PlanProgram(BatchMode.WINDOWS, p.unitsPerBatch, 0, w.length(), w.lookahead(), w.stride(), p.seed,
           p.shuffle, p.rank, p.world, p.dropLast, epochs, startStep);
       default -> throw new IllegalStateException(p.getClass().getName());
     };
@@ -84,16 +81,16 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
   /** The loader's plan over {@code ds}; checks the parameters as the loader does. */
   Plan plan(Dataset ds) {
     return switch (mode) {
-      case "samples" -> new Plan.Samples(samples(ds), unitsPerBatch, seed, shuffle, rank, world, dropLast);
-      case "rows" -> new Plan.Rows(ds.rows(), blockRows, unitsPerBatch, seed, shuffle, rank, world, dropLast);
-      default -> new Plan.Windows(samples(ds), windowLength, lookahead, stride, unitsPerBatch, seed, shuffle, rank, world,
+      case SAMPLES -> new Plan.Samples(samples(ds), unitsPerBatch, seed, shuffle, rank, world, dropLast);
+      case ROWS -> new Plan.Rows(ds.rows(), blockRows, unitsPerBatch, seed, shuffle, rank, world, dropLast);
+      case WINDOWS -> new Plan.Windows(samples(ds), windowLength, lookahead, stride, unitsPerBatch, seed, shuffle, rank, world,
           dropLast);
     };
   }
 
   private SampleIndex samples(Dataset ds) {
     return ds.sampleIndex().orElseThrow(() -> new IllegalArgumentException(
-        "a " + mode + " plan needs a sample index, and dataset " + ds.name() + " has none"));
+        "a " + mode.apiName() + " plan needs a sample index, and dataset " + ds.name() + " has none"));
   }
 
   /** Batches per epoch over {@code ds}. */
@@ -167,11 +164,11 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
 
   /** The wire form (what {@code POST /v1/plans} takes as {@code program}). */
   public ObjectNode toJson() {
-    ObjectNode o = Json.object().put("algorithm", ALGORITHM).put("mode", mode).put("unitsPerBatch", unitsPerBatch);
-    if (mode.equals("rows")) {
+    ObjectNode o = Json.object().put("algorithm", ALGORITHM).put("mode", mode.apiName()).put("unitsPerBatch", unitsPerBatch);
+    if (mode == BatchMode.ROWS) {
       o.put("blockRows", blockRows);
     }
-    if (mode.equals("windows")) {
+    if (mode == BatchMode.WINDOWS) {
       o.put("windowLength", windowLength).put("lookahead", lookahead).put("stride", stride);
     }
     o.put("seed", Long.toString(seed)).put("shuffle", shuffle).put("rank", rank).put("world", world).put("dropLast", dropLast)
@@ -189,9 +186,14 @@ public record PlanProgram(String mode, int unitsPerBatch, int blockRows, int win
       throw new IllegalArgumentException("plan algorithm '" + algorithm + "' is not this node's (" + ALGORITHM
           + "): upgrade the node or the loader so that they match");
     }
-    String mode = o.path("mode").asText("");
-    boolean rows = mode.equals("rows");
-    boolean windows = mode.equals("windows");
+    BatchMode mode;
+    try {
+      mode = BatchMode.parse(o.path("mode").asText(""));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("plan mode " + e.getMessage());
+    }
+    boolean rows = mode == BatchMode.ROWS;
+    boolean windows = mode == BatchMode.WINDOWS;
     long seed;
     try {
       seed = Long.parseLong(o.path("seed").asText(""));

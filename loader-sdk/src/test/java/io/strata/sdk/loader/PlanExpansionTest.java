@@ -157,12 +157,12 @@ class PlanExpansionTest {
       assertEquals(p, PlanProgram.fromJson(p.toJson()));
       assertTrue(p.toJson().toString().length() < 400, p.toJson().toString());
     }
-    var bad = new PlanProgram("rows", 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0).toJson().put("algorithm", "other-v9");
+    var bad = new PlanProgram(BatchMode.ROWS, 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0).toJson().put("algorithm", "other-v9");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PlanProgram.fromJson(bad));
     assertTrue(e.getMessage().contains("plan algorithm 'other-v9'"), e.getMessage());
-    var noSeed = new PlanProgram("rows", 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0).toJson().put("seed", "x");
+    var noSeed = new PlanProgram(BatchMode.ROWS, 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0).toJson().put("seed", "x");
     assertThrows(IllegalArgumentException.class, () -> PlanProgram.fromJson(noSeed));
-    assertThrows(IllegalArgumentException.class, () -> new PlanProgram("rows", 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0)
+    assertThrows(IllegalArgumentException.class, () -> new PlanProgram(BatchMode.ROWS, 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0)
         .expand(dataset, 10));
   }
 }
