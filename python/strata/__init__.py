@@ -9,7 +9,8 @@
 ``strata.torch.StrataIterableDataset`` wraps it for ``torch.utils.data.DataLoader``.
 """
 
-from ._loader import Loader, StrataError, StrataUsageError, StrataWarning
+from ._errors import StrataError, StrataUsageError, StrataWarning
+from ._loader import Loader
 
 __all__ = ["Loader", "StrataError", "StrataUsageError", "StrataWarning"]
 __version__ = "0.1.0"

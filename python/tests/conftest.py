@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from strata import _loader
+from strata import _service
 
 
 def strata_command():
-    cmd, env = _loader._serve_command()
+    cmd, env = _service._serve_command()
     base = cmd[:-2]  # without "loader serve"
     return base, (env or None)
 

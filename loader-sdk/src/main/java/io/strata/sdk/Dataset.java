@@ -3,6 +3,7 @@ package io.strata.sdk;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.dataset.OrcTable;
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.dataset.VersionLeases;
 import io.strata.sdk.internal.Confinement;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -13,19 +14,23 @@ import java.util.SequencedMap;
 
 /**
  * A dataset on the HDD tier: a directory of ORC files plus its manifest, and the optional sample
- * index. Opening reads the manifest only; ORC files are opened on first read. Thread-safe.
+ * index. Opening reads the manifest only; ORC files are opened on first read. While open it leases
+ * its version, so that a relayout keeps that version's files until it is closed. Thread-safe.
  */
 public final class Dataset implements AutoCloseable {
   private final Path dir;
   private final Manifest manifest;
   private final OrcTable orc;
   private final SampleIndex samples;
+  /** This process reads {@link #version()}: a relayout keeps its files until every reader closes (VersionLeases). */
+  private final AutoCloseable lease;
 
   private Dataset(Path dir, Manifest manifest, OrcTable orc, SampleIndex samples) {
     this.dir = dir;
     this.manifest = manifest;
     this.orc = orc;
     this.samples = samples;
+    this.lease = VersionLeases.acquire(dir, manifest.version());
   }
 
   /** Opens the dataset in {@code dir} (which holds {@code manifest.json}). */
@@ -124,8 +129,18 @@ public final class Dataset implements AutoCloseable {
     try {
       orc.close();
     } finally {
-      if (samples != null) {
-        samples.close();
+      try {
+        if (samples != null) {
+          samples.close();
+        }
+      } finally {
+        try {
+          lease.close();
+        } catch (IOException e) {
+          throw e;
+        } catch (Exception e) {
+          throw new IOException(e);
+        }
       }
     }
   }

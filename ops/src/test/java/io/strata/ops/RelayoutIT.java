@@ -120,6 +120,46 @@ class RelayoutIT {
         + " identical%n", before.version(), after.version(), truth.samples, truth.features.size());
   }
 
+  /**
+   * A job in another process reads the dataset while it is relaid out twice: the version it reads
+   * keeps its files (its lease is the kernel's lock, seen across processes) until the job dies,
+   * and the next clean-up removes them.
+   */
+  @Test
+  void aJobInAnotherProcessKeepsTheVersionItReadsThroughTwoRelayouts() throws Exception {
+    Path ds = tmp.resolve("leased");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", ds.toString(), "--rows", "60000", "--features", "8",
+        "--rows-per-chunk", "10000", "--seed", "5").code());
+    Manifest v1 = Manifest.read(ds);
+    List<String> n = v1.features().stream().map(f -> f.name()).toList();
+    List<String> cmd = new java.util.ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-cp", Processes.classPath(),
+        Main.class.getName(), "loader", "run", "--dataset", ds.toString(), "--features", n.get(0), "--batch", "16",
+        "--epochs", "50", "--step-ms", "100"));
+    Process job = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+    try {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (!io.strata.sdk.dataset.VersionLeases.inUse(ds, v1.version())) {
+        assertTrue(job.isAlive() && System.nanoTime() < deadline, "the job opened the dataset");
+        Thread.sleep(50);
+      }
+      io.strata.sdk.dataset.Relayout.rewrite(ds, n.reversed(), io.strata.sdk.Progress.NONE);
+      List<String> rotated = new java.util.ArrayList<>(n);
+      java.util.Collections.rotate(rotated, 2);
+      io.strata.sdk.dataset.Relayout.rewrite(ds, rotated, io.strata.sdk.Progress.NONE);
+      for (Manifest.OrcFileInfo f : v1.files()) {
+        assertTrue(Files.exists(ds.resolve(f.path())), f.path() + " of the version the job reads");
+      }
+      assertTrue(job.isAlive(), "the job read on");
+    } finally {
+      job.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+    }
+    io.strata.sdk.dataset.Relayout.cleanUp(ds); // what the next relayout or rollback does first
+    for (Manifest.OrcFileInfo f : v1.files()) {
+      assertTrue(!Files.exists(ds.resolve(f.path())), f.path() + " of a version no process reads");
+    }
+  }
+
   @Test
   void replicasWithinTheirBudgetGiveEveryJobOneRunAndKeepEveryValue() throws Exception {
     Path ds = tmp.resolve("small");

@@ -37,9 +37,12 @@ import org.apache.orc.Writer;
  * Until that replacement the old version is the dataset: a failed check, an error or a kill at
  * any point leaves it as it was. The old version stays as the previous one ({@code
  * manifest.previous.json} and its files), for the jobs and nodes still reading it and for {@link
- * #rollback}; the version before it is removed after the replacement. The list of what to remove
- * is kept in {@code relayout.pending} first, so that a kill in between is finished by the next
- * relayout, which also removes leftover temporary directories and layouts neither version references.
+ * #rollback}; the version before it is removed after the replacement, once no process reads it
+ * any more ({@link VersionLeases}: every open {@link io.strata.sdk.Dataset} leases its version).
+ * The list of what to remove is kept in {@code relayout.pending} first, so that a kill in between
+ * is finished by the next relayout, which also removes leftover temporary directories and layouts
+ * neither version nor a pending one references; a version still read stays listed until a later
+ * relayout, rollback or {@link #cleanUp} finds it free.
  *
  * <p>Not thread-safe; one relayout of a dataset at a time (its caller's concern). Datasets with
  * columns under ORC column encryption are refused: without the key their values read as masked
@@ -98,15 +101,20 @@ public final class Relayout {
       Set<String> keep = new HashSet<>();
       placed.forEach(i -> keep.add(i.path()));
       old.files().forEach(i -> keep.add(i.path()));
-      var pending = Json.array();
+      // What is still pending (versions readers held at an earlier relayout) stays listed.
+      var pending = Files.exists(dir.resolve(PENDING)) ? (com.fasterxml.jackson.databind.node.ArrayNode) Json.parse(
+          Files.readAllBytes(dir.resolve(PENDING))) : Json.array();
       Manifest before = previous(dir, old);
       if (before != null) {
+        var entry = pending.addObject().put("version", before.version());
+        var paths = entry.putArray("paths");
         for (Manifest.OrcFileInfo i : before.files()) {
           if (!keep.contains(i.path())) {
-            pending.add(i.path());
+            paths.add(i.path());
           }
         }
       }
+      VersionLeases.prepare(dir, next.version());
       AtomicFiles.write(dir.resolve(PENDING), Json.pretty(pending).getBytes(StandardCharsets.UTF_8));
       AtomicFiles.write(dir.resolve(PREVIOUS), Files.readAllBytes(dir.resolve(Manifest.FILE_NAME)));
       next.write(dir);
@@ -466,22 +474,34 @@ public final class Relayout {
     }
     Path pending = dir.resolve(PENDING);
     if (Files.exists(pending)) {
+      // Each entry: a replaced version and its files no manifest names any more, removed once no
+      // process reads that version (VersionLeases); kept listed, and its files kept, until then.
+      // (A bare path is an entry of an older build: removed at once.)
+      var still = Json.array();
       for (var n : Json.parse(Files.readAllBytes(pending))) {
-        String p = n.asText();
-        if (!referenced.contains(p) && !p.contains("..") && !p.startsWith("/")) {
-          Path file = dir.resolve(p).normalize();
-          if (file.startsWith(dir.normalize())) {
-            Files.deleteIfExists(file);
-            Files.deleteIfExists(StripeFooters.sidecar(file));
-            Path parent = file.getParent();
-            if (!parent.equals(dir.normalize()) && parent.getFileName().toString().startsWith(LAYOUT_PREFIX)
-                && isEmpty(parent)) {
-              Files.deleteIfExists(parent);
+        String version = n.isObject() ? n.path("version").asText("") : null;
+        if (version != null && VersionLeases.inUse(dir, version)) {
+          still.add(n);
+          n.path("paths").forEach(p -> {
+            int slash = p.asText().indexOf('/');
+            if (slash > 0) {
+              layouts.add(p.asText().substring(0, slash));
             }
-          }
+          });
+          continue;
+        }
+        for (var p : n.isObject() ? n.path("paths") : Json.array().add(n)) {
+          removeOldFile(dir, p.asText(), referenced);
+        }
+        if (version != null && !version.isEmpty()) {
+          VersionLeases.forget(dir, version);
         }
       }
-      Files.delete(pending);
+      if (still.isEmpty()) {
+        Files.delete(pending);
+      } else {
+        AtomicFiles.write(pending, Json.pretty(still).getBytes(StandardCharsets.UTF_8));
+      }
     }
     try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
       for (Path p : ds) {
@@ -491,6 +511,23 @@ public final class Relayout {
           AtomicFiles.deleteTree(p);
         }
       }
+    }
+  }
+
+  /** Removes a file of a replaced version (and its sidecar, and its layout directory once empty) unless a manifest names it. */
+  private static void removeOldFile(Path dir, String p, Set<String> referenced) throws IOException {
+    if (referenced.contains(p) || p.contains("..") || p.startsWith("/")) {
+      return;
+    }
+    Path file = dir.resolve(p).normalize();
+    if (!file.startsWith(dir.normalize())) {
+      return;
+    }
+    Files.deleteIfExists(file);
+    Files.deleteIfExists(StripeFooters.sidecar(file));
+    Path parent = file.getParent();
+    if (!parent.equals(dir.normalize()) && parent.getFileName().toString().startsWith(LAYOUT_PREFIX) && isEmpty(parent)) {
+      Files.deleteIfExists(parent);
     }
   }
 
@@ -551,6 +588,7 @@ public final class Relayout {
     byte[] currentBytes = Files.readAllBytes(dir.resolve(Manifest.FILE_NAME));
     AtomicFiles.write(dir.resolve(Manifest.FILE_NAME), previousBytes);
     AtomicFiles.write(file, currentBytes);
+    cleanUp(dir); // replaced versions no process reads any more go now
     return new Rollback(current.version(), p.version());
   }
 

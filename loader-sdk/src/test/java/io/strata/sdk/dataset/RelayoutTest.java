@@ -139,6 +139,46 @@ class RelayoutTest {
     assertEquals(List.of(), leftovers(dir));
   }
 
+  /**
+   * A version that a reader still has open (a job, a node that registered the dataset) keeps its
+   * files through later relayouts; they go at the first relayout, rollback or clean-up after its
+   * last reader closed.
+   */
+  @Test
+  void aVersionStillReadKeepsItsFilesUntilItsLastReaderCloses() throws IOException {
+    Path dir = generate("lease");
+    Manifest v1 = Manifest.read(dir);
+    List<String> names = v1.features().stream().map(FeatureInfo::name).toList();
+    List<String> rotated = new ArrayList<>(names);
+    Collections.rotate(rotated, 3);
+    Manifest v3;
+    try (Dataset reader = Dataset.open(dir)) {
+      Dataset second = Dataset.open(dir); // a second reader of the same version in this process
+      assertTrue(VersionLeases.inUse(dir, v1.version()));
+      Relayout.rewrite(dir, names.reversed(), Progress.NONE); // v1 becomes the previous version
+      v3 = Relayout.rewrite(dir, rotated, Progress.NONE).manifest(); // v1 is the version before it: still read
+      assertNotEquals(v1.version(), v3.version());
+      for (Manifest.OrcFileInfo f : v1.files()) {
+        assertTrue(Files.exists(dir.resolve(f.path())), f.path() + " of the version still read");
+      }
+      assertEquals(List.of(Relayout.PENDING), leftovers(dir), "listed for later");
+      second.close();
+      Relayout.cleanUp(dir);
+      assertTrue(Files.exists(dir.resolve(v1.files().get(0).path())), "one reader left: kept");
+      try (Arena arena = Arena.ofConfined()) {
+        assertEquals(7_000, reader.readChunk(1, List.of(names.get(2)), arena).get(names.get(2)).length(), "the reader reads on");
+      }
+    }
+    assertFalse(VersionLeases.inUse(dir, v1.version()));
+    Relayout.cleanUp(dir);
+    for (Manifest.OrcFileInfo f : v1.files()) {
+      assertFalse(Files.exists(dir.resolve(f.path())), f.path() + " of a version no one reads");
+    }
+    assertEquals(List.of(), leftovers(dir));
+    assertFalse(Files.exists(dir.resolve(VersionLeases.DIR).resolve(v1.version())), "its lease file went with it");
+    assertEquals(v3.version(), Manifest.read(dir).version());
+  }
+
   @Test
   void aRollbackGoesBackToThePreviousVersionAndASecondOneForward() throws IOException {
     Path dir = generate("r");
