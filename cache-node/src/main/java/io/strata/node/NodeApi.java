@@ -67,74 +67,22 @@ final class NodeApi {
       return tiers.resolve(text(b, "job", false), text(b, "dataset", true), strings(b, "features", true), ints(b, "chunks"));
     }));
     r.post("/v1/reads").handler(ctx -> run(ctx, () -> {
-      JsonNode b = body(ctx);
-      JsonNode reads = b.get("reads");
-      if (reads == null || !reads.isArray()) {
-        throw NodeException.badRequest("'reads' must be an array of {feature, chunk, bytes, tier}");
-      }
-      if (reads.size() > 1_000_000) {
-        throw NodeException.badRequest("at most 1,000,000 reads per report");
-      }
-      List<TierState.Read> list = new ArrayList<>();
-      for (JsonNode x : reads) {
-        String name = text(x, "tier", true);
-        Tier tier = switch (name) {
-          case "ssd" -> Tier.SSD;
-          case "hdd" -> Tier.HDD;
-          default -> throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\" (a job reads from its host's tiers), got '"
-              + name + "'");
-        };
-        list.add(new TierState.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier));
-      }
-      long step = -1;
-      if (b.has("step")) {
-        JsonNode st = b.get("step");
-        if (!st.isIntegralNumber() || !st.canConvertToLong() || st.asLong() < 0) {
-          throw NodeException.badRequest("'step' must be a non-negative integer, got " + st);
-        }
-        step = st.asLong();
-      }
-      long unlinked = -1;
-      if (b.has("unlinkedMappedBytes")) {
-        JsonNode u = b.get("unlinkedMappedBytes");
-        if (!u.isIntegralNumber() || !u.canConvertToLong() || u.asLong() < 0) {
-          throw NodeException.badRequest("'unlinkedMappedBytes' must be a non-negative integer, got " + clip(u.toString()));
-        }
-        unlinked = u.asLong();
-      }
-      return tiers.reportReads(text(b, "job", true), text(b, "dataset", true), list, step, unlinked);
+      ReadsReport q = readsReport(body(ctx));
+      return tiers.reportReads(q.job(), q.dataset(), q.reads(), q.step(), q.unlinkedMappedBytes());
     }));
     r.post("/v1/plans").handler(ctx -> run(ctx, () -> {
-      JsonNode b = body(ctx);
-      JsonNode sub = b.get("substitutable");
-      if (sub != null && !sub.isBoolean()) {
-        throw NodeException.badRequest("'substitutable' must be true or false");
+      PlanRequest q = planRequest(body(ctx));
+      if (q.program() == null) {
+        return tiers.plan(q.job(), q.dataset(), q.features(), q.epochs(), q.chunkOrder(), q.substitutable());
       }
-      if (b.has("program")) {
-        if (b.has("chunkOrder") || b.has("epochs")) {
-          throw NodeException.badRequest("a plan is either a 'program' or 'epochs' with a 'chunkOrder', not both");
-        }
-        PlanProgram program;
-        try {
-          program = PlanProgram.fromJson(b.get("program"));
-        } catch (IllegalArgumentException e) {
-          throw NodeException.badRequest(e.getMessage());
-        }
-        if (b.has("ranks")) {
-          return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true), program,
-              sub != null && sub.asBoolean(), strings(b, "ranks", true));
-        }
-        return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true), program,
-            sub != null && sub.asBoolean());
-      }
-      return tiers.plan(text(b, "job", true), text(b, "dataset", true), strings(b, "features", true),
-          b.has("epochs") ? integer(b, "epochs") : 1, ints(b, "chunkOrder"), sub != null && sub.asBoolean());
+      return q.ranks() != null ? tiers.plan(q.job(), q.dataset(), q.features(), q.program(), q.substitutable(), q.ranks())
+          : tiers.plan(q.job(), q.dataset(), q.features(), q.program(), q.substitutable());
     }, 201));
-    r.get("/v1/trace").handler(ctx -> workers.executeBlocking(() -> new Object[] {tiers.traceCsv(), tiers.traceDropped()}, false)
+    r.get("/v1/trace").handler(ctx -> workers.executeBlocking(() -> new TraceExport(tiers.traceCsv(), tiers.traceDropped()), false)
         .onComplete(ar -> {
           if (ar.succeeded()) {
             ctx.response().putHeader("content-type", "text/csv; charset=utf-8")
-                .putHeader("x-strata-trace-dropped", String.valueOf(ar.result()[1])).end((String) ar.result()[0]);
+                .putHeader("x-strata-trace-dropped", String.valueOf(ar.result().dropped())).end(ar.result().csv());
           } else {
             fail(ctx, ar.cause());
           }
@@ -322,15 +270,15 @@ final class NodeApi {
       }
       java.nio.file.Path p = tiers.peerSegment(ds, version, feature, Integer.parseInt(chunk));
       // Opened here, so that an eviction between the lookup and the send cannot unlink it from under us.
-      return new Object[] {p, java.nio.file.Files.size(p)};
+      return new PeerFile(p, java.nio.file.Files.size(p));
     }, false).onComplete(ar -> {
       if (ar.failed()) {
         fail(ctx, ar.cause() instanceof java.nio.file.NoSuchFileException
             ? NodeException.notFound("the segment was evicted: " + ar.cause().getMessage()) : ar.cause());
         return;
       }
-      java.nio.file.Path p = (java.nio.file.Path) ar.result()[0];
-      long size = (Long) ar.result()[1];
+      java.nio.file.Path p = ar.result().path();
+      long size = ar.result().bytes();
       ctx.response().putHeader("content-type", "application/vnd.apache.arrow.file").sendFile(p.toString())
           .onComplete(sent -> {
             if (sent.succeeded()) {
@@ -480,6 +428,88 @@ final class NodeApi {
   }
 
   // ---------------------------------------------------------------- request parsing
+
+  /** The recorded trace and how many rows it dropped, taken together. */
+  private record TraceExport(String csv, long dropped) {}
+
+  /** A segment a peer asked for, and its size when it was looked up. */
+  private record PeerFile(java.nio.file.Path path, long bytes) {}
+
+  /** A {@code POST /v1/reads} body: a job's reads of one dataset, its step (-1: none), and what it still maps of evicted segments (-1: not said). */
+  record ReadsReport(String job, String dataset, List<TierState.Read> reads, long step, long unlinkedMappedBytes) {}
+
+  /** Parses and checks a {@code POST /v1/reads} body (400 naming the field otherwise). */
+  static ReadsReport readsReport(JsonNode b) {
+    JsonNode reads = b.get("reads");
+    if (reads == null || !reads.isArray()) {
+      throw NodeException.badRequest("'reads' must be an array of {feature, chunk, bytes, tier}");
+    }
+    if (reads.size() > 1_000_000) {
+      throw NodeException.badRequest("at most 1,000,000 reads per report");
+    }
+    List<TierState.Read> list = new ArrayList<>();
+    for (JsonNode x : reads) {
+      String name = text(x, "tier", true);
+      Tier tier = switch (name) {
+        case "ssd" -> Tier.SSD;
+        case "hdd" -> Tier.HDD;
+        default -> throw NodeException.badRequest("'tier' must be \"ssd\" or \"hdd\" (a job reads from its host's tiers), got '"
+            + name + "'");
+      };
+      list.add(new TierState.Read(text(x, "feature", true), integer(x, "chunk"), longValue(x, "bytes"), tier));
+    }
+    long step = -1;
+    if (b.has("step")) {
+      JsonNode st = b.get("step");
+      if (!st.isIntegralNumber() || !st.canConvertToLong() || st.asLong() < 0) {
+        throw NodeException.badRequest("'step' must be a non-negative integer, got " + st);
+      }
+      step = st.asLong();
+    }
+    long unlinked = -1;
+    if (b.has("unlinkedMappedBytes")) {
+      JsonNode u = b.get("unlinkedMappedBytes");
+      if (!u.isIntegralNumber() || !u.canConvertToLong() || u.asLong() < 0) {
+        throw NodeException.badRequest("'unlinkedMappedBytes' must be a non-negative integer, got " + clip(u.toString()));
+      }
+      unlinked = u.asLong();
+    }
+    return new ReadsReport(text(b, "job", true), text(b, "dataset", true), list, step, unlinked);
+  }
+
+  /**
+   * A {@code POST /v1/plans} body: a job's plan as a {@code program} (with {@code ranks} for a
+   * distributed job: null otherwise), or as {@code epochs} of a {@code chunkOrder} (program null).
+   */
+  record PlanRequest(String job, String dataset, List<String> features, PlanProgram program, List<String> ranks, int epochs,
+      List<Integer> chunkOrder, boolean substitutable) {}
+
+  /** Parses and checks a {@code POST /v1/plans} body (400 naming the field otherwise). */
+  static PlanRequest planRequest(JsonNode b) {
+    JsonNode sub = b.get("substitutable");
+    if (sub != null && !sub.isBoolean()) {
+      throw NodeException.badRequest("'substitutable' must be true or false");
+    }
+    boolean substitutable = sub != null && sub.asBoolean();
+    String job = text(b, "job", true);
+    String dataset = text(b, "dataset", true);
+    List<String> features = strings(b, "features", true);
+    if (b.has("program")) {
+      if (b.has("chunkOrder") || b.has("epochs")) {
+        throw NodeException.badRequest("a plan is either a 'program' or 'epochs' with a 'chunkOrder', not both");
+      }
+      PlanProgram program;
+      try {
+        program = PlanProgram.fromJson(b.get("program"));
+      } catch (IllegalArgumentException e) {
+        throw NodeException.badRequest(e.getMessage());
+      }
+      return new PlanRequest(job, dataset, features, program, b.has("ranks") ? strings(b, "ranks", true) : null, 0, null,
+          substitutable);
+    }
+    return new PlanRequest(job, dataset, features, null, null, b.has("epochs") ? integer(b, "epochs") : 1, ints(b, "chunkOrder"),
+        substitutable);
+  }
 
   /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
   static TierManager.PolicyChange policyChange(JsonNode body) {
