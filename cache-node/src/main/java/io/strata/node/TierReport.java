@@ -121,7 +121,7 @@ final class TierReport {
     if (a != null && a.version().equals(version) && now - a.at() < LAYOUT_SECONDS) {
       return a.layout();
     }
-    TierState.CoAccess ca = state.coAccess(name);
+    CoAccessLog.CoAccess ca = state.coAccess(name);
     if (ca == null || ca.reads().isEmpty()) {
       return null;
     }

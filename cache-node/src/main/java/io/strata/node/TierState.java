@@ -56,13 +56,8 @@ final class TierState {
   private final Jobs jobs;
   private final TraceRecorder trace;
   private final Reservations reserved = new Reservations();
-  /** Per dataset, the chunk reads its current version's readers made per job and feature: what a relayout would learn from. */
-  private final Map<String, CoAccess> coAccess = new HashMap<>();
-  /** Jobs per dataset whose reads are kept for the co-access (the first ones). */
-  static final int CO_ACCESS_JOBS = 256;
-
-  /** What the jobs read of one version of a dataset: job to feature to chunk reads. */
-  record CoAccess(String version, Map<String, Map<String, Long>> reads) {}
+  /** Per dataset, what its current version's readers read per job and feature: what a relayout would learn from. */
+  private final CoAccessLog coAccess = new CoAccessLog();
   private PromotionQueue queue;
   /** The plans in force, by job name (what peer prefetch looks ahead in). */
   private final Map<String, CachePolicy.JobPlan> planned = new HashMap<>();
@@ -227,7 +222,7 @@ final class TierState {
       if (planned != null) {
         planned[r.tier().ordinal()] += r.bytes();
       }
-      noteCoAccess(ds, job, r);
+      coAccess.note(ds, job, r.feature(), r.bytes());
       CachePolicy.Outcome o = policy.access(now, jid, k, keys.bytes(k), this::evicted);
       if (o == CachePolicy.Outcome.MISS_ADMITTED || (o == CachePolicy.Outcome.HIT && !residentRefs.containsKey(k) && !pending.containsKey(k))) {
         if (schedule(k)) {
@@ -255,42 +250,14 @@ final class TierState {
     return reportedAt.put(job, now);
   }
 
-  private void noteCoAccess(Dataset ds, String job, Read r) {
-    if (r.bytes() <= 0) {
-      return;
-    }
-    CoAccess ca = coAccess.get(ds.name());
-    if (ca == null || !ca.version().equals(ds.version())) {
-      ca = new CoAccess(ds.version(), new HashMap<>());
-      coAccess.put(ds.name(), ca);
-    }
-    Map<String, Map<String, Long>> byJob = ca.reads();
-    Map<String, Long> features = byJob.get(job);
-    if (features == null) {
-      if (byJob.size() >= CO_ACCESS_JOBS) {
-        return;
-      }
-      features = new HashMap<>();
-      byJob.put(job, features);
-    }
-    features.merge(r.feature(), 1L, Long::sum);
-  }
-
-  /** The version of {@code dataset} whose reads {@link #coAccess} holds, or null before any read. */
+  /** The version of {@code dataset} whose reads the co-access log holds, or null before any read. */
   synchronized String coAccessVersion(String dataset) {
-    CoAccess ca = coAccess.get(dataset);
-    return ca == null ? null : ca.version();
+    return coAccess.version(dataset);
   }
 
   /** What jobs read of {@code dataset}'s version last read (a copy), or null before any read. */
-  synchronized CoAccess coAccess(String dataset) {
-    CoAccess ca = coAccess.get(dataset);
-    if (ca == null) {
-      return null;
-    }
-    Map<String, Map<String, Long>> copy = new TreeMap<>();
-    ca.reads().forEach((j, f) -> copy.put(j, new TreeMap<>(f)));
-    return new CoAccess(ca.version(), copy);
+  synchronized CoAccessLog.CoAccess coAccess(String dataset) {
+    return coAccess.copy(dataset);
   }
 
   // ---------------------------------------------------------------- plans and the trace
