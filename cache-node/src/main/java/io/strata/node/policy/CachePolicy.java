@@ -107,6 +107,14 @@ public interface CachePolicy {
   /** The SSD bytes the policy may fill. */
   long budget();
 
+  /** {@code bytes} as a budget: IllegalArgumentException when negative (every policy's constructor and {@link #setBudget}). */
+  static long checkBudget(long bytes) {
+    if (bytes < 0) {
+      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
+    }
+    return bytes;
+  }
+
   /**
    * Changes the budget; when it shrinks, evicts (reported to {@code evictions}; pinned keys last)
    * until the resident bytes fit.

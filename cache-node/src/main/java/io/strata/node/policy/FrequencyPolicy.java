@@ -23,9 +23,7 @@ public final class FrequencyPolicy implements CachePolicy {
   private int keysSeen;
 
   public FrequencyPolicy(long budgetBytes) {
-    if (budgetBytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
-    }
+    CachePolicy.checkBudget(budgetBytes);
     this.budget = budgetBytes;
   }
 
@@ -156,10 +154,7 @@ public final class FrequencyPolicy implements CachePolicy {
 
   @Override
   public void setBudget(long bytes, double now, Evictions evictions) {
-    if (bytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
-    }
-    budget = bytes;
+    budget = CachePolicy.checkBudget(bytes);
     shrinkTo(budget, evictions);
   }
 

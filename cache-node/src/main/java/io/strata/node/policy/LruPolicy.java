@@ -17,9 +17,7 @@ public final class LruPolicy implements CachePolicy {
   private long used;
 
   public LruPolicy(long budgetBytes) {
-    if (budgetBytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
-    }
+    CachePolicy.checkBudget(budgetBytes);
     this.budget = budgetBytes;
   }
 
@@ -119,10 +117,7 @@ public final class LruPolicy implements CachePolicy {
 
   @Override
   public void setBudget(long bytes, double now, Evictions evictions) {
-    if (bytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
-    }
-    budget = bytes;
+    budget = CachePolicy.checkBudget(bytes);
     shrinkTo(budget, evictions);
   }
 

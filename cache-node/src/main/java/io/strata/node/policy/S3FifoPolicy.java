@@ -40,9 +40,7 @@ public final class S3FifoPolicy implements CachePolicy {
   private final Fifo ghost = new Fifo();
 
   public S3FifoPolicy(long budgetBytes) {
-    if (budgetBytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
-    }
+    CachePolicy.checkBudget(budgetBytes);
     this.budget = budgetBytes;
   }
 
@@ -237,10 +235,7 @@ public final class S3FifoPolicy implements CachePolicy {
 
   @Override
   public void setBudget(long bytes, double now, Evictions evictions) {
-    if (bytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
-    }
-    budget = bytes;
+    budget = CachePolicy.checkBudget(bytes);
     shrink(evictions);
     trimGhost();
   }

@@ -180,9 +180,7 @@ public final class StrataPolicy implements CachePolicy {
    * @param popularityDiscount how much farther a guessed next use counts than a declared one (at least 1)
    */
   public StrataPolicy(long budgetBytes, double flashBytesPerHour, double popularityDiscount) {
-    if (budgetBytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + budgetBytes);
-    }
+    CachePolicy.checkBudget(budgetBytes);
     if (!(popularityDiscount >= 1)) {
       throw new IllegalArgumentException("popularity discount must be at least 1, got " + popularityDiscount);
     }
@@ -551,10 +549,7 @@ public final class StrataPolicy implements CachePolicy {
    */
   @Override
   public void setBudget(long bytes, double now, Evictions evictions) {
-    if (bytes < 0) {
-      throw new IllegalArgumentException("SSD budget must not be negative: " + bytes);
-    }
-    budget = bytes;
+    budget = CachePolicy.checkBudget(bytes);
     shrink(now, evictions);
   }
 

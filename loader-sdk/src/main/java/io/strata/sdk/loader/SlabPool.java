@@ -116,7 +116,7 @@ final class SlabPool implements AutoCloseable {
    * A batch of {@code gen} is closed: its slab is held until the generation ends, when its arena
    * closes (one handshake for all its batches) and every slab goes back.
    */
-  private void closed(Generation gen, BatchMemory.Slab slab, long used, boolean overflowed) {
+  private void batchClosed(Generation gen, BatchMemory.Slab slab, long used, boolean overflowed) {
     java.util.List<Returned> done = null;
     synchronized (this) {
       gen.returned.add(new Returned(slab, used, overflowed));
@@ -237,7 +237,7 @@ final class SlabPool implements AutoCloseable {
       }
       closed = true;
       if (gen != null) {
-        SlabPool.this.closed(gen, slab, used + overflow, slab == null || overflow > 0);
+        SlabPool.this.batchClosed(gen, slab, used + overflow, slab == null || overflow > 0);
         return;
       }
       if (overflowArena != null) {
