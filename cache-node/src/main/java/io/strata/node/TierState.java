@@ -19,9 +19,12 @@ import java.util.function.DoubleSupplier;
 
 /**
  * What is where on the SSD tier, and the policy that decides it: the one class that calls the
- * policy. It holds the key space (an int per dataset version, feature and chunk), the resident
- * segments and the placements in flight, the jobs and their plans, the recorded trace, pins and
- * quotas, and the bytes read per feature stream. File work is not done here: placements are
+ * policy, a {@link CachePolicy} chosen by name ({@link Policies}) and replaced whole, under this
+ * object's monitor, when the operator picks another ({@link #setPolicy}). It holds the key space
+ * (an int per dataset version, feature and chunk), the resident segments and the placements in
+ * flight, the jobs and their plans, the recorded trace, pins and quotas, the bytes read per feature
+ * stream and the co-access log ({@link CoAccessLog}). Every placement a read did not decide asks
+ * the policy ({@code place}): the budget is the policy's. File work is not done here: placements are
  * handed to the {@link PromotionQueue} and come back through {@link #landed} or {@link #unplace},
  * evicted segments go to its unlinking thread.
  *
@@ -34,7 +37,7 @@ import java.util.function.DoubleSupplier;
  * {@link TierCounters}.
  */
 final class TierState {
-  /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, served by the SSD tier or not. */
+  /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, and the tier that served it. */
   record Read(String feature, int chunk, long bytes, Tier tier) {}
 
   /** The policy in force (one of {@link Policies}, replaced whole by {@link #setPolicy}) and its name. */
