@@ -4,10 +4,11 @@
  * GPU is the {@code io.strata.gpu} module's.
  *
  * <p>Exported to everyone: what a training job imports, and the types those signatures need
- * ({@code io.strata.sdk}: {@code Dataset}, {@code Column}, {@code FeatureType}, {@code Tier}, {@code ChunkInfo},
+ * ({@code io.strata.sdk}: {@code Dataset}, {@code Column}, {@code FeatureType}, {@code Tier}, {@code TierStats},
+ * {@code SegmentSource}, {@code ChunkInfo},
  * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.loader}:
- * {@code Loader}, {@code Batch}, {@code Checkpoint}, {@code TierStats}, {@code BatchMemory},
- * {@code SegmentSource}, {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
+ * {@code Loader}, {@code Batch}, {@code Checkpoint}, {@code BatchMemory},
+ * {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
  * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
  * store interface a job passes a feature store as). Formats, dataset files, tiers and internals
  * are exported to Strata's own modules alone.

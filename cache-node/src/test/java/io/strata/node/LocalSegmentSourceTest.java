@@ -5,7 +5,7 @@ import io.strata.sdk.Progress;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.tier.SegmentStore;
 import java.nio.file.Path;
 import java.util.List;

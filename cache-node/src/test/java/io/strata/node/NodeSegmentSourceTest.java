@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import java.nio.file.Path;
 import java.util.List;
 

@@ -12,7 +12,7 @@ import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.tier.TieredReader;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;

@@ -17,7 +17,7 @@ import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.Spec;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;

@@ -15,7 +15,7 @@ import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -15,7 +15,7 @@ import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;

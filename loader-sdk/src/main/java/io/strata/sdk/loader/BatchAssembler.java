@@ -1,5 +1,7 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.SegmentSource;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.GatherOrder;

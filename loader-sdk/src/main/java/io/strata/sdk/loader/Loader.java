@@ -1,5 +1,7 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.SegmentSource;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.derive.DerivedStore;

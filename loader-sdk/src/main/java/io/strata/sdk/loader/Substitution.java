@@ -1,5 +1,6 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Dataset;
 import java.util.BitSet;
 import java.util.List;

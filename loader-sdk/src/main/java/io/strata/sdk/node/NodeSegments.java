@@ -6,7 +6,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -36,7 +36,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private final List<String> features;
   private final long refreshMillis;
   private final Map<String, Path> residency = new HashMap<>();
-  private final io.strata.sdk.internal.SegmentMappings mappings;
+  private final io.strata.sdk.format.SegmentMappings mappings;
   private final Map<String, long[]> pendingReads = new LinkedHashMap<>();
   private final AtomicLong generation = new AtomicLong();
   private final Thread reporter;
@@ -77,7 +77,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     this.dataset = dataset;
     this.features = List.copyOf(features);
     this.refreshMillis = refreshMillis;
-    this.mappings = new io.strata.sdk.internal.SegmentMappings("job " + job + " on " + client, false);
+    this.mappings = new io.strata.sdk.format.SegmentMappings("job " + job + " on " + client, false);
     refresh();
     this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
   }
@@ -235,7 +235,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     if (p == null) {
       return null;
     }
-    io.strata.sdk.internal.SegmentMappings.Ref ref;
+    io.strata.sdk.format.SegmentMappings.Ref ref;
     try {
       ref = mappings.acquire(p, path -> {
         SegmentFile f = SegmentFile.open(path, SegmentFile.Verify.FIRST_OPEN);

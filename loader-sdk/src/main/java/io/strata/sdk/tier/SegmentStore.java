@@ -1,6 +1,6 @@
 package io.strata.sdk.tier;
 
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.dataset.Manifest;
@@ -33,7 +33,7 @@ import java.util.stream.Stream;
  * temporary files of interrupted writes and files that fail the structural check (or the
  * checksum check, when asked for), reported in {@link #dropped()}; other stores (a job reading a
  * node's directory) skip them and delete nothing. Segments land read-only (0444). Mapped segments are shared and reference
- * counted ({@link io.strata.sdk.internal.SegmentMappings}): {@link #remove} unlinks a file at
+ * counted ({@link io.strata.sdk.format.SegmentMappings}): {@link #remove} unlinks a file at
  * once, and its mapping stays valid until the last reader releases it, so eviction never pulls
  * data from under a reader.
  *
@@ -47,7 +47,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final SegmentFile.Verify verifyOnMap;
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
-  private final io.strata.sdk.internal.SegmentMappings mappings;
+  private final io.strata.sdk.format.SegmentMappings mappings;
   /** Ends new segment names: microseconds at open, then one more per write (names are never reused). */
   private final java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong(System.currentTimeMillis() * 1000);
   private final List<String> dropped = new ArrayList<>();
@@ -57,9 +57,9 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
 
   /** A mapped segment held by a reader until {@link #close()}. */
   public static final class Lease implements SegmentSource.Lease {
-    private final io.strata.sdk.internal.SegmentMappings.Ref ref;
+    private final io.strata.sdk.format.SegmentMappings.Ref ref;
 
-    private Lease(io.strata.sdk.internal.SegmentMappings.Ref ref) {
+    private Lease(io.strata.sdk.format.SegmentMappings.Ref ref) {
       this.ref = ref;
     }
 
@@ -87,7 +87,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     this.root = root;
     this.verifyOnMap = verifyOnMap;
     this.confinement = confinement;
-    this.mappings = new io.strata.sdk.internal.SegmentMappings("segment store " + root, true);
+    this.mappings = new io.strata.sdk.format.SegmentMappings("segment store " + root, true);
   }
 
   /**

@@ -1,7 +1,7 @@
 package io.strata.sdk.tier;
 
-import io.strata.sdk.loader.SegmentSource;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.SegmentSource;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.Column;
 import io.strata.sdk.Tier;
 import io.strata.sdk.format.ColumnBuilder;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.TierStats;
 import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;

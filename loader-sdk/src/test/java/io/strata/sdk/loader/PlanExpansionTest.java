@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Tier;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;

@@ -15,7 +15,7 @@ import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.PageMappings;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

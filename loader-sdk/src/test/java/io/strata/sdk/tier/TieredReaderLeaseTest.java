@@ -1,7 +1,7 @@
 package io.strata.sdk.tier;
 
 import io.strata.sdk.Tier;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

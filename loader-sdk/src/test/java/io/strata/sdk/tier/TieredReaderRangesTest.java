@@ -12,7 +12,7 @@ import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.loader.TierStats;
+import io.strata.sdk.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;

@@ -12,7 +12,7 @@ import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.io.PrintWriter;

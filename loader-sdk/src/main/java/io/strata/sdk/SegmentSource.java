@@ -1,13 +1,13 @@
-package io.strata.sdk.loader;
+package io.strata.sdk;
 
 import io.strata.sdk.Tier;
-import io.strata.sdk.tier.SegmentStore;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import java.io.IOException;
 
 /**
- * Where a reader finds resident feature chunks on the SSD tier: a local {@link SegmentStore}, or
+ * Where a reader finds resident feature chunks on the SSD tier: a local segment store
+ * ({@code io.strata.sdk.tier.SegmentStore}), or
  * a cache node ({@code io.strata.sdk.node.NodeSegments}). Thread-safe.
  */
 public interface SegmentSource {

@@ -1,4 +1,4 @@
-package io.strata.sdk.loader;
+package io.strata.sdk;
 
 import io.strata.sdk.Tier;
 import java.util.concurrent.atomic.LongAdder;

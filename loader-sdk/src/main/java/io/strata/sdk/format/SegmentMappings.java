@@ -1,8 +1,8 @@
-package io.strata.sdk.internal;
+package io.strata.sdk.format;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.loader.SegmentSource;
+import io.strata.sdk.SegmentSource;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
