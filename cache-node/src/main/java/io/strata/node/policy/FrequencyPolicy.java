@@ -123,8 +123,7 @@ public final class FrequencyPolicy implements CachePolicy {
   public boolean place(int key, long bytes, Placement why) {
     ensure(key);
     if (resident[key]) {
-      used += bytes - size[key];
-      size[key] = bytes;
+      resizeResident(key, bytes);
       return true;
     }
     if (why != Placement.FOUND && used + bytes > budget) {
@@ -141,10 +140,14 @@ public final class FrequencyPolicy implements CachePolicy {
   public void resize(int key, long bytes, double now, Evictions evictions) {
     ensure(key);
     if (resident[key]) {
-      used += bytes - size[key];
-      size[key] = bytes;
+      resizeResident(key, bytes);
       shrinkTo(budget, evictions);
     }
+  }
+
+  private void resizeResident(int key, long bytes) {
+    used += bytes - size[key];
+    size[key] = bytes;
   }
 
   @Override

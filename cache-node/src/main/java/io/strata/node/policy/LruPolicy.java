@@ -86,10 +86,7 @@ public final class LruPolicy implements CachePolicy {
 
   @Override
   public boolean place(int key, long bytes, Placement why) {
-    Long had = lru.get(key);
-    if (had != null) {
-      used += bytes - had;
-      lru.put(key, bytes);
+    if (resizeResident(key, bytes)) {
       return true;
     }
     if (why != Placement.FOUND && used + bytes > budget) {
@@ -102,12 +99,20 @@ public final class LruPolicy implements CachePolicy {
 
   @Override
   public void resize(int key, long bytes, double now, Evictions evictions) {
-    Long had = lru.get(key);
-    if (had != null) {
-      used += bytes - had;
-      lru.put(key, bytes);
+    if (resizeResident(key, bytes)) {
       shrinkTo(budget, evictions);
     }
+  }
+
+  /** Gives a resident key (made most recently read) its new size; false if it is not resident. */
+  private boolean resizeResident(int key, long bytes) {
+    Long had = lru.get(key);
+    if (had == null) {
+      return false;
+    }
+    used += bytes - had;
+    lru.put(key, bytes);
+    return true;
   }
 
   @Override

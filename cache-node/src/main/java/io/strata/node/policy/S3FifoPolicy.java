@@ -67,7 +67,7 @@ public final class S3FifoPolicy implements CachePolicy {
   @Override
   public Outcome access(double time, int job, int key, long bytes, Evictions evictions) {
     ensure(key);
-    if (where[key] == SMALL || where[key] == MAIN) {
+    if (isResident(key)) {
       freq[key] = (byte) Math.min(MAX_FREQ, freq[key] + 1);
       return Outcome.HIT;
     }
@@ -190,7 +190,7 @@ public final class S3FifoPolicy implements CachePolicy {
   @Override
   public boolean place(int key, long bytes, Placement why) {
     ensure(key);
-    if (where[key] == SMALL || where[key] == MAIN) {
+    if (isResident(key)) {
       resizeResident(key, bytes);
       return true;
     }
@@ -216,7 +216,7 @@ public final class S3FifoPolicy implements CachePolicy {
   @Override
   public void resize(int key, long bytes, double now, Evictions evictions) {
     ensure(key);
-    if (where[key] == SMALL || where[key] == MAIN) {
+    if (isResident(key)) {
       resizeResident(key, bytes);
       shrink(evictions);
     }
@@ -242,7 +242,7 @@ public final class S3FifoPolicy implements CachePolicy {
 
   @Override
   public void removed(int key) {
-    if (key < where.length && (where[key] == SMALL || where[key] == MAIN)) {
+    if (isResident(key)) {
       if (where[key] == SMALL) {
         smallBytes -= size[key];
       } else {
@@ -260,6 +260,10 @@ public final class S3FifoPolicy implements CachePolicy {
 
   @Override
   public boolean resident(int key) {
+    return isResident(key);
+  }
+
+  private boolean isResident(int key) {
     return key < where.length && (where[key] == SMALL || where[key] == MAIN);
   }
 
