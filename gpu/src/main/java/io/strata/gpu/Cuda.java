@@ -50,11 +50,16 @@ final class Cuda {
     }
   }
 
-  /** A bare pointer to {@code address} (host or device), for the bindings' calls; owns nothing. */
-  static org.bytedeco.javacpp.Pointer at(long address) {
+  /**
+   * A bare pointer to {@code where} (host or device), for the bindings' calls; owns nothing. (The
+   * parameter must not be called {@code address}: inside the anonymous subclass that name is
+   * {@code Pointer}'s own field, which shadows the parameter, and every pointer was null: the
+   * copies failed with "invalid argument" and every free was a no-op, found on the first GPU run.)
+   */
+  static org.bytedeco.javacpp.Pointer at(long where) {
     return new org.bytedeco.javacpp.Pointer() {
       {
-        this.address = address;
+        this.address = where;
       }
     };
   }

@@ -46,6 +46,13 @@ class GpuShipperTest {
     assertTrue(e.getMessage().startsWith("no GPU: "), e.getMessage());
   }
 
+  /** Runs without a GPU: the bare pointers every copy and free is given hold their address. */
+  @Test
+  void aBarePointerHoldsTheAddressItIsGiven() {
+    assertEquals(0x7f12_3456_7800L, Cuda.at(0x7f12_3456_7800L).address());
+    assertEquals(0, Cuda.at(0).address());
+  }
+
   @Test
   void shipsBatchesAndTheDeviceHoldsTheSameBytes() throws IOException {
     assumeTrue(GpuShipper.available(), "no GPU here: " + GpuShipper.unavailableReason());
@@ -163,11 +170,7 @@ class GpuShipperTest {
       long devAddr = buf.values() >= 0 && buf.offsets() < 0 ? buf.values() : buf.offsets();
       byte[] back = new byte[e.getValue().length];
       BytePointer dst = new BytePointer(back.length);
-      Pointer src = new Pointer() {
-        {
-          address = devAddr;
-        }
-      };
+      Pointer src = Cuda.at(devAddr);
       assertEquals(cudart.cudaSuccess, cudart.cudaMemcpy(dst, src, back.length, cudart.cudaMemcpyDeviceToHost));
       dst.get(back);
       dst.close();
