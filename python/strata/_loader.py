@@ -53,12 +53,17 @@ class Loader:
     batch (of ``epochs`` in all, counted from 0). units: after each batch, ``loader.units``
     is a numpy array of what its units are (the sample ids of a sample batch, the first row of
     each block of a row batch, each window's number), to ask another reader for the same rows.
+    pin_memory: register the batches' shared memory with CUDA (torch's), so that tensors over them
+    are pinned where they lie and ``.to("cuda", non_blocking=True)`` copies straight from them, no
+    ``pin_memory()`` copy; a dropped batch is given back once the copies queued on the current
+    stream before the next batch was asked for are done (not for DataLoader workers: their batches
+    are copied into torch's shared memory anyway; there, DataLoader's ``pin_memory=True``).
     """
 
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None, *,
                  mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, window=32, lookahead=1, stride=1,
                  drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1, substitutable=False,
-                 units=False, start_epoch=0):
+                 units=False, start_epoch=0, pin_memory=False):
         if mode not in ("samples", "rows", "windows"):
             raise StrataUsageError("strata: mode must be samples, rows or windows, got %r" % (mode,))
         if isinstance(features, (str, bytes)):
@@ -101,6 +106,11 @@ class Loader:
         }
         if os.environ.get("STRATA_SHM_ROOT"):
             self._request["shmRoot"] = os.environ["STRATA_SHM_ROOT"]
+        self._pinning = None
+        if pin_memory:
+            from ._cuda import _Pinning
+
+            self._pinning = _Pinning()
         self._server = None
         self._position = None
         self._steps = None
@@ -110,7 +120,7 @@ class Loader:
         self._start()
 
     def _start(self):
-        self._server = _Server(self._request)
+        self._server = _Server(self._request, self._pinning)
         ready = self._server.ready
         self._position = ready["position"]
         self._steps = ready["stepsPerEpoch"]

@@ -37,7 +37,8 @@ class _Server:
     """One session with the loader service (a Java Loader there) and the slab files it shares with
     us. The session ends when the connection closes, however this process ends."""
 
-    def __init__(self, request):
+    def __init__(self, request, pinning=None):
+        self.pinning = pinning  # a _cuda._Pinning when the job wants batches pinned where they lie
         self.sock, self.path = _start_service()
         self.log_from = _log_size(self.path + ".log")
         try:
@@ -103,8 +104,16 @@ class _Server:
 
     def next(self):
         parts = []
+        numbers = []
         while self.released:
-            parts.append("release %d\n" % self.released.popleft())
+            numbers.append(self.released.popleft())
+        if self.pinning is not None:
+            # A dropped batch's slab may still be read by a copy queued on the GPU: given back once done.
+            if numbers:
+                self.pinning.hold(numbers)
+            numbers = self.pinning.ready()
+        for n in numbers:
+            parts.append("release %d\n" % n)
         parts.append("next\n")
         self._write("".join(parts))
         return self._read()
@@ -123,13 +132,23 @@ class _Server:
         if b is None:
             name, size = self.unmapped.pop(sid)
             with open(os.path.join(self.dir, name), "rb") as f:
-                b = self.slabs[sid] = pa.py_buffer(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ))
+                b = pa.py_buffer(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ))
+            if self.pinning is not None:
+                from ._cuda import _PinnedSlab
+
+                b = pa.foreign_buffer(b.address, b.size, base=_PinnedSlab(b, self.pinning))
+            self.slabs[sid] = b
         return b
 
     def close(self):
         if self.closed:
             return
         self.closed = True
+        if self.pinning is not None:
+            try:
+                self.pinning.finish()  # no copy may still read a slab once its mapping can go
+            except Exception:
+                pass
         try:
             self.sock.sendall(b"close\n")
         except OSError:

@@ -122,3 +122,45 @@ def test_a_feature_given_as_a_string_is_one_feature(dataset):
     assert b.schema.names == ["amount"]
     t = next(iter(DataLoader(StrataIterableDataset(dataset, features="amount", batch_samples=4), batch_size=None)))
     assert list(t) == ["amount"]
+
+
+def test_pinned_batches_need_cuda(dataset):
+    if torch.cuda.is_available():
+        import pytest
+
+        pytest.skip("CUDA is here: the GPU test below covers pin_memory")
+    try:
+        strata.Loader(dataset, features=["amount"], pin_memory=True)
+    except strata.StrataUsageError as e:
+        assert "pin_memory=True needs" in str(e)
+    else:
+        raise AssertionError("pin_memory=True without CUDA was accepted")
+
+
+def test_pinned_batches_go_to_the_gpu_without_a_copy_and_equal_unpinned_ones(dataset):
+    """On a GPU host: batches over registered slabs are pinned where they lie; each is copied with
+    non_blocking=True and dropped at once (its slab goes back only after the copy), over epochs
+    enough for slabs to be reused; the device holds what an unpinned loader gives."""
+    import pytest
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA here: pin_memory needs a GPU")
+    features = ["amount", "merchant_id", "quantity", "score", "embedding"]
+    kw = dict(features=features, mode="rows", batch_rows=512, seed=4, epochs=3)
+    on_gpu = []
+    ld = strata.Loader(dataset, pin_memory=True, **kw)
+    for b in ld:
+        t = to_tensors(b)
+        assert all(t[c].is_pinned() for c in ("amount", "merchant_id", "score", "embedding")), "not pinned where it lies"
+        on_gpu.append({k: v.to("cuda", non_blocking=True) for k, v in t.items()})
+        del t, b  # the host batch is dropped while its copy may still run
+    assert ld._pinning.registered > 0 and ld._pinning.failed is None
+    want = [to_tensors(b) for b in strata.Loader(dataset, **kw)]
+    assert len(want) == len(on_gpu) > 3
+    for w, g in zip(want, on_gpu):
+        assert set(w) == set(g)
+        for k in w:
+            a, b = w[k], g[k].cpu()
+            # bit for bit (torch.equal calls NaN unequal to itself, and the scores have NaNs)
+            assert a.dtype == b.dtype and a.shape == b.shape, k
+            assert torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)), k
