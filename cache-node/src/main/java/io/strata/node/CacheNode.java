@@ -41,7 +41,7 @@ public final class CacheNode implements AutoCloseable {
 
   /** Starts a node and waits until it listens (or fails with the reason); every value of {@code config} is taken as given. */
   public static CacheNode start(NodeConfig config) throws IOException {
-    return start(config, Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots"));
+    return start(config, Setting.startableKeys());
   }
 
   /**

@@ -513,8 +513,9 @@ final class NodeApi {
 
   /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
   static TierManager.PolicyChange policyChange(JsonNode body) {
-    java.util.Set<String> known = java.util.Set.of("policy", "ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount",
-        "quotas");
+    List<String> known = new ArrayList<>(Setting.keys());
+    known.remove(Setting.HDD_ROOTS.key()); // given at start, not changed here
+    known.add("quotas");
     for (var it = body.fieldNames(); it.hasNext(); ) {
       String f = it.next();
       if (!known.contains(f)) {
@@ -529,9 +530,10 @@ final class NodeApi {
       }
       policy = p.asText();
     }
-    Long budget = body.has("ssdBudgetBytes") ? nonNegativeLong(body.get("ssdBudgetBytes"), "ssdBudgetBytes") : null;
-    Long flash = body.has("flashWriteBudgetBytesPerHour")
-        ? nonNegativeLong(body.get("flashWriteBudgetBytesPerHour"), "flashWriteBudgetBytesPerHour") : null;
+    String budgetKey = Setting.SSD_BUDGET_BYTES.key();
+    String flashKey = Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key();
+    Long budget = body.has(budgetKey) ? nonNegativeLong(body.get(budgetKey), budgetKey) : null;
+    Long flash = body.has(flashKey) ? nonNegativeLong(body.get(flashKey), flashKey) : null;
     Double discount = null;
     if (body.has("popularityDiscount")) {
       JsonNode d = body.get("popularityDiscount");

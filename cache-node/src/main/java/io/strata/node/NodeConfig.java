@@ -191,18 +191,21 @@ public record NodeConfig(
       Path home = n.hasNonNull("home") ? Path.of(n.get("home").asText()) : defaultHome();
       NodeConfig d = embedded(home, DEFAULT_PORT);
       List<Path> roots = new ArrayList<>();
-      if (n.has("hddRoots")) {
-        if (!n.get("hddRoots").isArray()) {
-          throw new IllegalArgumentException("hddRoots must be an array of directories");
+      String rootsKey = Setting.HDD_ROOTS.fileKey();
+      if (n.has(rootsKey)) {
+        if (!n.get(rootsKey).isArray()) {
+          throw new IllegalArgumentException(rootsKey + " must be an array of directories");
         }
-        n.get("hddRoots").forEach(r -> roots.add(Path.of(r.asText())));
+        n.get(rootsKey).forEach(r -> roots.add(Path.of(r.asText())));
       }
+      String budgetKey = Setting.SSD_BUDGET_BYTES.fileKey();
+      String flashKey = Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.fileKey();
       return new NodeConfig(
           home,
           roots.isEmpty() ? d.hddRoots() : roots,
           n.hasNonNull("ssdDir") ? Path.of(n.get("ssdDir").asText()) : d.ssdDir(),
-          n.hasNonNull("ssdBudget") ? bytes(n.get("ssdBudget")) : d.ssdBudgetBytes(),
-          n.hasNonNull("flashWriteBudgetPerHour") ? bytes(n.get("flashWriteBudgetPerHour")) : 0,
+          n.hasNonNull(budgetKey) ? bytes(n.get(budgetKey)) : d.ssdBudgetBytes(),
+          n.hasNonNull(flashKey) ? bytes(n.get(flashKey)) : 0,
           n.hasNonNull("dramBudget") ? bytes(n.get("dramBudget")) : d.dramBudgetBytes(),
           n.hasNonNull("bind") ? n.get("bind").asText() : "127.0.0.1",
           n.hasNonNull("port") ? n.get("port").asInt() : DEFAULT_PORT,

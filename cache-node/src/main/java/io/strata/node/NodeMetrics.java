@@ -86,7 +86,7 @@ final class NodeMetrics implements AutoCloseable {
           .register(registry);
     }
     gauge("strata.ssd", "ssdBytesHeld", "Bytes of the segments on the SSD tier", "bytes");
-    gauge("strata.ssd.budget", "ssdBudgetBytes", "The SSD tier's byte budget", "bytes");
+    gauge("strata.ssd.budget", Setting.SSD_BUDGET_BYTES.key(), "The SSD tier's byte budget", "bytes");
     gauge("strata.ssd.unlinked.mapped", "unlinkedMappedBytes", "Evicted segments still mapped by the node or jobs (SSD space not yet free)", "bytes");
     gauge("strata.pending.promotions", "pendingPromotions", "Promotions queued or running", null);
     gauge("strata.datasets", "datasets", "Registered datasets", null);

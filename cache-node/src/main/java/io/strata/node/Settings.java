@@ -31,7 +31,7 @@ final class Settings {
   static final String FILE = "settings.json";
 
   /** The names of the settings that start options may give. */
-  static final Set<String> STARTABLE = Set.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots");
+  static final Set<String> STARTABLE = Setting.startableKeys();
 
   private final Path file;
   final Map<String, String> sources = new TreeMap<>();
@@ -74,18 +74,19 @@ final class Settings {
     s.flashWriteBudgetBytesPerHour = config.flashWriteBudgetBytesPerHour();
     s.popularityDiscount = defaultDiscount;
     s.hddRoots = config.hddRoots();
-    for (String name : List.of("policy", "ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "popularityDiscount", "hddRoots")) {
+    for (Setting setting : Setting.values()) {
+      String name = setting.key();
       JsonNode v = k.path(name);
       if (given.contains(name)) {
         s.sources.put(name, "start option");
       } else if (v.has("value")) {
         try {
-          switch (name) {
-            case "policy" -> s.policy = knownPolicy(v.get("value").asText());
-            case "ssdBudgetBytes" -> s.ssdBudgetBytes = nonNegative(v.get("value").asLong());
-            case "flashWriteBudgetBytesPerHour" -> s.flashWriteBudgetBytesPerHour = nonNegative(v.get("value").asLong());
-            case "popularityDiscount" -> s.popularityDiscount = Math.max(1, v.get("value").asDouble());
-            default -> {
+          switch (setting) {
+            case POLICY -> s.policy = knownPolicy(v.get("value").asText());
+            case SSD_BUDGET_BYTES -> s.ssdBudgetBytes = nonNegative(v.get("value").asLong());
+            case FLASH_WRITE_BUDGET_BYTES_PER_HOUR -> s.flashWriteBudgetBytesPerHour = nonNegative(v.get("value").asLong());
+            case POPULARITY_DISCOUNT -> s.popularityDiscount = Math.max(1, v.get("value").asDouble());
+            case HDD_ROOTS -> {
               List<Path> roots = new ArrayList<>();
               v.get("value").forEach(r -> roots.add(Path.of(r.asText())));
               if (!roots.isEmpty()) {
@@ -137,12 +138,14 @@ final class Settings {
   /** Writes the settings atomically. */
   void save() throws IOException {
     ObjectNode o = Json.object();
-    o.putObject("policy").put("value", policy).put("source", sources.get("policy"));
-    o.putObject("ssdBudgetBytes").put("value", ssdBudgetBytes).put("source", sources.get("ssdBudgetBytes"));
-    o.putObject("flashWriteBudgetBytesPerHour").put("value", (long) flashWriteBudgetBytesPerHour)
-        .put("source", sources.get("flashWriteBudgetBytesPerHour"));
-    o.putObject("popularityDiscount").put("value", popularityDiscount).put("source", sources.get("popularityDiscount"));
-    ObjectNode roots = o.putObject("hddRoots").put("source", sources.get("hddRoots"));
+    o.putObject(Setting.POLICY.key()).put("value", policy).put("source", sources.get(Setting.POLICY.key()));
+    o.putObject(Setting.SSD_BUDGET_BYTES.key()).put("value", ssdBudgetBytes)
+        .put("source", sources.get(Setting.SSD_BUDGET_BYTES.key()));
+    o.putObject(Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key()).put("value", (long) flashWriteBudgetBytesPerHour)
+        .put("source", sources.get(Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key()));
+    o.putObject(Setting.POPULARITY_DISCOUNT.key()).put("value", popularityDiscount)
+        .put("source", sources.get(Setting.POPULARITY_DISCOUNT.key()));
+    ObjectNode roots = o.putObject(Setting.HDD_ROOTS.key()).put("source", sources.get(Setting.HDD_ROOTS.key()));
     hddRoots.forEach(r -> roots.withArray("value").add(r.toString()));
     ObjectNode q = o.putObject("quotas");
     quotas.forEach(q::put);

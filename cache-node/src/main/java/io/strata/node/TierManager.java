@@ -516,13 +516,13 @@ final class TierManager implements AutoCloseable {
       settings.quotas.putAll(s.quotas());
       List<String> changed = new ArrayList<>();
       if (change.policy() != null) {
-        changed.add("policy");
+        changed.add(Setting.POLICY.key());
       }
       if (change.ssdBudgetBytes() != null) {
-        changed.add("ssdBudgetBytes");
+        changed.add(Setting.SSD_BUDGET_BYTES.key());
       }
       if (change.flashWriteBudgetBytesPerHour() != null) {
-        changed.add("flashWriteBudgetBytesPerHour");
+        changed.add(Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key());
       }
       if (change.popularityDiscount() != null) {
         changed.add("popularityDiscount");

@@ -165,7 +165,7 @@ final class TierReport {
     m.put("repairedSegments", counters.repairedSegments.sum());
     m.put("scrubbedBytes", counters.scrubbedBytes.sum());
     m.put("ssdBytesHeld", store.bytes());
-    m.put("ssdBudgetBytes", s.budgetBytes());
+    m.put(Setting.SSD_BUDGET_BYTES.key(), s.budgetBytes());
     m.put("unlinkedMappedBytes", store.unlinkedMappedBytes() + s.jobsUnlinkedBytes());
     m.put("pendingPromotions", s.pending());
     m.put("datasets", datasets.names().size());

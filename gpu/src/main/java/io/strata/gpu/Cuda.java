@@ -22,7 +22,8 @@ final class Cuda {
           unavailable = probe();
           probed = true;
           if (unavailable != null) {
-            System.err.println("strata: no GPU (" + unavailable + "); serving host batches");
+            System.getLogger("io.strata.gpu").log(System.Logger.Level.INFO,
+                "strata: no GPU (" + unavailable + "); serving host batches");
           }
         }
       }

@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
@@ -100,17 +101,18 @@ public final class NodeCommand implements Runnable {
       java.util.Set<String> g = new java.util.HashSet<>();
       if (config != null) {
         JsonNode file = Json.parse(Files.readAllBytes(config));
-        for (String f : List.of("ssdBudgetBytes", "flashWriteBudgetBytesPerHour", "hddRoots")) {
-          if (file.hasNonNull(f)) {
-            g.add(f);
+        // The file's own field names (sizes as text: "ssdBudget": "800g"), the settings' names in what is given.
+        for (Setting s : Setting.values()) {
+          if (s.startable() && file.hasNonNull(s.fileKey())) {
+            g.add(s.key());
           }
         }
       }
       if (ssdBudget != null) {
-        g.add("ssdBudgetBytes");
+        g.add(Setting.SSD_BUDGET_BYTES.key());
       }
       if (hddRoots != null && !hddRoots.isEmpty()) {
-        g.add("hddRoots");
+        g.add(Setting.HDD_ROOTS.key());
       }
       return g;
     }
@@ -172,7 +174,7 @@ public final class NodeCommand implements Runnable {
       }, "strata-node-shutdown"));
       if (json) {
         com.fasterxml.jackson.databind.node.ObjectNode o = Json.object().put("pid", ProcessHandle.current().pid())
-            .put("url", node.url()).put("home", c.home().toString()).put("ssdBudgetBytes", c.ssdBudgetBytes());
+            .put("url", node.url()).put("home", c.home().toString()).put(Setting.SSD_BUDGET_BYTES.key(), c.ssdBudgetBytes());
         node.startupNotes().forEach(o.putArray("startupNotes")::add);
         out.println(Json.compact(o));
       } else {

@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -57,7 +58,8 @@ final class PolicyCommand implements Runnable {
       p.path("policies").forEach(n -> others.add(n.asText()));
       t.row("policy", p.path("policy").asText() + " (of " + String.join(", ", others) + ")", src.path("policy").asText(""));
     }
-    t.row("SSD budget", Terminal.bytes(p.path("ssdBudgetBytes").asLong()), src.path("ssdBudgetBytes").asText(""));
+    String budget = Setting.SSD_BUDGET_BYTES.key();
+    t.row("SSD budget", Terminal.bytes(p.path(budget).asLong()), src.path(budget).asText(""));
     long flash = p.path("flashWriteBudgetBytesPerHour").asLong();
     t.row("flash write budget", flash == 0 ? "none" : Terminal.bytes(flash) + "/h", src.path("flashWriteBudgetBytesPerHour").asText(""));
     t.row("popularity discount", p.path("popularityDiscount").asText(), src.path("popularityDiscount").asText(""));
@@ -131,7 +133,7 @@ final class PolicyCommand implements Runnable {
         change.put("policy", policy);
       }
       if (ssdBudget != null) {
-        change.put("ssdBudgetBytes", Sizes.parse(ssdBudget));
+        change.put(Setting.SSD_BUDGET_BYTES.key(), Sizes.parse(ssdBudget));
       }
       if (flashBudget != null) {
         change.put("flashWriteBudgetBytesPerHour", Sizes.parse(flashBudget));
@@ -250,7 +252,7 @@ final class PolicyCommand implements Runnable {
         }
         results.add(opt);
         ObjectNode run = runs.addObject();
-        run.put("ssdBudgetBytes", budget).put("ssdBudgetShare", (double) budget / t.distinctBytes());
+        run.put(Setting.SSD_BUDGET_BYTES.key(), budget).put("ssdBudgetShare", (double) budget / t.distinctBytes());
         ArrayNode policies = run.putArray("policies");
         Terminal.Table table = new Terminal.Table("policy", "byte hit ratio", "HDD bytes read", "HDD bytes absorbed", "flash written", "vs OPT", "absorbed vs LRU", "flash vs LRU");
         for (Simulator.Result r : results) {

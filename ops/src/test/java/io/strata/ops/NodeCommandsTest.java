@@ -341,6 +341,22 @@ class NodeCommandsTest {
     } finally {
       assertEquals(0, Cli.run("node", "stop", "--home", h.toString()).code());
     }
+    // So does the configuration file, in its own field names (sizes as text): they were once looked
+    // for under the API's names ("ssdBudgetBytes"), so a file's budget lost to the kept one.
+    Path config = home.resolve("node-config.json");
+    Files.writeString(config, Json.compact(Json.object().put("home", h.toString()).put("ssdBudget", "96m")
+        .put("flashWriteBudgetPerHour", "1g")));
+    Cli.Result fromFile = Cli.run("node", "start", "--port", "0", "--config", config.toString(), "--json");
+    assertEquals(0, fromFile.code(), fromFile.err());
+    try {
+      JsonNode p = Json.parse(Cli.run("policy", "get", "--node", Json.parse(fromFile.out()).path("url").asText(), "--json")
+          .out());
+      assertEquals(96L << 20, p.path("ssdBudgetBytes").asLong(), p.toString());
+      assertEquals("start option", p.path("sources").path("ssdBudgetBytes").asText(), p.toString());
+      assertEquals("start option", p.path("sources").path("flashWriteBudgetBytesPerHour").asText(), p.toString());
+    } finally {
+      assertEquals(0, Cli.run("node", "stop", "--home", h.toString()).code());
+    }
   }
 
   @Test

@@ -53,6 +53,8 @@ public final class Batch implements AutoCloseable {
     return t;
   });
   private static final java.util.concurrent.atomic.AtomicLong UNCLOSED = new java.util.concurrent.atomic.AtomicLong();
+  /** The SDK logs through System.Logger (java.util.logging unless the application installs another backend). */
+  private static final System.Logger LOG = System.getLogger("io.strata.sdk.loader");
 
   /**
    * Says, once per process, that a batch became garbage without {@link #close()}: its memory is
@@ -67,8 +69,8 @@ public final class Batch implements AutoCloseable {
     @Override
     public void run() {
       if (!closed && UNCLOSED.getAndIncrement() == 0) {
-        System.err.println("strata: warning: " + what + " was never closed; its memory stays taken until the loader"
-            + " closes: use try (Batch b = ...) or close each batch");
+        LOG.log(System.Logger.Level.WARNING, "strata: " + what + " was never closed; its memory stays taken until the"
+            + " loader closes: use try (Batch b = ...) or close each batch");
       }
     }
   }

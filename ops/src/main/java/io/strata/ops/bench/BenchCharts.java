@@ -1,5 +1,6 @@
 package io.strata.ops.bench;
 
+import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.ops.Terminal;
 import java.nio.file.Path;
@@ -353,7 +354,7 @@ final class BenchCharts {
           JsonNode fl = r.path("flashBytes");
           m.append(String.format(Locale.ROOT, "%d loader processes, %s reads recorded by the node, SSD budget %s (%.0f %% of the bytes "
               + "read); every policy but the live node replays the node's recorded trace.%n%n", r.path("jobs").asInt(),
-              Terminal.count(r.path("reads").asLong()), Terminal.bytes(r.path("ssdBudgetBytes").asLong()),
+              Terminal.count(r.path("reads").asLong()), Terminal.bytes(r.path(Setting.SSD_BUDGET_BYTES.key()).asLong()),
               100 * r.path("budgetShare").asDouble()));
           m.append("| policy | byte hit ratio | flash written |\n| --- | ---: | ---: |\n");
           for (String k : List.of("live", "strataReplayed", "strataReplayedNoPlans", "opt", "lru", "caffeine-wtinylfu", "frequency")) {

@@ -1,5 +1,6 @@
 package io.strata.ops.bench;
 
+import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.sim.CaffeinePolicy;
@@ -171,7 +172,8 @@ final class BenchPolicyLive implements Callable<Integer> {
         }
       }
       long budget = (long) (distinct * budgetShare / 100);
-      client.setPolicy(Json.object().put("policy", policy).put("ssdBudgetBytes", budget).put("flashWriteBudgetBytesPerHour", 0));
+      client.setPolicy(Json.object().put(Setting.POLICY.key(), policy).put(Setting.SSD_BUDGET_BYTES.key(), budget)
+          .put(Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key(), 0));
       client.clearTrace();
       log.printf("node %s, SSD budget %s (%.0f%% of %s the jobs read); %d jobs ...%n", node.url(), Terminal.bytes(budget),
           budgetShare, Terminal.bytes(distinct), n);
@@ -232,7 +234,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       boolean everyRead = trace.size() == jobReads && recorded.droppedRows() == 0;
       boolean optBounds = opt.byteHitRatio() + 1e-9 >= live.byteHitRatio();
       ObjectNode res = Json.object().put("benchmark", "policy-live").put("livePolicy", policy).put("quick", quick).put("jobs", n)
-          .put("datasets", datasets.size()).put("ssdBudgetBytes", budget).put("distinctBytes", distinct)
+          .put("datasets", datasets.size()).put(Setting.SSD_BUDGET_BYTES.key(), budget).put("distinctBytes", distinct)
           .put("budgetShare", budgetShare / 100).put("seconds", seconds).put("reads", trace.size()).put("jobReads", jobReads)
           .put("planRecords", trace.controls().stream().filter(c -> c instanceof Trace.PlanRecord).count());
       ObjectNode ratios = res.putObject("ratios");

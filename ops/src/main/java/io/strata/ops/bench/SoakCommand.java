@@ -1,5 +1,6 @@
 package io.strata.ops.bench;
 
+import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -179,7 +180,7 @@ public final class SoakCommand implements Callable<Integer> {
       ObjectNode idle = sample(node.pid(), (System.nanoTime() - t0) / 1e9);
       JsonNode tiers = client.tiers();
       ObjectNode r = Json.object();
-      r.put("minutes", minutes).put("jobs", jobs).put("rows", rows).put("ssdBudgetBytes", budget);
+      r.put("minutes", minutes).put("jobs", jobs).put("rows", rows).put(Setting.SSD_BUDGET_BYTES.key(), budget);
       r.put("jobRuns", runs.get()).put("jobRunsCompleted", completed.get()).put("loadersKilled", killed.get())
           .put("jobRunsFailed", failed.get());
       r.put("batchesChecked", batches.get()).put("sampleValuesChecked", values.get()).put("mismatches", mismatches.get());
