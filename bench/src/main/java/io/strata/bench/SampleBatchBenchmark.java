@@ -3,6 +3,7 @@ package io.strata.bench;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.OrcTable;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
@@ -10,6 +11,7 @@ import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,7 +100,7 @@ public class SampleBatchBenchmark {
           bytes += b.dataBytes();
           int f = 0;
           for (Column c : b.columns().values()) {
-            perFeature[f++] += io.strata.sdk.format.Columns.dataBytes(c);
+            perFeature[f++] += Columns.dataBytes(c);
           }
         }
       }
@@ -129,7 +131,7 @@ public class SampleBatchBenchmark {
       gatherDst[f] = arena.allocate(2 * perFeature[f] / batches.size() + (1 << 20), 64).fill((byte) 0);
     }
     System.out.printf("%nbatch: %d samples, %.1f MB of column data on average%n", samples, batchBytes / 1e6);
-    java.nio.file.Files.writeString(BenchData.root().resolve("sample-batch-bytes"), Long.toString(batchBytes));
+    Files.writeString(BenchData.root().resolve("sample-batch-bytes"), Long.toString(batchBytes));
   }
 
   private Loader newLoader(int epochs) throws IOException {

@@ -5,11 +5,12 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import java.io.IOException;
-import java.util.Set;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A running cache node: the tiers ({@link TierManager}) behind a Vert.x HTTP/JSON API on the
@@ -108,7 +109,7 @@ public final class CacheNode implements AutoCloseable {
       tiers.online(url(config.bindHost(), server.actualPort()));
       if (cluster.clustered()) {
         // Peer prefetch: one pass at a time, four times a second, on a worker (it waits on the cluster).
-        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean running = new AtomicBoolean();
         vertx.setPeriodic(250, id -> {
           if (running.compareAndSet(false, true)) {
             vertx.executeBlocking(tiers::peerPrefetch, false).onComplete(x -> running.set(false));

@@ -3,6 +3,8 @@ package io.strata.node;
 import io.strata.sdk.tier.SegmentRef;
 import io.vertx.core.Vertx;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * What a node knows of the other nodes of its cluster: who holds which feature chunk on its SSD
@@ -25,7 +27,7 @@ interface Cluster extends AutoCloseable {
    * planned jobs of every node, and the bytes read per dataset across the cluster (its popularity).
    */
   record View(String nodeId, List<String> members, int holders, long announced, long retracted, long membersLeft,
-      long cleaned, long dropped, String lastLeft, List<Job> jobs, java.util.Map<String, Long> datasetReadBytes,
+      long cleaned, long dropped, String lastLeft, List<Job> jobs, Map<String, Long> datasetReadBytes,
       int heldByOthers) {}
 
   /** The node alone. */
@@ -50,7 +52,7 @@ interface Cluster extends AutoCloseable {
     }
 
     @Override
-    public void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes) {}
+    public void publish(List<Job> jobs, Map<String, Long> datasetReadBytes) {}
 
     @Override
     public void watchHeldElsewhere(Holders listener) {}
@@ -61,8 +63,8 @@ interface Cluster extends AutoCloseable {
     }
 
     @Override
-    public java.util.Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost) {
-      return java.util.Map.of();
+    public Map<String, String> plansFor(Predicate<String> isThisHost) {
+      return Map.of();
     }
 
     @Override
@@ -102,7 +104,7 @@ interface Cluster extends AutoCloseable {
    * This node's planned jobs and bytes read per dataset, for the other nodes to see (called every
    * second; never blocks: a newer call replaces one not yet sent).
    */
-  void publish(List<Job> jobs, java.util.Map<String, Long> datasetReadBytes);
+  void publish(List<Job> jobs, Map<String, Long> datasetReadBytes);
 
   /** Told when a chunk becomes held by at least one other node, or by none any more. */
   @FunctionalInterface
@@ -123,7 +125,7 @@ interface Cluster extends AutoCloseable {
   void sharePlan(String job, String host, String plan);
 
   /** The shared plans (job name to JSON) whose host {@code isThisHost} accepts. */
-  java.util.Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost);
+  Map<String, String> plansFor(Predicate<String> isThisHost);
 
   /** Members, residency entries and the counts of what happened; null when alone. */
   View view();

@@ -1,8 +1,9 @@
 package io.strata.node;
 
+import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Loader;
 import io.strata.sdk.loader.PlanProgram;
-import io.strata.sdk.internal.Json;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
@@ -68,7 +69,7 @@ final class ClusterWork {
    * this node does not hold it: never announced, or evicted since).
    */
   Path peerSegment(String dataset, String version, String feature, int chunk) {
-    io.strata.sdk.dataset.Manifest.checkName(dataset);
+    Manifest.checkName(dataset);
     if (chunk < 0) {
       throw NodeException.badRequest("'chunk' must not be negative");
     }

@@ -6,6 +6,8 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.LoadingCache;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Locations;
+import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.internal.Json;
@@ -13,12 +15,18 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The node's HDD tier: the registry of datasets (name to directory, kept in {@code
@@ -41,7 +49,7 @@ final class DatasetRegistry implements AutoCloseable {
   private final Map<String, Path> registry = new TreeMap<>();
   /** An immutable copy of {@link #registry}, published on every change, for readers outside the monitor. */
   private volatile Map<String, Path> registryView = Map.of();
-  private final Map<String, Long> orcBytes = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<String, Long> orcBytes = new ConcurrentHashMap<>();
   private final LoadingCache<String, Dataset> open;
 
   DatasetRegistry(NodeConfig config) {
@@ -102,7 +110,7 @@ final class DatasetRegistry implements AutoCloseable {
       }
       checkManifestInsideRoots(dir);
       Dataset ds = Dataset.open(dir, confinement());
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum());
       return ds;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -127,8 +135,8 @@ final class DatasetRegistry implements AutoCloseable {
    * under a reader. Guarded by its own monitor (the cache's removal listener takes it, so it is
    * never held while waiting for this object's).
    */
-  private final Map<Dataset, int[]> datasetUsers = new java.util.IdentityHashMap<>();
-  private final java.util.Set<Dataset> retiredDatasets = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+  private final Map<Dataset, int[]> datasetUsers = new IdentityHashMap<>();
+  private final Set<Dataset> retiredDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
   /** A dataset held open for one piece of work. */
   final class Lease implements AutoCloseable {
@@ -210,7 +218,7 @@ final class DatasetRegistry implements AutoCloseable {
     }
     Path p;
     try {
-      p = io.strata.sdk.dataset.Locations.local(dir);
+      p = Locations.local(dir);
     } catch (IllegalArgumentException e) { // an InvalidPathException too
       throw NodeException.badRequest("'path' " + e.getMessage());
     }
@@ -272,10 +280,10 @@ final class DatasetRegistry implements AutoCloseable {
 
   /** As above; with {@code whole}, every file named must also exist as a regular file (registration). */
   private void checkManifestInsideRoots(Path dir, boolean whole) throws IOException {
-    io.strata.sdk.dataset.Manifest m;
+    Manifest m;
     try {
-      m = io.strata.sdk.dataset.Manifest.read(dir, confinement());
-    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+      m = Manifest.read(dir, confinement());
+    } catch (CorruptFileException | NoSuchFileException e) {
       throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
     }
     List<String[]> named = new ArrayList<>();
@@ -289,10 +297,10 @@ final class DatasetRegistry implements AutoCloseable {
       Path p;
       try {
         p = dir.resolve(n[1]).toAbsolutePath().normalize();
-      } catch (java.nio.file.InvalidPathException e) {
+      } catch (InvalidPathException e) {
         throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
       }
-      boolean inside = inRoots(p, false) && (!Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
+      boolean inside = inRoots(p, false) && (!Files.exists(p, LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
       if (!inside) {
         throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
       }
@@ -314,7 +322,7 @@ final class DatasetRegistry implements AutoCloseable {
     Dataset ds;
     try {
       ds = Dataset.open(real, confinement());
-    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+    } catch (CorruptFileException | NoSuchFileException e) {
       throw NodeException.badRequest("not a usable dataset: " + e.getMessage());
     }
     String name = ds.name();
@@ -325,8 +333,8 @@ final class DatasetRegistry implements AutoCloseable {
         throw NodeException.conflict("dataset name '" + name + "' is already registered for " + old);
       }
       registry.put(name, real);
-      registryView = java.util.Collections.unmodifiableMap(new TreeMap<>(registry));
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+      registryView = Collections.unmodifiableMap(new TreeMap<>(registry));
+      orcBytes.put(name, ds.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum());
       saveRegistry();
     }
     open.invalidate(name);
@@ -358,10 +366,10 @@ final class DatasetRegistry implements AutoCloseable {
       Path dir = Path.of(e.path("path").asText("/nonexistent"));
       if (Files.isDirectory(dir)) {
         registry.put(name, dir);
-        registryView = java.util.Collections.unmodifiableMap(new TreeMap<>(registry));
+        registryView = Collections.unmodifiableMap(new TreeMap<>(registry));
         try {
-          orcBytes.put(name, io.strata.sdk.dataset.Manifest.read(dir).files().stream()
-              .mapToLong(io.strata.sdk.dataset.Manifest.OrcFileInfo::bytes).sum());
+          orcBytes.put(name, Manifest.read(dir).files().stream()
+              .mapToLong(Manifest.OrcFileInfo::bytes).sum());
         } catch (IOException | RuntimeException ex) {
           // Reported when the dataset is opened.
         }

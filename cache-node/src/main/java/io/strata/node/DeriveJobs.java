@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Progress;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
@@ -68,7 +70,7 @@ final class DeriveJobs implements AutoCloseable {
 
     synchronized ObjectNode json() {
       ObjectNode o = Json.object().put("job", id).put("state", state).put("dataset", dataset).put("spec", spec);
-      o.put("submittedAt", java.time.Instant.ofEpochMilli(submitted).toString());
+      o.put("submittedAt", Instant.ofEpochMilli(submitted).toString());
       if (started > 0) {
         o.put("seconds", ((finished > 0 ? finished : System.currentTimeMillis()) - started) / 1000.0);
       }
@@ -129,7 +131,7 @@ final class DeriveJobs implements AutoCloseable {
       job.state = "done";
     } catch (NodeException e) {
       fail(job, NodeApi.status(e.kind()), e.getMessage());
-    } catch (IOException | java.io.UncheckedIOException e) {
+    } catch (IOException | UncheckedIOException e) {
       fail(job, 500, "I/O error: " + e.getMessage());
     } catch (IllegalArgumentException e) {
       fail(job, 400, e.getMessage());

@@ -9,6 +9,7 @@ import com.hazelcast.config.NetworkConfig;
 import com.hazelcast.core.HazelcastInstance;
 import com.hazelcast.map.IMap;
 import com.hazelcast.multimap.MultiMap;
+import io.strata.sdk.derive.Spec;
 import io.strata.sdk.tier.SegmentRef;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
@@ -18,10 +19,12 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -29,6 +32,8 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -72,7 +77,7 @@ final class HazelcastCluster implements Cluster {
   private final IMap<String, Long> reads;
   /** Plans of ranks of distributed jobs, by job name: host, then the plan's JSON. */
   private final IMap<String, String> plans;
-  private final java.util.concurrent.atomic.AtomicReference<Runnable> nextPublish = new java.util.concurrent.atomic.AtomicReference<>();
+  private final AtomicReference<Runnable> nextPublish = new AtomicReference<>();
   /** What this node published last time (its entries that are gone are removed). */
   private Set<String> publishedJobs = Set.of();
   static final int PUBLISHED_TTL_SECONDS = 30;
@@ -178,7 +183,7 @@ final class HazelcastCluster implements Cluster {
 
   /** Whether a segment is offered to peers: one feature of a dataset (derived features live in each node's own store). */
   private static boolean shared(SegmentRef ref) {
-    return ref.info().columns().size() == 1 && !io.strata.sdk.derive.Spec.isDerived(ref.info().columns().getFirst());
+    return ref.info().columns().size() == 1 && !Spec.isDerived(ref.info().columns().getFirst());
   }
 
   private void submit(Runnable r) {
@@ -328,8 +333,8 @@ final class HazelcastCluster implements Cluster {
   }
 
   @Override
-  public Map<String, String> plansFor(java.util.function.Predicate<String> isThisHost) {
-    Map<String, String> out = new java.util.TreeMap<>();
+  public Map<String, String> plansFor(Predicate<String> isThisHost) {
+    Map<String, String> out = new TreeMap<>();
     for (Map.Entry<String, String> e : plans.entrySet()) {
       int at = e.getValue().indexOf(SEP);
       if (at > 0 && isThisHost.test(e.getValue().substring(0, at))) {
@@ -352,12 +357,12 @@ final class HazelcastCluster implements Cluster {
         }
       }
     }
-    out.sort(java.util.Comparator.comparing(Job::host).thenComparing(Job::job));
+    out.sort(Comparator.comparing(Job::host).thenComparing(Job::job));
     return out;
   }
 
   private Map<String, Long> clusterReads() {
-    Map<String, Long> out = new java.util.TreeMap<>();
+    Map<String, Long> out = new TreeMap<>();
     for (Map.Entry<String, Long> e : reads.entrySet()) {
       int at = e.getKey().indexOf(SEP);
       if (at > 0) {

@@ -1,12 +1,14 @@
 package io.strata.node;
 
 import io.strata.sdk.Tier;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The jobs a node knows: an int id per job name (the policy's), the plans in force and when each
@@ -34,9 +36,9 @@ final class Jobs {
   private final Map<String, Job> plans = new LinkedHashMap<>();
   private final Map<String, Double> lastSeen = new HashMap<>();
   private final Map<String, long[]> bytes = new HashMap<>();
-  private final Map<String, Long> unlinked = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<String, Long> unlinked = new ConcurrentHashMap<>();
   private final Map<String, Long> steps = new HashMap<>();
-  private final java.util.ArrayDeque<Ended> recent = new java.util.ArrayDeque<>();
+  private final ArrayDeque<Ended> recent = new ArrayDeque<>();
   private double leaseSeconds;
 
   Jobs(double leaseSeconds) {

@@ -1,6 +1,9 @@
 package io.strata.node;
 
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
 import io.strata.sdk.Tier;
+import io.strata.sdk.derive.Spec;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -100,7 +103,7 @@ final class KeySpace {
   /** The {@code n} groups (feature streams) read most, with their bytes per tier. */
   List<TierViews.Stream> topStreams(int n) {
     return groupBytes.entrySet().stream()
-        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> java.util.Arrays.stream(e.getValue()).sum()).reversed())
+        .sorted(Comparator.comparingLong((Map.Entry<Integer, long[]> e) -> Arrays.stream(e.getValue()).sum()).reversed())
         .limit(n)
         .map(e -> new TierViews.Stream(groupName(e.getKey()), e.getValue()[Tier.SSD.ordinal()], e.getValue()[Tier.HDD.ordinal()]))
         .toList();
@@ -120,12 +123,12 @@ final class KeySpace {
   }
 
   /** The SSD bytes the policy reckons a feature chunk takes until its segment is written. */
-  static long estimateBytes(io.strata.sdk.Dataset ds, String feature, int chunk) {
+  static long estimateBytes(Dataset ds, String feature, int chunk) {
     long rows = ds.chunks().get(chunk).rows();
-    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+    if (Spec.isDerived(feature)) {
       return rows * 16 + 4096;
     }
-    io.strata.sdk.FeatureType t = ds.feature(feature).type();
+    FeatureType t = ds.feature(feature).type();
     int width = t.kind().width();
     if (width > 0) {
       return rows * width + 4096;

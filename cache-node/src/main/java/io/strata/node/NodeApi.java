@@ -1,10 +1,12 @@
 package io.strata.node;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
-import io.strata.sdk.loader.PlanProgram;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.policy.Policies;
+import io.strata.sdk.Tier;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.PlanProgram;
+import io.strata.store.FeatureMeta;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
@@ -12,8 +14,21 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -117,7 +132,7 @@ final class NodeApi {
     r.get("/v1/features/jobs/:id").handler(ctx -> run(ctx, () -> derives.get(ctx.pathParam("id"))));
     r.get("/v1/features").handler(ctx -> run(ctx, () -> {
       com.fasterxml.jackson.databind.node.ArrayNode a = Json.array();
-      for (io.strata.store.FeatureMeta m : tiers.derivedFeatures()) {
+      for (FeatureMeta m : tiers.derivedFeatures()) {
         a.add(m.toJson().without("statistics"));
       }
       return a;
@@ -200,7 +215,7 @@ final class NodeApi {
 
   private static boolean sameMachineOrigin(String origin) {
     try {
-      java.net.URI u = java.net.URI.create(origin);
+      URI u = URI.create(origin);
       return ("http".equals(u.getScheme()) || "https".equals(u.getScheme())) && u.getHost() != null
           && NodeConfig.isLoopbackName(u.getHost());
     } catch (IllegalArgumentException e) {
@@ -268,16 +283,16 @@ final class NodeApi {
       if (ds == null || version == null || feature == null) {
         throw NodeException.badRequest("a peer read names 'dataset', 'version', 'feature' and 'chunk'");
       }
-      java.nio.file.Path p = tiers.peerSegment(ds, version, feature, Integer.parseInt(chunk));
+      Path p = tiers.peerSegment(ds, version, feature, Integer.parseInt(chunk));
       // Opened here, so that an eviction between the lookup and the send cannot unlink it from under us.
-      return new PeerFile(p, java.nio.file.Files.size(p));
+      return new PeerFile(p, Files.size(p));
     }, false).onComplete(ar -> {
       if (ar.failed()) {
-        fail(ctx, ar.cause() instanceof java.nio.file.NoSuchFileException
+        fail(ctx, ar.cause() instanceof NoSuchFileException
             ? NodeException.notFound("the segment was evicted: " + ar.cause().getMessage()) : ar.cause());
         return;
       }
-      java.nio.file.Path p = ar.result().path();
+      Path p = ar.result().path();
       long size = ar.result().bytes();
       ctx.response().putHeader("content-type", "application/vnd.apache.arrow.file").sendFile(p.toString())
           .onComplete(sent -> {
@@ -291,8 +306,8 @@ final class NodeApi {
   }
 
   private static boolean constantTimeEquals(String a, String b) {
-    return java.security.MessageDigest.isEqual(a.getBytes(java.nio.charset.StandardCharsets.UTF_8),
-        b.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return MessageDigest.isEqual(a.getBytes(StandardCharsets.UTF_8),
+        b.getBytes(StandardCharsets.UTF_8));
   }
 
   private void run(RoutingContext ctx, Callable<Object> work) {
@@ -343,9 +358,9 @@ final class NodeApi {
       error(ctx, status(n.kind()), n.getMessage());
     } else if (t instanceof IllegalArgumentException) {
       error(ctx, 400, t.getMessage());
-    } else if (t instanceof java.nio.file.AccessDeniedException || t.getCause() instanceof java.nio.file.AccessDeniedException) {
-      error(ctx, 403, (t instanceof java.nio.file.AccessDeniedException ? t : t.getCause()).getMessage());
-    } else if (t instanceof IOException || t instanceof java.io.UncheckedIOException) {
+    } else if (t instanceof AccessDeniedException || t.getCause() instanceof AccessDeniedException) {
+      error(ctx, 403, (t instanceof AccessDeniedException ? t : t.getCause()).getMessage());
+    } else if (t instanceof IOException || t instanceof UncheckedIOException) {
       error(ctx, 500, "I/O error: " + t.getMessage());
     } else {
       // A fault of the node's own: the whole trace goes to its log, the answer names no class.
@@ -393,7 +408,7 @@ final class NodeApi {
     if (path == null || path.isEmpty()) {
       return false;
     }
-    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream(path.length());
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(path.length());
     for (int i = 0; i < path.length(); i++) {
       char c = path.charAt(i);
       if (c == '%') {
@@ -405,16 +420,16 @@ final class NodeApi {
       } else if (c < 0x20 || c == 0x7f) {
         return false;
       } else {
-        bytes.writeBytes(String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        bytes.writeBytes(String.valueOf(c).getBytes(StandardCharsets.UTF_8));
       }
     }
     try {
-      java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
-          .decode(java.nio.ByteBuffer.wrap(bytes.toByteArray()));
+      StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes.toByteArray()));
       return true;
-    } catch (java.nio.charset.CharacterCodingException e) {
+    } catch (CharacterCodingException e) {
       return false;
     }
   }
@@ -433,7 +448,7 @@ final class NodeApi {
   private record TraceExport(String csv, long dropped) {}
 
   /** A segment a peer asked for, and its size when it was looked up. */
-  private record PeerFile(java.nio.file.Path path, long bytes) {}
+  private record PeerFile(Path path, long bytes) {}
 
   /** A {@code POST /v1/reads} body: a job's reads of one dataset, its step (-1: none), and what it still maps of evicted segments (-1: not said). */
   record ReadsReport(String job, String dataset, List<TierState.Read> reads, long step, long unlinkedMappedBytes) {}
@@ -525,8 +540,8 @@ final class NodeApi {
     String policy = null;
     if (body.has("policy")) {
       JsonNode p = body.get("policy");
-      if (!p.isTextual() || !io.strata.node.policy.Policies.known(p.asText())) {
-        throw NodeException.badRequest("'policy' must be one of " + io.strata.node.policy.Policies.names() + ", got " + p);
+      if (!p.isTextual() || !Policies.known(p.asText())) {
+        throw NodeException.badRequest("'policy' must be one of " + Policies.names() + ", got " + p);
       }
       policy = p.asText();
     }
@@ -542,7 +557,7 @@ final class NodeApi {
       }
       discount = d.asDouble();
     }
-    Map<String, Long> quotas = new java.util.LinkedHashMap<>();
+    Map<String, Long> quotas = new LinkedHashMap<>();
     if (body.has("quotas")) {
       JsonNode q = body.get("quotas");
       if (!q.isObject()) {

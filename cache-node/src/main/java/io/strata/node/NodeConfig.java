@@ -3,12 +3,19 @@ package io.strata.node;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
@@ -84,9 +91,9 @@ public record NodeConfig(
    */
   static boolean isLoopback(String host) {
     try {
-      java.net.InetAddress[] all = java.net.InetAddress.getAllByName(host);
-      return all.length > 0 && java.util.Arrays.stream(all).allMatch(java.net.InetAddress::isLoopbackAddress);
-    } catch (java.net.UnknownHostException | SecurityException e) {
+      InetAddress[] all = InetAddress.getAllByName(host);
+      return all.length > 0 && Arrays.stream(all).allMatch(InetAddress::isLoopbackAddress);
+    } catch (UnknownHostException | SecurityException e) {
       return false;
     }
   }
@@ -98,7 +105,7 @@ public record NodeConfig(
       return true;
     }
     try {
-      return java.net.InetAddress.ofLiteral(h).isLoopbackAddress();
+      return InetAddress.ofLiteral(h).isLoopbackAddress();
     } catch (IllegalArgumentException e) {
       return false;
     }
@@ -161,14 +168,14 @@ public record NodeConfig(
    * permissions there is nothing to check.
    */
   public static void requirePrivate(Path file, String what) throws IOException {
-    if (!Files.getFileStore(file).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
+    if (!Files.getFileStore(file).supportsFileAttributeView(PosixFileAttributeView.class)) {
       return;
     }
-    java.util.Set<java.nio.file.attribute.PosixFilePermission> p = Files.getPosixFilePermissions(file);
-    for (java.nio.file.attribute.PosixFilePermission x : p) {
+    Set<PosixFilePermission> p = Files.getPosixFilePermissions(file);
+    for (PosixFilePermission x : p) {
       if (!x.name().startsWith("OWNER_")) {
         throw new IOException(what + " " + file + " is accessible to others ("
-            + java.nio.file.attribute.PosixFilePermissions.toString(p) + "): chmod 600 " + file);
+            + PosixFilePermissions.toString(p) + "): chmod 600 " + file);
       }
     }
   }

@@ -1,6 +1,5 @@
 package io.strata.node;
 
-import io.strata.sdk.Tier;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -15,11 +14,13 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.strata.sdk.Tier;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -131,7 +132,7 @@ final class NodeMetrics implements AutoCloseable {
   }
 
   /** Adds meters for new names and removes those of names gone (jobs whose plans ended). */
-  private void follow(Map<String, long[]> bytes, java.util.function.Function<Values, Map<String, long[]>> of,
+  private void follow(Map<String, long[]> bytes, Function<Values, Map<String, long[]>> of,
       Map<String, List<Meter>> meters, String metric, String label, String help) {
     for (String name : bytes.keySet()) {
       meters.computeIfAbsent(name, n -> {

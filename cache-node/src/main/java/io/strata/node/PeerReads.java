@@ -2,6 +2,7 @@ package io.strata.node;
 
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
@@ -12,6 +13,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -54,7 +56,7 @@ final class PeerReads implements AutoCloseable {
    * Copies the segment {@code expected} describes from the first of {@code peers} that serves it
    * whole and verified; null when none did (each failure is counted and the last one kept).
    */
-  SegmentRef fetch(List<Cluster.Peer> peers, SegmentInfo expected, SegmentStore store, io.strata.sdk.tier.Promoter.Gate gate)
+  SegmentRef fetch(List<Cluster.Peer> peers, SegmentInfo expected, SegmentStore store, Promoter.Gate gate)
       throws InterruptedException {
     for (Cluster.Peer p : peers) {
       try {
@@ -74,7 +76,7 @@ final class PeerReads implements AutoCloseable {
     return null;
   }
 
-  private SegmentRef fetchFrom(Cluster.Peer p, SegmentInfo expected, SegmentStore store, io.strata.sdk.tier.Promoter.Gate gate)
+  private SegmentRef fetchFrom(Cluster.Peer p, SegmentInfo expected, SegmentStore store, Promoter.Gate gate)
       throws IOException, InterruptedException {
     String feature = expected.columns().getFirst();
     URI uri = URI.create(p.url() + "/v1/peer/segment?dataset=" + enc(expected.dataset()) + "&version="
@@ -112,7 +114,7 @@ final class PeerReads implements AutoCloseable {
     }
   }
 
-  private static void copy(InputStream in, java.nio.channels.FileChannel ch, long length) throws IOException {
+  private static void copy(InputStream in, FileChannel ch, long length) throws IOException {
     byte[] buf = new byte[1 << 20];
     long left = length;
     while (left > 0) {

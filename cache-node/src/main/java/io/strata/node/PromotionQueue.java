@@ -1,7 +1,10 @@
 package io.strata.node;
 
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.OrcReads;
+import io.strata.sdk.derive.Spec;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
@@ -106,7 +109,7 @@ final class PromotionQueue implements AutoCloseable {
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
       }
-      boolean derived = io.strata.sdk.derive.Spec.isDerived(info.feature());
+      boolean derived = Spec.isDerived(info.feature());
       long t0 = System.nanoTime();
       Promoter.ChunkSource source;
       if (derived) {
@@ -118,11 +121,11 @@ final class PromotionQueue implements AutoCloseable {
       }
       SegmentRef ref = derived ? null : fromPeer(ds, info);
       if (ref == null) {
-        long orc0 = io.strata.sdk.dataset.OrcReads.bytesOnThisThread();
+        long orc0 = OrcReads.bytesOnThisThread();
         long w0 = System.nanoTime();
         ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), source, this::throttle);
         if (!derived) {
-          counters.promotionOrcBytes.add(io.strata.sdk.dataset.OrcReads.bytesOnThisThread() - orc0);
+          counters.promotionOrcBytes.add(OrcReads.bytesOnThisThread() - orc0);
           counters.orcSegmentBytes.add(ref.bytes());
           counters.orcNanos.add(System.nanoTime() - w0);
         }
@@ -163,7 +166,7 @@ final class PromotionQueue implements AutoCloseable {
     if (holders.isEmpty()) {
       return null;
     }
-    io.strata.sdk.ChunkInfo c = ds.chunks().get(info.chunk());
+    ChunkInfo c = ds.chunks().get(info.chunk());
     SegmentInfo expected = new SegmentInfo(ds.name(), ds.version(), info.chunk(), c.firstRow(), c.endRow(), List.of(info.feature()));
     return peers.fetch(holders, expected, store, this::throttle);
   }

@@ -1,6 +1,7 @@
 package io.strata.node;
 
 import io.strata.sdk.Dataset;
+import io.strata.sdk.derive.Spec;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -24,10 +25,10 @@ final class RequestChecks {
    * and materialized) and {@code chunk} one of its chunks.
    */
   void check(Dataset ds, String feature, int chunk) {
-    if (io.strata.sdk.derive.Spec.isDerived(feature)) {
+    if (Spec.isDerived(feature)) {
       String canonical;
       try {
-        canonical = io.strata.sdk.derive.Spec.parse(feature).canonical();
+        canonical = Spec.parse(feature).canonical();
       } catch (IllegalArgumentException e) {
         throw NodeException.badRequest(e.getMessage());
       }

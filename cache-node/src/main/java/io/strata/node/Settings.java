@@ -2,6 +2,7 @@ package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.policy.Policies;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
@@ -9,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,7 +71,7 @@ final class Settings {
       }
     }
     JsonNode k = kept == null ? Json.object() : kept;
-    s.policy = io.strata.node.policy.Policies.DEFAULT;
+    s.policy = Policies.DEFAULT;
     s.ssdBudgetBytes = config.ssdBudgetBytes();
     s.flashWriteBudgetBytesPerHour = config.flashWriteBudgetBytesPerHour();
     s.popularityDiscount = defaultDiscount;
@@ -114,7 +116,7 @@ final class Settings {
   }
 
   private static String knownPolicy(String name) {
-    if (!io.strata.node.policy.Policies.known(name)) {
+    if (!Policies.known(name)) {
       throw new IllegalArgumentException("no policy " + name);
     }
     return name;
@@ -129,7 +131,7 @@ final class Settings {
 
   /** Records that {@code names} were just changed at runtime. */
   void changed(String... names) {
-    String source = "policy set at " + Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+    String source = "policy set at " + Instant.now().truncatedTo(ChronoUnit.SECONDS);
     for (String n : names) {
       sources.put(n, source);
     }

@@ -1,5 +1,7 @@
 package io.strata.node;
 
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.Locale;
 
 /**
@@ -33,11 +35,11 @@ public final class Sizes {
     if (!t.matches("[0-9]{1,30}(\\.[0-9]{1,30})?")) {
       throw new IllegalArgumentException("bad byte size '" + s + "' (examples: 3000, 512m, 10g, 1.5t)");
     }
-    java.math.BigDecimal v = new java.math.BigDecimal(t).multiply(java.math.BigDecimal.valueOf(mult));
+    BigDecimal v = new BigDecimal(t).multiply(BigDecimal.valueOf(mult));
     if (v.stripTrailingZeros().scale() > 0 && mult == 1) {
       throw new IllegalArgumentException("bad byte size '" + s + "': a number of bytes is whole");
     }
-    java.math.BigInteger bytes = v.toBigInteger();
+    BigInteger bytes = v.toBigInteger();
     if (bytes.bitLength() > 63) {
       throw new IllegalArgumentException("byte size '" + s + "' is more than " + Long.MAX_VALUE + " bytes");
     }

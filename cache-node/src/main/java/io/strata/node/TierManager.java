@@ -4,6 +4,10 @@ import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.Spec;
+import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.internal.AtomicFiles;
@@ -15,6 +19,7 @@ import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +28,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The node without HTTP: the facade {@code NodeApi} calls. It checks each request against its
@@ -71,7 +77,7 @@ final class TierManager implements AutoCloseable {
   private final PlanIntake plans;
   private final Cluster cluster;
   private final ClusterWork clusterWork;
-  private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+  private final AtomicBoolean closed = new AtomicBoolean();
   private final HomeLock homeLock;
   private final SegmentScrub scrub;
 
@@ -120,7 +126,7 @@ final class TierManager implements AutoCloseable {
       this.queue = new PromotionQueue(config, store, features, datasets, state, counters, metrics, this::now, cluster);
       state.attach(queue);
       try {
-        state.attach(io.strata.sdk.format.ResidencyBeacon.create(config.ssdDir()));
+        state.attach(ResidencyBeacon.create(config.ssdDir()));
       } catch (IOException | RuntimeException e) {
         startupNotes.add("jobs on this host learn of landed segments from the node's answers only: " + e.getMessage());
       }
@@ -347,7 +353,7 @@ final class TierManager implements AutoCloseable {
    */
   private void repair(Dataset ds, String feature, int chunk, SegmentRef ref, String damage, String foundBy) {
     // Looked at first: once dropped, the file is unlinked (on the queue's thread).
-    boolean vanished = !Files.isRegularFile(ref.path(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+    boolean vanished = !Files.isRegularFile(ref.path(), LinkOption.NOFOLLOW_LINKS);
     int placed = state.repair(ds, feature, chunk, ref);
     if (placed < 0) {
       return;
@@ -389,7 +395,7 @@ final class TierManager implements AutoCloseable {
   String checkDerivation(String datasetName, String specText) {
     Dataset ds = dataset(datasetName);
     try {
-      return io.strata.sdk.derive.Derivation.of(io.strata.sdk.derive.Spec.parse(specText), ds).spec().canonical();
+      return Derivation.of(Spec.parse(specText), ds).spec().canonical();
     } catch (IllegalArgumentException e) {
       throw NodeException.badRequest(e.getMessage());
     }
@@ -401,16 +407,16 @@ final class TierManager implements AutoCloseable {
    * named by the canonical spec while the budget has room, telling {@code progress} of the chunks
    * computed. Runs on a derivation job's thread; may take long.
    */
-  Derived derive(String datasetName, String specText, io.strata.sdk.Progress progress) throws IOException {
+  Derived derive(String datasetName, String specText, Progress progress) throws IOException {
     try (DatasetRegistry.Lease lease = datasets.lease(datasetName)) {
       Dataset ds = lease.dataset();
-      io.strata.sdk.derive.Derivation d;
+      Derivation d;
       try {
-        d = io.strata.sdk.derive.Derivation.of(io.strata.sdk.derive.Spec.parse(specText), ds);
+        d = Derivation.of(Spec.parse(specText), ds);
       } catch (IllegalArgumentException e) {
         throw NodeException.badRequest(e.getMessage());
       }
-      io.strata.sdk.derive.Derivation.SourceReader reader = io.strata.sdk.derive.Derivation.SourceReader.orc(ds);
+      Derivation.SourceReader reader = Derivation.SourceReader.orc(ds);
       boolean cached = features.complete(d, reader) != null;
       long t0 = System.nanoTime();
       FeatureMeta m = features.getOrCompute(d, reader, progress);

@@ -1,12 +1,18 @@
 package io.strata.node;
 
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.dataset.CoAccessOrder;
 import io.strata.sdk.tier.SegmentStore;
 import io.strata.store.FeatureStore;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.DoubleSupplier;
 import java.util.function.Supplier;
 
@@ -92,8 +98,8 @@ final class TierReport {
     for (TierViews.JobRow j : state.jobRows()) {
       js.add(new Cluster.Job(host, j.job(), j.dataset(), j.features(), j.stepsDone(), j.steps(), j.ssdBytes(), j.hddBytes()));
     }
-    java.util.Map<String, Long> reads = new java.util.TreeMap<>();
-    state.readBytesByDataset().forEach((ds, b) -> reads.put(ds, java.util.Arrays.stream(b).sum()));
+    Map<String, Long> reads = new TreeMap<>();
+    state.readBytesByDataset().forEach((ds, b) -> reads.put(ds, Arrays.stream(b).sum()));
     cluster.publish(js, reads);
   }
 
@@ -104,7 +110,7 @@ final class TierReport {
 
   private record Advice(String version, double at, TierViews.Layout layout) {}
 
-  private final java.util.Map<String, Advice> advice = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<String, Advice> advice = new ConcurrentHashMap<>();
 
   /**
    * What a relayout of {@code name} would gain, from what jobs read of its current version:
@@ -128,18 +134,18 @@ final class TierReport {
     List<String> columns;
     List<String> stored;
     try {
-      io.strata.sdk.Dataset ds = datasets.dataset(name);
+      Dataset ds = datasets.dataset(name);
       if (!ds.version().equals(ca.version())) {
         return null;
       }
-      columns = ds.columns().stream().map(io.strata.sdk.FeatureInfo::name).toList();
+      columns = ds.columns().stream().map(FeatureInfo::name).toList();
       stored = ds.manifest().layout();
     } catch (RuntimeException e) {
       return null;
     }
-    io.strata.sdk.dataset.CoAccessOrder.Plan p = io.strata.sdk.dataset.CoAccessOrder.plan(columns, ca.reads());
+    CoAccessOrder.Plan p = CoAccessOrder.plan(columns, ca.reads());
     // Now: the stored order, second copies included (a relayout may have stored some twice).
-    double runsNow = io.strata.sdk.dataset.CoAccessOrder.runs(stored, columns, ca.reads());
+    double runsNow = CoAccessOrder.runs(stored, columns, ca.reads());
     TierViews.Layout l = new TierViews.Layout(p.jobs(), runsNow, p.runsAfter(),
         p.jobs() >= 2 && runsNow >= RELAYOUT_GAIN * p.runsAfter());
     advice.put(name, new Advice(ca.version(), now, l));

@@ -1,15 +1,18 @@
 package io.strata.node;
 
-import io.strata.sdk.Tier;
-import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.CachePolicy.Placement;
+import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.Policies;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.Tier;
+import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.tier.SegmentRef;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,7 +78,7 @@ final class TierState {
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
   private long residency;
   /** Where {@link #residency} is published to jobs on this host (null: nowhere). */
-  private io.strata.sdk.format.ResidencyBeacon beacon;
+  private ResidencyBeacon beacon;
   private boolean closed;
 
   TierState(String policyName, Policies.Options options, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds,
@@ -94,7 +97,7 @@ final class TierState {
    * Publishes the residency counter in {@code b} from now on (set once, before any request),
    * continuing from the value a previous run left there so that jobs still mapping it see a change.
    */
-  synchronized void attach(io.strata.sdk.format.ResidencyBeacon b) {
+  synchronized void attach(ResidencyBeacon b) {
     this.beacon = b;
     residency = Math.max(residency, b.get() + 1);
     b.publish(residency);
@@ -463,7 +466,7 @@ final class TierState {
   /** Every resident segment file once (a file holding several features is listed under one of them). */
   synchronized List<Resident> residents() {
     List<Resident> out = new ArrayList<>();
-    Set<SegmentRef> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    Set<SegmentRef> seen = Collections.newSetFromMap(new IdentityHashMap<>());
     for (Map.Entry<Integer, SegmentRef> e : residentRefs.entrySet()) {
       if (seen.add(e.getValue())) {
         out.add(new Resident(keys.get(e.getKey()), e.getValue()));

@@ -1,11 +1,13 @@
 package io.strata.node;
 
-import io.strata.sdk.Tier;
 import io.strata.node.sim.Trace;
+import io.strata.sdk.Tier;
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * What the node received from jobs, kept as a replayable trace (the CSV of {@link Trace}): every
@@ -121,7 +123,7 @@ final class TraceRecorder {
   synchronized String csv() {
     StringBuilder sb = new StringBuilder(rows.size() * 48 + 64);
     // A trace gives a chunk one size: a dataset registered again under a new version keeps the first.
-    java.util.Map<String, Long> byName = new java.util.HashMap<>();
+    Map<String, Long> byName = new HashMap<>();
     sb.append(Trace.HEADER).append('\n');
     for (Row r : rows) {
       sb.append(String.format(Locale.ROOT, "%.3f,", r.time()));

@@ -7,31 +7,52 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.node.policy.LruPolicy;
+import io.strata.node.policy.Policies;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.sim.Simulator;
+import io.strata.node.sim.Trace;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
+import io.strata.sdk.Tier;
 import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
+import io.strata.sdk.loader.PlanProgram;
 import io.strata.sdk.node.NodeClient;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -70,7 +91,7 @@ class CacheNodeTest {
   @Test
   void theNodeSuggestsARelayoutWhenJobsReadScatteredFeatures() throws Exception {
     List<String> names;
-    try (io.strata.sdk.Dataset ds = io.strata.sdk.Dataset.open(datasetDir)) {
+    try (Dataset ds = Dataset.open(datasetDir)) {
       names = ds.columns().stream().map(f -> f.name()).toList();
     }
     // Two jobs, each reading features far apart in the present order: one run each is possible after a relayout.
@@ -144,8 +165,8 @@ class CacheNodeTest {
       assertTrue(status.path("ssd").path("segments").asLong() > 0, status.toString());
       try (Loader second = job(ds, "job-b").build()) {
         run(second);
-        long ssd = second.tierStats().bytes(io.strata.sdk.Tier.SSD);
-        long hdd = second.tierStats().bytes(io.strata.sdk.Tier.HDD);
+        long ssd = second.tierStats().bytes(Tier.SSD);
+        long hdd = second.tierStats().bytes(Tier.HDD);
         assertTrue(ssd > 0, "the second job reads from the SSD tier");
         assertTrue(ssd > hdd, "mostly: ssd " + ssd + " hdd " + hdd);
       }
@@ -184,7 +205,7 @@ class CacheNodeTest {
   @Test
   void theNodeExpandsAJobsProgramAndRecordsAReplayableTrace() throws Exception {
     try (Dataset ds = Dataset.open(datasetDir)) {
-      io.strata.sdk.loader.PlanProgram program;
+      PlanProgram program;
       long reported;
       int batches;
       try (Loader loader = job(ds, "job-t").epochs(2).build()) {
@@ -199,35 +220,35 @@ class CacheNodeTest {
       assertEquals("0", r.headers().firstValue("x-strata-trace-dropped").orElseThrow());
       Path csv = home.resolve("trace.csv");
       Files.writeString(csv, r.body());
-      io.strata.node.sim.Trace t = io.strata.node.sim.Trace.read(csv);
+      Trace t = Trace.read(csv);
       assertEquals(reported, t.size(), "one row per reported feature chunk");
-      assertTrue(t.tier(0) != io.strata.node.sim.Trace.Tier.UNKNOWN);
-      List<io.strata.node.sim.Trace.Control> controls = t.controls();
-      var plan = (io.strata.node.sim.Trace.PlanRecord) controls.getFirst();
+      assertTrue(t.tier(0) != Trace.Tier.UNKNOWN);
+      List<Trace.Control> controls = t.controls();
+      var plan = (Trace.PlanRecord) controls.getFirst();
       int[][] expected = program.expand(ds, Long.MAX_VALUE);
       assertEquals(batches, expected.length);
       assertEquals(expected.length, plan.stepChunks().length);
       for (int s = 0; s < expected.length; s++) {
-        assertEquals(java.util.Arrays.toString(expected[s]), java.util.Arrays.toString(plan.stepChunks()[s]), "step " + s);
+        assertEquals(Arrays.toString(expected[s]), Arrays.toString(plan.stepChunks()[s]), "step " + s);
       }
-      long lastStep = controls.stream().filter(c -> c instanceof io.strata.node.sim.Trace.StepRecord)
-          .mapToLong(c -> ((io.strata.node.sim.Trace.StepRecord) c).step()).max().orElse(-1);
+      long lastStep = controls.stream().filter(c -> c instanceof Trace.StepRecord)
+          .mapToLong(c -> ((Trace.StepRecord) c).step()).max().orElse(-1);
       assertEquals(batches - 1, lastStep, "the job reported its last step");
-      assertTrue(controls.getLast() instanceof io.strata.node.sim.Trace.EndRecord, "closing the loader ends its plan");
+      assertTrue(controls.getLast() instanceof Trace.EndRecord, "closing the loader ends its plan");
       // The same trace replays offline.
       long budget = t.distinctBytes() / 4;
-      var opt = io.strata.node.sim.Simulator.run(t, new io.strata.node.sim.OptPolicy(t, budget));
-      var lru = io.strata.node.sim.Simulator.run(t, new io.strata.node.policy.LruPolicy(budget));
+      var opt = Simulator.run(t, new OptPolicy(t, budget));
+      var lru = Simulator.run(t, new LruPolicy(budget));
       assertTrue(opt.byteHitRatio() >= lru.byteHitRatio());
       // Clearing empties it.
       assertEquals(200, raw("DELETE", "/v1/trace", null, null).statusCode());
       assertEquals(1, raw("GET", "/v1/trace", null, null).body().strip().lines().count());
     }
     // A program from another loader version, or mixed with a chunk order, is refused by name.
-    String good = "{\"algorithm\":\"" + io.strata.sdk.loader.PlanProgram.ALGORITHM + "\",\"mode\":\"samples\",\"unitsPerBatch\":8,"
+    String good = "{\"algorithm\":\"" + PlanProgram.ALGORITHM + "\",\"mode\":\"samples\",\"unitsPerBatch\":8,"
         + "\"seed\":\"1\",\"shuffle\":true,\"rank\":0,\"world\":1,\"dropLast\":false,\"epochs\":1,\"startStep\":0}";
     Object[][] cases = {
-      {good.replace(io.strata.sdk.loader.PlanProgram.ALGORITHM, "feistel-v0"), 400, "plan algorithm 'feistel-v0'"},
+      {good.replace(PlanProgram.ALGORITHM, "feistel-v0"), 400, "plan algorithm 'feistel-v0'"},
       {good.replace("\"samples\"", "\"tapes\""), 400, "plan mode must be samples, rows or windows"},
       {good.replace("\"epochs\":1", "\"epochs\":0"), 400, "'program.epochs'"},
       {good.replace("\"unitsPerBatch\":8", "\"unitsPerBatch\":1e99"), 400, "'program.unitsPerBatch'"},
@@ -331,7 +352,7 @@ class CacheNodeTest {
     assertEquals(2L << 20, client.policy().path("ssdBudgetBytes").asLong(), "the refused cut changed nothing");
     NodeClient.NodeRequestException all = assertThrows(NodeClient.NodeRequestException.class, () -> client.pin("events", null));
     assertEquals(409, all.status());
-    assertEquals(List.of("events/amount"), java.util.stream.StreamSupport.stream(client.policy().path("pins").spliterator(), false)
+    assertEquals(List.of("events/amount"), StreamSupport.stream(client.policy().path("pins").spliterator(), false)
         .map(JsonNode::asText).toList());
     assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size());
     client.unpin("events", "amount");
@@ -346,13 +367,13 @@ class CacheNodeTest {
   @Test
   void aPolicyIsChosenByNameAndReplacedLive() throws Exception {
     assertEquals("strata", client.policy().path("policy").asText());
-    assertEquals(io.strata.node.policy.Policies.names(),
-        java.util.stream.StreamSupport.stream(client.policy().path("policies").spliterator(), false).map(JsonNode::asText).toList());
+    assertEquals(Policies.names(),
+        StreamSupport.stream(client.policy().path("policies").spliterator(), false).map(JsonNode::asText).toList());
     client.pin("events", "amount");
     client.promote("events", List.of("score"), null);
     assertTrue(node.awaitIdle(30_000));
     client.setPolicy(Json.object().put("ssdBudgetBytes", 3L << 20));
-    for (String name : io.strata.node.policy.Policies.names()) {
+    for (String name : Policies.names()) {
       JsonNode p = client.setPolicy(Json.object().put("policy", name));
       assertEquals(name, p.path("policy").asText());
       assertEquals(6, client.resolve(null, "events", List.of("amount"), null).path("segments").size(),
@@ -440,8 +461,8 @@ class CacheNodeTest {
   @Test
   void concurrentJobsAskingTheNodeForADerivedFeatureShareOneComputation() throws Exception {
     String spec = "zscore(seq_mean(log1p(amount), last=32))";
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(3);
-    List<java.util.concurrent.Future<JsonNode>> answers = new ArrayList<>();
+    ExecutorService pool = Executors.newFixedThreadPool(3);
+    List<Future<JsonNode>> answers = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       answers.add(pool.submit(() -> client.derive("events", spec)));
     }
@@ -471,7 +492,7 @@ class CacheNodeTest {
             fromNode.add(Columns.checksum(b.column(spec)));
           }
         }
-        assertTrue(l.tierStats().bytes(io.strata.sdk.Tier.SSD) > 0);
+        assertTrue(l.tierStats().bytes(Tier.SSD) > 0);
       }
     }
     assertEquals(computed, fromNode);
@@ -510,7 +531,7 @@ class CacheNodeTest {
         }
         i++;
       }
-      assertTrue(l.tierStats().bytes(io.strata.sdk.Tier.SSD) > 0);
+      assertTrue(l.tierStats().bytes(Tier.SSD) > 0);
     }
     assertEquals(expected, got, "every value stays right across the eviction");
   }
@@ -604,10 +625,10 @@ class CacheNodeTest {
     for (String req : List.of("GET /v1/datasets HTTP/1.1\r\nHost: evil.example\r\n\r\n",
         "POST /v1/evict HTTP/1.1\r\nHost: 127.evil.invalid\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")) {
       URI u = URI.create(node.url());
-      try (java.net.Socket sock = new java.net.Socket(u.getHost(), u.getPort())) {
-        sock.getOutputStream().write(req.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      try (Socket sock = new Socket(u.getHost(), u.getPort())) {
+        sock.getOutputStream().write(req.getBytes(StandardCharsets.US_ASCII));
         sock.getOutputStream().flush();
-        String status = new java.io.BufferedReader(new java.io.InputStreamReader(sock.getInputStream())).readLine();
+        String status = new BufferedReader(new InputStreamReader(sock.getInputStream())).readLine();
         assertTrue(status.contains(" 403 "), req + " -> " + status);
       }
     }
@@ -697,9 +718,9 @@ class CacheNodeTest {
     List<String> outcomes = new ArrayList<>();
     for (int attempt = 0; attempt < 3; attempt++) {
       String spec = "zscore(seq_mean(log1p(amount),last=" + (64 + attempt) + "))";
-      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(7);
+      ExecutorService pool = Executors.newFixedThreadPool(7);
       try {
-        List<java.util.concurrent.Future<Long>> derives = new ArrayList<>();
+        List<Future<Long>> derives = new ArrayList<>();
         long sent = System.nanoTime();
         for (int i = 0; i < 6; i++) {
           derives.add(pool.submit(() -> {
@@ -708,7 +729,7 @@ class CacheNodeTest {
           }));
         }
         Thread.sleep(100);
-        java.util.concurrent.Future<Long> resolve = pool.submit(() -> {
+        Future<Long> resolve = pool.submit(() -> {
           client.resolve("r", "events", List.of("amount"), null);
           return System.nanoTime();
         });
@@ -810,7 +831,7 @@ class CacheNodeTest {
     client = new NodeClient(node.url(), null);
     assertTrue(node.startupNotes().stream().anyMatch(n -> n.contains("leads outside the SSD directory")), node.startupNotes().toString());
     assertEquals(0, client.resolve(null, "events", List.of("amount"), List.of(0)).path("segments").size());
-    assertFalse(Files.exists(file, java.nio.file.LinkOption.NOFOLLOW_LINKS), "the link is gone");
+    assertFalse(Files.exists(file, LinkOption.NOFOLLOW_LINKS), "the link is gone");
     assertTrue(Files.exists(copy), "what it named is untouched");
   }
 
@@ -852,9 +873,9 @@ class CacheNodeTest {
     Path file = Path.of(seg.path("path").asText());
     long residency = client.resolve(null, "events", List.of("amount"), List.of(0)).path("residency").asLong();
     // A bit flipped in the middle of the file (a value), the size unchanged: only a checksum tells.
-    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE,
-        java.nio.file.StandardOpenOption.READ)) {
-      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE,
+        StandardOpenOption.READ)) {
+      ByteBuffer b = ByteBuffer.allocate(1);
       long at = ch.size() / 2;
       ch.read(b, at);
       b.put(0, (byte) (b.get(0) ^ 0x10)).rewind();
@@ -874,7 +895,7 @@ class CacheNodeTest {
     assertEquals(1, after.path("segments").size(), after.toString());
     Path again = Path.of(after.path("segments").get(0).path("path").asText());
     assertFalse(again.equals(file), "a new file");
-    assertEquals(null, io.strata.sdk.tier.SegmentStore.recheck(again, "amount", 0), "placed again, intact");
+    assertEquals(null, SegmentStore.recheck(again, "amount", 0), "placed again, intact");
     assertFalse(Files.exists(file), "the damaged file is gone");
   }
 
@@ -898,7 +919,7 @@ class CacheNodeTest {
   @Test
   void aPathOutsideTheRootsGetsOneAnswerWhetherItExistsOrNot() throws Exception {
     Path there = Files.createDirectories(elsewhere.resolve("private"));
-    Set<String> answers = new java.util.HashSet<>();
+    Set<String> answers = new HashSet<>();
     for (Path p : List.of(there, elsewhere.resolve("nonexistent"), Path.of("/root/.nonexistent-strata"), Path.of("/proc/1"))) {
       HttpResponse<String> r = raw("POST", "/v1/datasets", "{\"path\": \"" + p + "\"}", null);
       assertEquals(403, r.statusCode(), p + ": " + r.body());
@@ -937,7 +958,7 @@ class CacheNodeTest {
     Files.delete(part);
     Files.createSymbolicLink(part, secret);
     assertEquals(403, raw("POST", "/v1/datasets", "{\"path\": \"" + linked + "\"}", null).statusCode());
-    assertEquals(List.of("events"), java.util.stream.StreamSupport.stream(client.datasets().spliterator(), false)
+    assertEquals(List.of("events"), StreamSupport.stream(client.datasets().spliterator(), false)
         .map(d -> d.path("name").asText()).toList(), "nothing was registered");
   }
 
@@ -985,8 +1006,8 @@ class CacheNodeTest {
     try (Dataset ds = Dataset.open(datasetDir); Loader l = job(ds, "one-definition").epochs(2).build()) {
       run(l);
       l.node().flush();
-      jobSsd = l.tierStats().bytes(io.strata.sdk.Tier.SSD);
-      jobHdd = l.tierStats().bytes(io.strata.sdk.Tier.HDD);
+      jobSsd = l.tierStats().bytes(Tier.SSD);
+      jobHdd = l.tierStats().bytes(Tier.HDD);
       assertTrue(l.tierStats().orcDecodedBytes() > 0, "what decoding cost is counted apart");
     }
     JsonNode traffic = client.tiers().path("traffic");

@@ -3,25 +3,31 @@ package io.strata.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
+import io.strata.sdk.Tier;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.loader.BatchMode;
+import io.strata.sdk.loader.PlanProgram;
 import io.strata.sdk.node.NodeClient;
+import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,13 +45,13 @@ class ClusterTest {
   CacheNode b;
 
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       return s.getLocalPort();
     }
   }
 
   NodeConfig config(String name, String cluster, int port, int... members) throws IOException {
-    List<String> m = java.util.Arrays.stream(members).mapToObj(p -> "127.0.0.1:" + p).toList();
+    List<String> m = Arrays.stream(members).mapToObj(p -> "127.0.0.1:" + p).toList();
     return NodeConfig.embedded(dir.resolve(name), 0).withHddRoots(List.of(dir.resolve("shared")))
         .withSsdBudget(256L << 20).withBind("127.0.0.1", TOKEN)
         .withCluster(new ClusterSettings("127.0.0.1", m, port, cluster));
@@ -61,7 +67,7 @@ class ClusterTest {
     }
   }
 
-  static JsonNode await(NodeClient c, java.util.function.Predicate<JsonNode> ok, String what) throws Exception {
+  static JsonNode await(NodeClient c, Predicate<JsonNode> ok, String what) throws Exception {
     long end = System.nanoTime() + 30_000_000_000L;
     JsonNode t = c.tiers();
     while (!ok.test(t)) {
@@ -115,7 +121,7 @@ class ClusterTest {
     assertEquals(0, tb.path("hdd").path("promotionReadBytes").asLong(), tb.toString());
     assertEquals(expected, ca.tiers().path("cluster").path("servedToPeers").asInt());
     try (Dataset d = Dataset.open(ds); Arena arena = Arena.ofConfined();
-        var store = io.strata.sdk.tier.SegmentStore.open(dir.resolve("b/ssd"), false, SegmentFile.Verify.NEVER)) {
+        var store = SegmentStore.open(dir.resolve("b/ssd"), false, SegmentFile.Verify.NEVER)) {
       for (int c = 0; c < chunks; c++) {
         var orc = d.readChunk(c, features, arena);
         for (String f : features) {
@@ -141,7 +147,7 @@ class ClusterTest {
     assertEquals(1000, jx.path("hddBytes").asLong(), jx.toString());
 
     // A distributed job declared once on A: rank 0 planned on A, rank 1 reaches B through the cluster.
-    io.strata.sdk.loader.PlanProgram program = new io.strata.sdk.loader.PlanProgram(io.strata.sdk.loader.BatchMode.SAMPLES, 64, 0, 0, 0, 0, 7, true, 0, 2,
+    PlanProgram program = new PlanProgram(BatchMode.SAMPLES, 64, 0, 0, 0, 0, 7, true, 0, 2,
         false, 2, 0);
     JsonNode d = ca.declareDistributedPlan("dist", "events", features, program, false, List.of(a.url(), b.url()));
     assertEquals("here", d.path("ranks").get(0).path("placed").asText(), d.toString());

@@ -11,7 +11,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.PlanProgram;
 import io.strata.sdk.node.NodeClient;
+import java.io.BufferedInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigInteger;
+import java.net.Socket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -23,10 +29,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,7 +71,7 @@ class HttpApiFuzzTest {
           new Route("POST", "/v1/resolve", "{\"job\":\"j1\",\"dataset\":\"events\",\"features\":[\"amount\",\"score\"],\"chunks\":[0,1]}"),
           new Route("POST", "/v1/reads", "{\"job\":\"j1\",\"dataset\":\"events\",\"reads\":[{\"feature\":\"amount\",\"chunk\":0,\"bytes\":80000,\"tier\":\"hdd\"}],\"step\":3}"),
           new Route("POST", "/v1/plans", "{\"job\":\"j2\",\"dataset\":\"events\",\"features\":[\"amount\",\"score\"],\"program\":{\"algorithm\":\""
-              + io.strata.sdk.loader.PlanProgram.ALGORITHM + "\",\"mode\":\"rows\",\"unitsPerBatch\":4,\"blockRows\":64,\"seed\":\"5\","
+              + PlanProgram.ALGORITHM + "\",\"mode\":\"rows\",\"unitsPerBatch\":4,\"blockRows\":64,\"seed\":\"5\","
               + "\"shuffle\":true,\"rank\":0,\"world\":1,\"dropLast\":false,\"epochs\":2,\"startStep\":1}}"),
           new Route("POST", "/v1/reads", "{\"job\":\"j1\",\"dataset\":\"events\",\"reads\":[],\"unlinkedMappedBytes\":4096}"),
           new Route("POST", "/v1/segments/check", "{\"dataset\":\"events\",\"feature\":\"amount\",\"chunk\":0,\"problem\":\"test\"}"),
@@ -137,8 +145,8 @@ class HttpApiFuzzTest {
   }
 
   /** Words of the libraries under the API that an error must not pass on to a caller. */
-  private static final java.util.regex.Pattern LIBRARY =
-      java.util.regex.Pattern.compile("fasterxml|jackson|JsonReadFeature|StreamReadConstraints|io\\.netty|io\\.vertx|"
+  private static final Pattern LIBRARY =
+      Pattern.compile("fasterxml|jackson|JsonReadFeature|StreamReadConstraints|io\\.netty|io\\.vertx|"
           + "[A-Z][A-Za-z]*(Exception|Error)\\b|\\bjava\\.[a-z]+\\.");
 
   private static void assertNamesNoLibrary(String error, String what) {
@@ -157,7 +165,7 @@ class HttpApiFuzzTest {
     try (CacheNode node = CacheNode.start(NodeConfig.embedded(home, 0))) {
       int port = node.port();
       String json = "Content-Type: application/json\r\n";
-      Map<String, String> cases = new java.util.LinkedHashMap<>();
+      Map<String, String> cases = new LinkedHashMap<>();
       cases.put("bad chunk size", "POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\n" + json
           + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
       cases.put("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -202,7 +210,7 @@ class HttpApiFuzzTest {
         JsonNode e;
         try {
           e = Json.parse(answer[1]);
-        } catch (java.io.IOException notJson) {
+        } catch (IOException notJson) {
           fail("not JSON: " + what);
           return;
         }
@@ -255,11 +263,11 @@ class HttpApiFuzzTest {
 
   /** Sends {@code request} on a new connection; returns the answer's status code and body (fails on silence). */
   private static String[] exchange(int port, byte[] request) throws Exception {
-    try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+    try (Socket s = new Socket("127.0.0.1", port)) {
       s.setSoTimeout(10_000);
       s.getOutputStream().write(request);
       s.getOutputStream().flush();
-      java.io.InputStream in = new java.io.BufferedInputStream(s.getInputStream());
+      InputStream in = new BufferedInputStream(s.getInputStream());
       String status = readLine(in);
       if (status == null) {
         fail("no answer to " + describe(request));
@@ -276,7 +284,7 @@ class HttpApiFuzzTest {
     }
   }
 
-  private static String readLine(java.io.InputStream in) throws java.io.IOException {
+  private static String readLine(InputStream in) throws IOException {
     StringBuilder sb = new StringBuilder();
     int c;
     while ((c = in.read()) != -1) {
@@ -407,7 +415,7 @@ class HttpApiFuzzTest {
       case 4 -> f.numberNode(r.nextDouble() * 1e6 - 5e5);
       case 5 -> f.textNode(pick(r, TRAVERSAL));
       case 6 -> f.textNode(randomString(r));
-      case 7 -> f.numberNode(new java.math.BigInteger("123456789012345678901234567890"));
+      case 7 -> f.numberNode(new BigInteger("123456789012345678901234567890"));
       case 8 -> f.textNode("");
       case 9 -> {
         ArrayNode a = f.arrayNode();

@@ -2,9 +2,10 @@ package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
-import io.strata.sdk.SegmentSource;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -88,7 +89,7 @@ class NodeSegmentSourceTest extends SegmentSourceContract {
       }
 
       @Override
-      public void close() throws java.io.IOException {
+      public void close() throws IOException {
         if (segments != null) {
           segments.close();
           segments = null;

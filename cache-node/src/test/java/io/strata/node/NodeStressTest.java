@@ -3,17 +3,19 @@ package io.strata.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
+import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.Columns;
+import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
-import io.strata.sdk.TierStats;
 import io.strata.sdk.tier.TieredReader;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -112,7 +114,7 @@ class NodeStressTest {
               case 2 -> client.evict("events", rnd.nextBoolean() ? fs : null, List.of(chunk));
               case 3 -> client.startDerive("events", specs[rnd.nextInt(specs.length)]);
               case 4 -> client.registerDataset(dir);
-              default -> client.setPolicy(io.strata.sdk.internal.Json.object()
+              default -> client.setPolicy(Json.object()
                   .put("ssdBudgetBytes", (1L + rnd.nextInt(4)) << 20));
             }
             actions.incrementAndGet();
@@ -121,7 +123,7 @@ class NodeStressTest {
               problems.add("operator: the node answered " + e.status() + ": " + e.getMessage());
             }
             refusals.incrementAndGet(); // 409: the budget cannot hold a forced promotion
-          } catch (java.io.IOException e) {
+          } catch (IOException e) {
             // The node is restarting.
           }
           sleepQuietly(20);

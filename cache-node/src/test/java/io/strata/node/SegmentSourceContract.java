@@ -4,23 +4,27 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.SegmentSource;
+import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
+import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.Columns;
+import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.TieredReader;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -65,7 +69,7 @@ abstract class SegmentSourceContract {
     void restart() throws Exception;
 
     @Override
-    void close() throws java.io.IOException;
+    void close() throws IOException;
   }
 
   static final List<String> FEATURES = List.of("amount", "merchant_category", "embedding");
@@ -166,7 +170,7 @@ abstract class SegmentSourceContract {
   void aFileDamagedBeforeItIsMappedIsNeverServed() throws Exception {
     fx.promote(FEATURES, List.of(0));
     Path file = fx.file("amount", 0);
-    List<String> inFile = new java.util.ArrayList<>();
+    List<String> inFile = new ArrayList<>();
     for (String f : FEATURES) {
       if (fx.file(f, 0).equals(file)) {
         inFile.add(f);
@@ -183,8 +187,8 @@ abstract class SegmentSourceContract {
     // Verification on first open is once per (path, inode, size, modification time) and process:
     // the node in this JVM checked the file moments ago, within the file system's timestamp
     // granularity. A job's own process checks it on its first open; here the change is dated.
-    java.nio.file.Files.setLastModifiedTime(file,
-        java.nio.file.attribute.FileTime.fromMillis(java.nio.file.Files.getLastModifiedTime(file).toMillis() + 2_000));
+    Files.setLastModifiedTime(file,
+        FileTime.fromMillis(Files.getLastModifiedTime(file).toMillis() + 2_000));
     TierStats stats = new TierStats();
     try (Arena arena = Arena.ofConfined(); TieredReader r = new TieredReader(ds, fx.source(), inFile, stats)) {
       Map<String, Column> read = r.readRows(0, CHUNK_ROWS, arena);
@@ -253,9 +257,9 @@ abstract class SegmentSourceContract {
 
   /** Segments land read-only; damage in these tests comes from outside (a disk fault, root). */
   static FileChannel writable(Path file) throws IOException {
-    String mode = java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(file));
+    String mode = PosixFilePermissions.toString(Files.getPosixFilePermissions(file));
     assertEquals("r--r--r--", mode, file + " landed with mode " + mode);
-    java.nio.file.Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
     return FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
   }
 }

@@ -4,16 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
@@ -25,6 +27,8 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.rocksdb.ColumnFamilyDescriptor;
@@ -70,8 +74,8 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     // RocksDB.loadLibrary finds the library loaded.
     try {
       org.rocksdb.NativeLibraryLoader.getInstance().loadLibrary(System.getProperty("java.io.tmpdir"));
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException("cannot unpack RocksDB's native library into "
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot unpack RocksDB's native library into "
           + System.getProperty("java.io.tmpdir") + ": " + e.getMessage(), e);
     }
     RocksDB.loadLibrary();
@@ -88,14 +92,14 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final WriteOptions syncWrites;
   private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
   private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
-  private final java.util.concurrent.atomic.AtomicLong computations = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong computations = new AtomicLong();
   private volatile long lastCatchUp;
   private volatile boolean closed;
   /**
    * Every native call holds the read side; {@link #close()} takes the write side, so it waits for
    * calls in flight and later calls fail with a message instead of touching freed handles.
    */
-  private final java.util.concurrent.locks.ReentrantReadWriteLock handles = new java.util.concurrent.locks.ReentrantReadWriteLock();
+  private final ReentrantReadWriteLock handles = new ReentrantReadWriteLock();
 
   /** One use of the native handles. */
   private interface NativeCall<T> {
@@ -135,7 +139,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    * holds when it opens (files RocksDB creates later are its own).
    */
   private static void checkNoLinks(Path dir) throws IOException {
-    try (java.util.stream.Stream<Path> walk = Files.walk(dir, 3)) {
+    try (Stream<Path> walk = Files.walk(dir, 3)) {
       for (Path p : (Iterable<Path>) walk::iterator) {
         if (Files.isSymbolicLink(p)) {
           throw new IOException("feature store " + dir + " holds a link (" + p + "): refused; its files are its own");
@@ -152,7 +156,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   /** Opens the store in {@code dir} for reading, beside its writer (a RocksDB secondary instance). */
   public static FeatureStore openReader(Path dir) throws IOException {
     if (!Files.isDirectory(dir.resolve("rocksdb"))) {
-      throw new java.nio.file.NoSuchFileException(dir.toString(), null, "no feature store (it is created by its writer)");
+      throw new NoSuchFileException(dir.toString(), null, "no feature store (it is created by its writer)");
     }
     return open(dir, false);
   }

@@ -6,21 +6,22 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
+import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,6 +31,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -91,12 +93,12 @@ class FeatureStoreTest {
   void aStoreHoldingALinkIsRefusedAtOpen() throws Exception {
     Path dir = tmp.resolve("linked-store");
     FeatureStore.openWriter(dir).close();
-    Path outside = java.nio.file.Files.writeString(tmp.resolve("elsewhere.log"), "not the store's");
-    java.nio.file.Files.createSymbolicLink(dir.resolve("rocksdb/LOG.old.1"), outside);
-    java.io.IOException e = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> FeatureStore.openWriter(dir));
+    Path outside = Files.writeString(tmp.resolve("elsewhere.log"), "not the store's");
+    Files.createSymbolicLink(dir.resolve("rocksdb/LOG.old.1"), outside);
+    IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> FeatureStore.openWriter(dir));
     org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("holds a link") && e.getMessage().contains("LOG.old.1"),
         e.getMessage());
-    org.junit.jupiter.api.Assertions.assertEquals("not the store's", java.nio.file.Files.readString(outside));
+    org.junit.jupiter.api.Assertions.assertEquals("not the store's", Files.readString(outside));
   }
 
   @Test
@@ -194,7 +196,7 @@ class FeatureStoreTest {
     Thread.sleep(closeAfterMillis);
     store.close();
     for (Future<String> f : results) {
-      String m = f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      String m = f.get(60, TimeUnit.SECONDS);
       assertTrue(m.contains(dir.getFileName().toString()) && m.contains("closed"), m);
     }
     pool.shutdown();
@@ -223,7 +225,7 @@ class FeatureStoreTest {
         assertThrows(IllegalStateException.class, () -> reader.gc(x -> Optional.empty(), Duration.ZERO, Duration.ZERO));
       }
     }
-    assertThrows(java.nio.file.NoSuchFileException.class, () -> FeatureStore.openReader(tmp.resolve("nothing-here")));
+    assertThrows(NoSuchFileException.class, () -> FeatureStore.openReader(tmp.resolve("nothing-here")));
   }
 
   @Test

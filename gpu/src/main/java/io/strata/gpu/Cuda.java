@@ -1,6 +1,7 @@
 package io.strata.gpu;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import org.bytedeco.cuda.global.cudart;
 
 /**
@@ -70,8 +71,8 @@ final class Cuda {
    * bare address its size is the one unchecked step, and the size is the one just allocated.
    */
   @SuppressWarnings("restricted")
-  static java.lang.foreign.MemorySegment segment(long address, long bytes) {
-    return java.lang.foreign.MemorySegment.ofAddress(address).reinterpret(bytes);
+  static MemorySegment segment(long address, long bytes) {
+    return MemorySegment.ofAddress(address).reinterpret(bytes);
   }
 
   /** Throws an {@link IOException} naming the call when {@code rc} is an error. */

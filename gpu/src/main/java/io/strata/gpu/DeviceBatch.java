@@ -1,8 +1,17 @@
 package io.strata.gpu;
 
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.format.ArrowCExport;
+import io.strata.sdk.loader.ArrowCDevice;
 import io.strata.sdk.loader.Batch;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 
@@ -37,7 +46,7 @@ public final class DeviceBatch implements AutoCloseable {
   private final GpuShipper.Slot slot;
   private final long token;
   private final Map<String, Buffers> buffers;
-  private final Map<String, io.strata.sdk.FeatureType> types = new java.util.HashMap<>();
+  private final Map<String, FeatureType> types = new HashMap<>();
   private final int rows;
   private final long bytes;
   private final long dmaBytes;
@@ -51,7 +60,7 @@ public final class DeviceBatch implements AutoCloseable {
     this.slot = slot;
     this.token = token;
     this.host = host;
-    this.buffers = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(buffers));
+    this.buffers = Collections.unmodifiableMap(new LinkedHashMap<>(buffers));
     host.columns().forEach((name, c) -> types.put(name, c.type()));
     this.rows = host.rows();
     this.bytes = bytes;
@@ -72,7 +81,7 @@ public final class DeviceBatch implements AutoCloseable {
   }
 
   /** The features, in the batch's order. */
-  public java.util.Set<String> featureNames() {
+  public Set<String> featureNames() {
     return buffers.keySet();
   }
 
@@ -98,17 +107,17 @@ public final class DeviceBatch implements AutoCloseable {
    * event before reading, calls both release callbacks when done, and must be done before this
    * device batch is released or its slot reused; releasing the export does not release the batch.
    */
-  public io.strata.sdk.loader.ArrowCDevice exportArrowDevice() {
-    java.util.List<io.strata.sdk.format.ArrowCExport.Field> fields = new java.util.ArrayList<>();
+  public ArrowCDevice exportArrowDevice() {
+    List<ArrowCExport.Field> fields = new ArrayList<>();
     for (Map.Entry<String, Buffers> e : buffers.entrySet()) {
       Buffers b = e.getValue();
-      fields.add(new io.strata.sdk.format.ArrowCExport.Field(e.getKey(), types.get(e.getKey()), b.rows(), b.nulls(),
+      fields.add(new ArrowCExport.Field(e.getKey(), types.get(e.getKey()), b.rows(), b.nulls(),
           Math.max(0, b.validity()), Math.max(0, b.offsets()), Math.max(0, b.values()), b.childRows(), b.childNulls(),
           Math.max(0, b.childValidity()), Math.max(0, b.childOffsets())));
     }
-    var x = io.strata.sdk.format.ArrowCExport.export(rows, fields, io.strata.sdk.format.ArrowCExport.DEVICE_CUDA,
+    var x = ArrowCExport.export(rows, fields, ArrowCExport.DEVICE_CUDA,
         shipper.device(), slot.copied.address());
-    return new io.strata.sdk.loader.ArrowCDevice(x.deviceArray(), x.schema());
+    return new ArrowCDevice(x.deviceArray(), x.schema());
   }
 
   /** Makes {@code consumer} wait (on the device) for this batch's copy; the host does not block. */

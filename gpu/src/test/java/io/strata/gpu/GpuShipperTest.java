@@ -13,12 +13,17 @@ import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.ArrowCExport;
+import io.strata.sdk.loader.ArrowCDevice;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
 import java.io.IOException;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -95,7 +100,7 @@ class GpuShipperTest {
   private static int shipAll(Loader loader, GpuShipper gpu, boolean overlap) throws IOException {
     CUstream_st consumer = new CUstream_st();
     assertEquals(cudart.cudaSuccess, cudart.cudaStreamCreate(consumer));
-    java.util.ArrayDeque<Map.Entry<DeviceBatch, Map<String, byte[]>>> pending = new java.util.ArrayDeque<>();
+    ArrayDeque<Map.Entry<DeviceBatch, Map<String, byte[]>>> pending = new ArrayDeque<>();
     int shipped = 0;
     try {
       for (Batch b : loader) {
@@ -136,10 +141,10 @@ class GpuShipperTest {
    */
   @SuppressWarnings("restricted")
   private static void checkExport(DeviceBatch d, String feature) {
-    int live = io.strata.sdk.format.ArrowCExport.live();
-    io.strata.sdk.loader.ArrowCDevice e = d.exportArrowDevice();
+    int live = ArrowCExport.live();
+    ArrowCDevice e = d.exportArrowDevice();
     MemorySegment dev = MemorySegment.ofAddress(e.deviceArray()).reinterpret(128);
-    assertEquals(io.strata.sdk.format.ArrowCExport.DEVICE_CUDA, dev.get(ValueLayout.JAVA_INT, 88), "device_type");
+    assertEquals(ArrowCExport.DEVICE_CUDA, dev.get(ValueLayout.JAVA_INT, 88), "device_type");
     assertEquals(0, dev.get(ValueLayout.JAVA_LONG, 80), "device_id");
     assertTrue(dev.get(ValueLayout.ADDRESS, 96).address() != 0, "sync_event");
     assertEquals(d.featureNames().size(), dev.get(ValueLayout.JAVA_LONG, 32), "one child per feature");
@@ -147,8 +152,8 @@ class GpuShipperTest {
     MemorySegment bufs = first.get(ValueLayout.ADDRESS, 40).reinterpret(8 * first.get(ValueLayout.JAVA_LONG, 24));
     DeviceBatch.Buffers b = d.buffers(feature);
     assertEquals(b.offsets() >= 0 ? b.offsets() : b.values(), bufs.getAtIndex(ValueLayout.JAVA_LONG, 1), "device address");
-    java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
-    java.lang.foreign.FunctionDescriptor release = java.lang.foreign.FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
+    Linker linker = Linker.nativeLinker();
+    FunctionDescriptor release = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
     MemorySegment schema = MemorySegment.ofAddress(e.schema()).reinterpret(72);
     try {
       linker.downcallHandle(dev.get(ValueLayout.ADDRESS, 64), release).invokeExact(dev);
@@ -156,7 +161,7 @@ class GpuShipperTest {
     } catch (Throwable t) {
       throw new AssertionError(t);
     }
-    assertEquals(live, io.strata.sdk.format.ArrowCExport.live(), "released");
+    assertEquals(live, ArrowCExport.live(), "released");
   }
 
   private static MemorySegment firstBuffer(Column c) {

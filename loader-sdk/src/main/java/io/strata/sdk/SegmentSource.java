@@ -1,9 +1,10 @@
 package io.strata.sdk;
 
-import io.strata.sdk.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.Tier;
 import java.io.IOException;
+import java.nio.file.Path;
 
 /**
  * Where a reader finds resident feature chunks on the SSD tier: a local segment store
@@ -16,7 +17,7 @@ public interface SegmentSource {
     Column column(String feature);
 
     /** The segment file, for messages. */
-    java.nio.file.Path path();
+    Path path();
 
     @Override
     void close();
@@ -37,7 +38,7 @@ public interface SegmentSource {
    * evicted, or written again to another file, so that the old one is unmapped and its SSD blocks
    * freed). True by default.
    */
-  default boolean stillResident(Dataset dataset, String feature, int chunk, java.nio.file.Path file) {
+  default boolean stillResident(Dataset dataset, String feature, int chunk, Path file) {
     return true;
   }
 
@@ -64,5 +65,5 @@ public interface SegmentSource {
    * mapped ({@code problem} says how) and reads the chunk from ORC instead. A source checks the
    * file again and, if it is damaged, drops it so that no reader maps it again; nothing by default.
    */
-  default void damaged(Dataset dataset, String feature, int chunk, java.nio.file.Path file, String problem) {}
+  default void damaged(Dataset dataset, String feature, int chunk, Path file, String problem) {}
 }

@@ -2,7 +2,10 @@ package io.strata.sdk;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.internal.Json;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -47,8 +50,8 @@ public final class ArrowJs {
               + " (apt-get install nodejs npm): " + e.getMessage(), e);
     }
     p.getOutputStream().close();
-    var out = new java.io.ByteArrayOutputStream();
-    var err = new java.io.ByteArrayOutputStream();
+    var out = new ByteArrayOutputStream();
+    var err = new ByteArrayOutputStream();
     Thread t1 = Thread.ofVirtual().start(() -> copy(p.getInputStream(), out));
     Thread t2 = Thread.ofVirtual().start(() -> copy(p.getErrorStream(), err));
     if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
@@ -63,7 +66,7 @@ public final class ArrowJs {
     return out.toString(StandardCharsets.UTF_8);
   }
 
-  private static void copy(java.io.InputStream in, java.io.OutputStream out) {
+  private static void copy(InputStream in, OutputStream out) {
     try (in) {
       in.transferTo(out);
     } catch (IOException ignored) {

@@ -2,10 +2,17 @@ package io.strata.sdk;
 
 import io.strata.sdk.format.ColumnBuilder;
 import java.lang.foreign.Arena;
+import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
+import java.util.Random;
 import java.util.SplittableRandom;
 
 /** Random columns of every feature type, with their expected values as plain Java objects. */
@@ -102,21 +109,21 @@ public final class TestData {
       case DATE -> {
         long v = r.nextInt(-30000, 30000);
         b.appendLong(v);
-        return java.time.LocalDate.ofEpochDay(v);
+        return LocalDate.ofEpochDay(v);
       }
       case TIMESTAMP -> {
         long v = r.nextLong(-2_000_000_000_000_000_000L, 2_000_000_000_000_000_000L);
         b.appendLong(v);
-        return java.time.LocalDateTime.ofEpochSecond(
-            Math.floorDiv(v, 1_000_000_000L), (int) Math.floorMod(v, 1_000_000_000L), java.time.ZoneOffset.UTC);
+        return LocalDateTime.ofEpochSecond(
+            Math.floorDiv(v, 1_000_000_000L), (int) Math.floorMod(v, 1_000_000_000L), ZoneOffset.UTC);
       }
       case DECIMAL -> {
-        BigInteger unscaled = new BigInteger(type.precision() * 3, new java.util.Random(r.nextLong()));
+        BigInteger unscaled = new BigInteger(type.precision() * 3, new Random(r.nextLong()));
         if (r.nextBoolean()) {
           unscaled = unscaled.negate();
         }
         b.appendDecimal(unscaled.longValue(), unscaled.shiftRight(64).longValue());
-        return new java.math.BigDecimal(unscaled, type.scale());
+        return new BigDecimal(unscaled, type.scale());
       }
       case LIST -> {
         int n = r.nextInt(6);
@@ -139,7 +146,7 @@ public final class TestData {
   /** Compares values the way a test should (arrays by content). */
   public static boolean same(Object expected, Object actual) {
     if (expected instanceof byte[] e && actual instanceof byte[] a) {
-      return java.util.Arrays.equals(e, a);
+      return Arrays.equals(e, a);
     }
     if (expected instanceof List<?> e && actual instanceof List<?> a) {
       if (e.size() != a.size()) {
@@ -152,7 +159,7 @@ public final class TestData {
       }
       return true;
     }
-    return java.util.Objects.equals(expected, actual);
+    return Objects.equals(expected, actual);
   }
 
   /** Asserts every row of {@code column} equals {@code expected}. */
@@ -170,6 +177,6 @@ public final class TestData {
   }
 
   static String show(Object o) {
-    return o instanceof byte[] b ? java.util.Arrays.toString(b) : String.valueOf(o);
+    return o instanceof byte[] b ? Arrays.toString(b) : String.valueOf(o);
   }
 }

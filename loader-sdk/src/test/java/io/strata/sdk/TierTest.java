@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.Arrays;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class TierTest {
@@ -14,7 +16,7 @@ class TierTest {
       assertEquals(t, Tier.parse(t.apiName()));
       stats.record(t, 10L * (t.ordinal() + 1), 1);
     }
-    assertEquals(java.util.List.of("ssd", "hdd", "peer"), java.util.Arrays.stream(Tier.values()).map(Tier::apiName).toList());
+    assertEquals(List.of("ssd", "hdd", "peer"), Arrays.stream(Tier.values()).map(Tier::apiName).toList());
     assertEquals(30, stats.bytes(Tier.PEER));
     assertEquals(10.0 / 30, stats.ssdByteFraction(), 1e-12, "the SSD share is of the SSD and HDD bytes");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Tier.parse("SSD"));

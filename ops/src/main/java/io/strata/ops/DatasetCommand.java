@@ -4,16 +4,19 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.dataset.DatasetImporter;
-import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.dataset.Locations;
 import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.Relayout;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
+import java.io.File;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.nio.file.Files;
@@ -24,10 +27,10 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata dataset ...}: generate, import, describe and verify datasets. */
 @Command(
@@ -252,9 +255,9 @@ final class DatasetCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      Path dir = io.strata.sdk.dataset.Locations.local(target);
+      Path dir = Locations.local(target);
       // A path (an existing directory, or anything with a separator) is read locally; a bare name is asked of the node.
-      if (!Files.isDirectory(dir) && !target.contains(java.io.File.separator)) {
+      if (!Files.isDirectory(dir) && !target.contains(File.separator)) {
         return onNode();
       }
       return local(dir);
@@ -333,7 +336,7 @@ final class DatasetCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      io.strata.sdk.dataset.Relayout.Rollback r = io.strata.sdk.dataset.Relayout.rollback(dir);
+      Relayout.Rollback r = Relayout.rollback(dir);
       PrintWriter w = spec.commandLine().getOut();
       if (json) {
         w.println(Json.compact(Json.object().put("dataset", dir.toAbsolutePath().normalize().toString())

@@ -6,9 +6,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
@@ -18,6 +18,8 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -25,9 +27,9 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code strata demo}: the whole mission on one host. An embedded cache node, a generated ORC
@@ -68,11 +70,11 @@ final class DemoCommand implements Callable<Integer> {
   static final Map<String, List<String>> JOBS = jobs();
 
   private static Map<String, List<String>> jobs() {
-    Map<String, List<String>> m = new java.util.LinkedHashMap<>();
+    Map<String, List<String>> m = new LinkedHashMap<>();
     m.put("ctr", List.of("amount", "merchant_category", "is_online", "embedding", DERIVED));
     m.put("fraud", List.of("amount", "merchant_id", "is_online", "score", DERIVED));
     m.put("ranking", List.of("amount", "embedding", "score", "channel", DERIVED));
-    return java.util.Collections.unmodifiableMap(m);
+    return Collections.unmodifiableMap(m);
   }
 
   static Path defaultHome() {

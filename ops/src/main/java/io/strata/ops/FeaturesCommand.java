@@ -3,18 +3,21 @@ package io.strata.ops;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.Sizes;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.Manifest;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.internal.Json;
-import io.strata.node.Sizes;
 import io.strata.store.FeatureMeta;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.lang.foreign.Arena;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,8 +31,8 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 
 /** {@code strata features ...}: derived features in a feature store. */
 @Command(name = "features", mixinStandardHelpOptions = true, description = "Derived features: derive, list, promote, gc.",
@@ -101,8 +104,8 @@ final class FeaturesCommand implements Runnable {
         long sum = 0;
         if (checksum) {
           for (int c = 0; c < m.chunks(); c++) {
-            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-              sum = sum * 31 + io.strata.sdk.format.Columns.checksum(fs.chunk(m.fingerprint(), c, arena));
+            try (Arena arena = Arena.ofConfined()) {
+              sum = sum * 31 + Columns.checksum(fs.chunk(m.fingerprint(), c, arena));
             }
           }
         }
@@ -127,9 +130,9 @@ final class FeaturesCommand implements Runnable {
   }
 
   /** Refuses a directory that holds no feature store: reading one must not create it. */
-  static void requireStore(Path store) throws java.nio.file.NoSuchFileException {
+  static void requireStore(Path store) throws NoSuchFileException {
     if (!Files.isDirectory(store.resolve("rocksdb"))) {
-      throw new java.nio.file.NoSuchFileException(store.toString(), null, "no feature store (features derive --store creates one)");
+      throw new NoSuchFileException(store.toString(), null, "no feature store (features derive --store creates one)");
     }
   }
 

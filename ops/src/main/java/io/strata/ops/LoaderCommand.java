@@ -1,32 +1,38 @@
 package io.strata.ops;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.gpu.DeviceBatch;
+import io.strata.gpu.GpuShipper;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
+import io.strata.sdk.dataset.OrcReads;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
-import io.strata.gpu.DeviceBatch;
-import io.strata.gpu.GpuShipper;
-import io.strata.sdk.loader.BatchMode;
 import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.BatchMode;
 import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
+import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.sdk.TierStats;
+import io.strata.store.FeatureStore;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine;
 
 /** {@code strata loader run}: run a loader the way a training job would, and report. */
 @Command(name = "loader", mixinStandardHelpOptions = true, description = "Run the loader SDK from the command line.",
@@ -199,11 +205,11 @@ final class LoaderCommand implements Runnable {
       }
       String jobName = job != null ? job : "loader-" + ProcessHandle.current().pid();
       if (ssd != null && !Files.isDirectory(ssd)) {
-        throw new java.nio.file.NoSuchFileException(ssd.toString(), null, "no SSD tier directory ('strata promote --ssd' makes one)");
+        throw new NoSuchFileException(ssd.toString(), null, "no SSD tier directory ('strata promote --ssd' makes one)");
       }
       try (Dataset ds = Dataset.open(dataset);
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
-          io.strata.store.FeatureStore fstore = featureStore == null ? null : io.strata.store.FeatureStore.openReader(featureStore)) {
+          FeatureStore fstore = featureStore == null ? null : FeatureStore.openReader(featureStore)) {
         Loader.Builder b = Loader.builder(ds)
             .derivedStore(fstore)
             .name(jobName)
@@ -219,10 +225,10 @@ final class LoaderCommand implements Runnable {
         boolean nodeReachable = true;
         if (node != null) {
           String token = System.getenv("STRATA_TOKEN");
-          io.strata.sdk.node.NodeClient client = new io.strata.sdk.node.NodeClient(node, token == null || token.isBlank() ? null : token);
+          NodeClient client = new NodeClient(node, token == null || token.isBlank() ? null : token);
           try {
             client.health();
-          } catch (java.io.IOException e) {
+          } catch (IOException e) {
             nodeReachable = false;
             PrintWriter err = spec.commandLine().getErr();
             err.println("strata: warning: " + Main.describe(e) + "; reading from ORC until the node answers");
@@ -324,7 +330,7 @@ final class LoaderCommand implements Runnable {
           j.put("derivedChunksComputed", loader.derivedChunksComputed());
           j.put("ssdBytes", s.bytes(Tier.SSD)).put("hddBytes", s.bytes(Tier.HDD))
               .put("orcDecodedBytes", s.orcDecodedBytes())
-              .put("orcReadBytes", io.strata.sdk.dataset.OrcReads.bytes());
+              .put("orcReadBytes", OrcReads.bytes());
           if (node != null) {
             loader.node().flush();
             j.put("nodeReachableAtStart", nodeReachable).put("nodeConnectedAtEnd", loader.node().connected())
@@ -407,7 +413,7 @@ final class LoaderCommand implements Runnable {
       if (idleExit < 1) {
         throw new IllegalArgumentException("--idle-exit must be at least 1 second, got " + idleExit);
       }
-      return LoaderServe.service(socket, java.time.Duration.ofSeconds(idleExit));
+      return LoaderServe.service(socket, Duration.ofSeconds(idleExit));
     }
   }
 

@@ -1,21 +1,24 @@
 package io.strata.ops;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
+import io.strata.sdk.dataset.Locations;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
-import io.strata.sdk.loader.BatchMode;
+import io.strata.sdk.internal.PrivateDirs;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.BatchMemory;
+import io.strata.sdk.loader.BatchMode;
 import io.strata.sdk.loader.Checkpoint;
 import io.strata.sdk.loader.Loader;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.sdk.TierStats;
+import io.strata.store.FeatureStore;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
@@ -24,13 +27,25 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -105,41 +120,41 @@ public final class LoaderServe {
    * idle check runs there too); one {@code strata-py-session-N} thread per connection. The count
    * of open sessions is an atomic.
    */
-  static int service(Path socket, java.time.Duration idle) throws IOException, InterruptedException {
+  static int service(Path socket, Duration idle) throws IOException, InterruptedException {
     // The socket's directory is this user's alone (created 0700, or refused): another user can
     // neither reach the socket nor plant a lock, pid file or link beside it.
-    Path dir = io.strata.sdk.internal.PrivateDirs.ensure(socket.toAbsolutePath().getParent());
+    Path dir = PrivateDirs.ensure(socket.toAbsolutePath().getParent());
     Path lockFile = dir.resolve(socket.getFileName() + ".lock");
     try (FileChannel lockChannel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-        java.nio.channels.FileLock lock = lockChannel.tryLock()) {
+        FileLock lock = lockChannel.tryLock()) {
       if (lock == null) {
         System.err.println("strata: a loader service already runs on " + socket);
         return 0;
       }
       AtomicInteger active = new AtomicInteger();
       AtomicInteger counter = new AtomicInteger();
-      java.nio.channels.ServerSocketChannel server = listen(socket);
+      ServerSocketChannel server = listen(socket);
       try {
         System.err.println("strata: loader service on " + socket + " (pid " + ProcessHandle.current().pid() + ")");
         long idleSince = System.nanoTime();
         boolean closing = false;
-        try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
-          server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+        try (Selector selector = Selector.open()) {
+          server.register(selector, SelectionKey.OP_ACCEPT);
           while (true) {
             selector.select(1000);
             selector.selectedKeys().clear();
-            java.nio.channels.SocketChannel ch;
+            SocketChannel ch;
             boolean accepted = false;
             while ((ch = server.accept()) != null) {
               accepted = true;
               ch.configureBlocking(true);
-              java.nio.channels.SocketChannel conn = ch;
+              SocketChannel conn = ch;
               active.incrementAndGet();
               Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().start(() -> {
                 try (conn) {
                   BufferedReader in = new BufferedReader(new InputStreamReader(
-                      java.nio.channels.Channels.newInputStream(conn), StandardCharsets.UTF_8));
-                  PrintStream out = new PrintStream(java.nio.channels.Channels.newOutputStream(conn), false,
+                      Channels.newInputStream(conn), StandardCharsets.UTF_8));
+                  PrintStream out = new PrintStream(Channels.newOutputStream(conn), false,
                       StandardCharsets.UTF_8);
                   session(in, out);
                 } catch (IOException e) {
@@ -156,7 +171,7 @@ public final class LoaderServe {
               // the jobs that come while it runs could reach no service until it ends).
               server.close();
               server = listen(socket);
-              server.register(selector, java.nio.channels.SelectionKey.OP_ACCEPT);
+              server.register(selector, SelectionKey.OP_ACCEPT);
               closing = false;
               idleSince = System.nanoTime();
             } else if (active.get() > 0) {
@@ -180,13 +195,13 @@ public final class LoaderServe {
   }
 
   /** A non-blocking server socket bound to {@code socket} (a stale file there removed), its pid file written. */
-  private static java.nio.channels.ServerSocketChannel listen(Path socket) throws IOException {
+  private static ServerSocketChannel listen(Path socket) throws IOException {
     Files.deleteIfExists(socket);
-    java.nio.channels.ServerSocketChannel server =
-        java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX);
+    ServerSocketChannel server =
+        ServerSocketChannel.open(StandardProtocolFamily.UNIX);
     boolean success = false;
     try {
-      server.bind(java.net.UnixDomainSocketAddress.of(socket));
+      server.bind(UnixDomainSocketAddress.of(socket));
       server.configureBlocking(false);
       Files.writeString(pidFile(socket), Long.toString(ProcessHandle.current().pid()));
       success = true;
@@ -262,7 +277,7 @@ public final class LoaderServe {
       if (datasetPath == null) {
         throw new IllegalArgumentException("dataset is required");
       }
-      Dataset ds = Dataset.open(io.strata.sdk.dataset.Locations.local(datasetPath));
+      Dataset ds = Dataset.open(Locations.local(datasetPath));
       resources.add(ds);
       String ssd = text(r, "ssd", null);
       if (ssd != null && !Files.isDirectory(Path.of(ssd))) {
@@ -279,7 +294,7 @@ public final class LoaderServe {
         resources.add(store);
       }
       String fs = text(r, "featureStore", null);
-      io.strata.store.FeatureStore fstore = fs == null ? null : io.strata.store.FeatureStore.openReader(Path.of(fs));
+      FeatureStore fstore = fs == null ? null : FeatureStore.openReader(Path.of(fs));
       if (fstore != null) {
         resources.add(fstore);
       }
@@ -353,8 +368,8 @@ public final class LoaderServe {
       }
       String shmRoot = text(r, "shmRoot", null);
       // Slabs in a directory of this user's alone: the default one, or the one given if it is private.
-      shm = ShmMemory.create(shmRoot == null ? io.strata.sdk.internal.PrivateDirs.userRoot()
-          : io.strata.sdk.internal.PrivateDirs.ensure(Path.of(shmRoot)));
+      shm = ShmMemory.create(shmRoot == null ? PrivateDirs.userRoot()
+          : PrivateDirs.ensure(Path.of(shmRoot)));
       b.batchMemory(shm);
       loader = b.build();
       ObjectNode ready = Json.object();
@@ -426,11 +441,11 @@ public final class LoaderServe {
             .put("checkpoint", HexFormat.of().formatHex(batch.checkpoint().toBytes()));
         if (withUnits) {
           // What each unit of the batch is (a sample id, a block's first row, a window): little-endian int64s.
-          java.nio.ByteBuffer ids = java.nio.ByteBuffer.allocate(8 * batch.units()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+          ByteBuffer ids = ByteBuffer.allocate(8 * batch.units()).order(ByteOrder.LITTLE_ENDIAN);
           for (int k = 0; k < batch.units(); k++) {
             ids.putLong(batch.unitId(k));
           }
-          body.put("units", java.util.Base64.getEncoder().encodeToString(ids.array()));
+          body.put("units", Base64.getEncoder().encodeToString(ids.array()));
         }
         long outside = 0;
         for (Column c : batch.columns().values()) {

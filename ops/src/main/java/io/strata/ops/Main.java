@@ -2,11 +2,18 @@ package io.strata.ops;
 
 import io.strata.ops.bench.BenchCommand;
 import io.strata.ops.bench.SoakCommand;
-
+import io.strata.sdk.dataset.Locations;
+import io.strata.sdk.node.NodeClient;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.FileSystemException;
+import java.nio.file.InvalidPathException;
 import java.nio.file.NoSuchFileException;
-import picocli.CommandLine;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine;
 
 /** The {@code strata} command. */
 @Command(
@@ -53,7 +60,7 @@ public final class Main implements Runnable {
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);
     // Every path option also takes a file:// URI; other file systems are refused by name.
-    cli.registerConverter(java.nio.file.Path.class, io.strata.sdk.dataset.Locations::local);
+    cli.registerConverter(Path.class, Locations::local);
     cli.setParameterExceptionHandler(
         (ex, a) -> {
           CommandLine c = ex.getCommandLine();
@@ -82,13 +89,13 @@ public final class Main implements Runnable {
     if (ex instanceof CommandLine.UnmatchedArgumentException u && !u.getUnmatched().isEmpty()) {
       String arg = u.getUnmatched().getFirst();
       CommandLine c = u.getCommandLine();
-      java.util.List<String> near = u.getSuggestions();
+      List<String> near = u.getSuggestions();
       if (arg.startsWith("-")) {
         return "unknown option '" + arg + "' for '" + c.getCommandSpec().qualifiedName() + "'"
             + (near.isEmpty() ? "" : " (did you mean " + String.join(" or ", near) + "?)");
       }
       if (!c.getSubcommands().isEmpty()) {
-        java.util.List<String> names = c.getSubcommands().keySet().stream().filter(n -> !n.equals("help")).toList();
+        List<String> names = c.getSubcommands().keySet().stream().filter(n -> !n.equals("help")).toList();
         return "unknown command '" + arg + "' for '" + c.getCommandSpec().qualifiedName() + "'"
             + (near.isEmpty() ? " (commands: " + String.join(", ", names) + ")"
                 : " (did you mean " + String.join(" or ", near) + "?)");
@@ -103,13 +110,13 @@ public final class Main implements Runnable {
    * (404: no such dataset, feature or chunk); 1 for every other failure.
    */
   static int exitCode(Exception ex) {
-    if (ex instanceof java.io.UncheckedIOException u && u.getCause() != null) {
+    if (ex instanceof UncheckedIOException u && u.getCause() != null) {
       return exitCode(u.getCause());
     }
     if (ex instanceof IllegalArgumentException) {
       return USAGE;
     }
-    if (ex instanceof io.strata.sdk.node.NodeClient.NodeRequestException r && (r.status() == 400 || r.status() == 404)) {
+    if (ex instanceof NodeClient.NodeRequestException r && (r.status() == 400 || r.status() == 404)) {
       return USAGE;
     }
     return FAILURE;
@@ -118,24 +125,24 @@ public final class Main implements Runnable {
   /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path). */
   static String clean(String file) {
     try {
-      return java.nio.file.Path.of(file).toAbsolutePath().normalize().toString();
-    } catch (java.nio.file.InvalidPathException e) {
+      return Path.of(file).toAbsolutePath().normalize().toString();
+    } catch (InvalidPathException e) {
       return file;
     }
   }
 
   /** One line naming the problem, without a stack trace. */
   static String describe(Throwable ex) {
-    if (ex instanceof java.io.UncheckedIOException u && u.getCause() != null) {
+    if (ex instanceof UncheckedIOException u && u.getCause() != null) {
       return describe(u.getCause()); // its own message is the cause's class and message
     }
     if (ex instanceof NoSuchFileException n) {
       return (n.getReason() == null ? "no such file" : n.getReason()) + ": " + clean(n.getFile());
     }
-    if (ex instanceof java.nio.file.FileSystemException f && f.getFile() != null && !(ex instanceof NoSuchFileException)) {
+    if (ex instanceof FileSystemException f && f.getFile() != null && !(ex instanceof NoSuchFileException)) {
       // The JDK's own form, "FILE: reason", with the file's path clean.
       return clean(f.getFile()) + (f.getOtherFile() == null ? "" : " -> " + clean(f.getOtherFile()))
-          + ": " + (f.getReason() == null ? ex.getClass().getSimpleName().replace("Exception", "").replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(java.util.Locale.ROOT) : f.getReason());
+          + ": " + (f.getReason() == null ? ex.getClass().getSimpleName().replace("Exception", "").replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT) : f.getReason());
     }
     String m = ex.getMessage();
     if (m == null || m.isBlank()) {

@@ -1,10 +1,12 @@
 package io.strata.ops;
 
-import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.node.CacheNode;
+import io.strata.node.HomeLock;
 import io.strata.node.NodeConfig;
+import io.strata.node.Setting;
 import io.strata.node.Sizes;
+import io.strata.node.sim.Trace;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
@@ -14,15 +16,18 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata node start|stop|status}. */
 @Command(name = "node", mixinStandardHelpOptions = true, description = "Run and inspect the cache node.",
@@ -97,8 +102,8 @@ public final class NodeCommand implements Runnable {
     boolean json;
 
     /** The settings given explicitly (options, or fields of the configuration file): they win over the kept ones. */
-    java.util.Set<String> given() throws IOException {
-      java.util.Set<String> g = new java.util.HashSet<>();
+    Set<String> given() throws IOException {
+      Set<String> g = new HashSet<>();
       if (config != null) {
         JsonNode file = Json.parse(Files.readAllBytes(config));
         // The file's own field names (sizes as text: "ssdBudget": "800g"), the settings' names in what is given.
@@ -147,7 +152,7 @@ public final class NodeCommand implements Runnable {
             + "); stop it with 'strata node stop'");
       }
       // Its node.json may be gone: the home's lock says whether a node owns it, before anything is written there.
-      io.strata.node.HomeLock.requireFree(c.home());
+      HomeLock.requireFree(c.home());
       if (!foreground) {
         return background(out, c, info);
       }
@@ -282,7 +287,7 @@ public final class NodeCommand implements Runnable {
         throw new IllegalStateException("no node is running from " + h);
       }
       p.get().destroy();
-      p.get().onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      p.get().onExit().get(30, TimeUnit.SECONDS);
       if (json) {
         spec.commandLine().getOut().println(Json.compact(Json.object().put("stopped", p.get().pid())));
       } else {
@@ -352,10 +357,10 @@ public final class NodeCommand implements Runnable {
       }
       NodeClient c = node.client();
       NodeClient.RecordedTrace t = c.trace();
-      io.strata.sdk.internal.AtomicFiles.write(out, t.csv().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      io.strata.node.sim.Trace parsed;
+      AtomicFiles.write(out, t.csv().getBytes(StandardCharsets.UTF_8));
+      Trace parsed;
       try {
-        parsed = io.strata.node.sim.Trace.read(out);
+        parsed = Trace.read(out);
       } catch (IllegalArgumentException e) {
         Files.deleteIfExists(out);
         throw new IOException("the node's trace does not parse: " + e.getMessage(), e);

@@ -1,9 +1,11 @@
 package io.strata.ops;
 
+import io.strata.node.NodeConfig;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
@@ -22,9 +24,9 @@ final class NodeOptions {
     String token = System.getenv("STRATA_TOKEN");
     if (tokenFile != null) {
       if (!Files.isRegularFile(tokenFile)) {
-        throw new java.nio.file.NoSuchFileException(tokenFile.toString(), null, "no token file");
+        throw new NoSuchFileException(tokenFile.toString(), null, "no token file");
       }
-      io.strata.node.NodeConfig.requirePrivate(tokenFile, "token file");
+      NodeConfig.requirePrivate(tokenFile, "token file");
       token = Files.readString(tokenFile, StandardCharsets.UTF_8).strip();
       if (token.isEmpty()) {
         throw new IllegalArgumentException("token file " + tokenFile + " is empty");

@@ -4,13 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.PrintWriter;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** Operator actions on a node's SSD tier: {@code pin}, {@code unpin}, {@code evict}. */
 final class PinCommands {
@@ -39,7 +40,7 @@ final class PinCommands {
     public Integer call() throws Exception {
       NodeClient c = node.client();
       PrintWriter out = spec.commandLine().getOut();
-      List<String> targets = features == null || features.isEmpty() ? java.util.Collections.singletonList(null) : features;
+      List<String> targets = features == null || features.isEmpty() ? Collections.singletonList(null) : features;
       com.fasterxml.jackson.databind.node.ArrayNode all = Json.array();
       for (String f : targets) {
         JsonNode r = apply(c, f);

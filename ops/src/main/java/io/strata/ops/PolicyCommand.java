@@ -1,22 +1,24 @@
 package io.strata.ops;
 
-import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.Setting;
 import io.strata.node.Sizes;
-import io.strata.node.sim.CaffeinePolicy;
 import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
-import io.strata.node.sim.OptPolicy;
 import io.strata.node.policy.Policies;
-import io.strata.node.sim.Simulator;
 import io.strata.node.policy.StrataPolicy;
+import io.strata.node.sim.CaffeinePolicy;
+import io.strata.node.sim.OptPolicy;
+import io.strata.node.sim.Simulator;
 import io.strata.node.sim.Trace;
 import io.strata.node.sim.TraceGenerator;
 import io.strata.sdk.internal.Json;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -204,17 +206,17 @@ final class PolicyCommand implements Runnable {
       }
       double flash = Sizes.parse(flashBudget);
       if (!Files.isRegularFile(trace)) {
-        throw new java.nio.file.NoSuchFileException(trace.toString(), null, "no such trace file");
+        throw new NoSuchFileException(trace.toString(), null, "no such trace file");
       }
       // A malformed file is a failure of the input, not of the command line: exit 1.
       Trace t;
       try {
         t = Trace.read(trace);
       } catch (IllegalArgumentException e) {
-        throw new java.io.IOException(trace + ": " + e.getMessage(), e);
+        throw new IOException(trace + ": " + e.getMessage(), e);
       }
       if (t.size() == 0) {
-        throw new java.io.IOException(trace + " has no reads");
+        throw new IOException(trace + " has no reads");
       }
       ObjectNode result = Json.object();
       result.put("trace", trace.toString()).put("reads", t.size()).put("jobs", t.jobs()).put("chunks", t.keys())

@@ -6,6 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -47,7 +49,7 @@ final class ProcessTemp {
       if (!Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS)) {
         Files.createDirectories(root, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
       }
-      java.nio.file.attribute.UserPrincipal me =
+      UserPrincipal me =
           root.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(System.getProperty("user.name"));
       if (Files.isSymbolicLink(root) || !Files.getOwner(root, LinkOption.NOFOLLOW_LINKS).equals(me)) {
         return null;
@@ -101,6 +103,6 @@ final class ProcessTemp {
   }
 
   private static Optional<Long> start(ProcessHandle h) {
-    return h.info().startInstant().map(java.time.Instant::toEpochMilli);
+    return h.info().startInstant().map(Instant::toEpochMilli);
   }
 }

@@ -1,7 +1,9 @@
 package io.strata.ops;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
+import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -27,7 +29,7 @@ public final class Processes {
     if (modules == null || modules.isEmpty()) {
       return classes;
     }
-    return classes.isEmpty() ? modules : modules + java.io.File.pathSeparator + classes;
+    return classes.isEmpty() ? modules : modules + File.pathSeparator + classes;
   }
 
   /** Starts {@code strata args...} as a new JVM with this process's class path. */
@@ -51,7 +53,7 @@ public final class Processes {
 
   /** Deletes {@code p} and everything under it; nothing when it does not exist. */
   public static void deleteTree(Path p) throws IOException {
-    io.strata.sdk.internal.AtomicFiles.deleteTree(p);
+    AtomicFiles.deleteTree(p);
   }
 
   /** The checkout this jar was built in (ops/target/...), or null. */

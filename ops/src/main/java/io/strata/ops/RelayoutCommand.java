@@ -11,17 +11,22 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code strata dataset relayout DIR}: learns which features jobs read together (from a recorded
@@ -74,7 +79,7 @@ public final class RelayoutCommand implements Callable<Integer> {
     PrintWriter w = spec.commandLine().getOut();
     double share = replicaShare(replicas);
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
-      throw new java.nio.file.NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
+      throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
     }
     Manifest m = Manifest.read(dir);
     String csv;
@@ -82,7 +87,7 @@ public final class RelayoutCommand implements Callable<Integer> {
       csv = node.client().trace().csv();
     } else {
       if (!Files.isRegularFile(source.trace)) {
-        throw new java.nio.file.NoSuchFileException(source.trace.toString(), null, "no such trace file");
+        throw new NoSuchFileException(source.trace.toString(), null, "no such trace file");
       }
       csv = Files.readString(source.trace, StandardCharsets.UTF_8);
     }
@@ -165,10 +170,10 @@ public final class RelayoutCommand implements Callable<Integer> {
     if (reads.size() < 4) {
       return null;
     }
-    List<String> names = new java.util.ArrayList<>(reads.keySet());
-    java.util.Collections.sort(names);
-    Map<String, Map<String, Long>> a = new java.util.LinkedHashMap<>();
-    Map<String, Map<String, Long>> b = new java.util.LinkedHashMap<>();
+    List<String> names = new ArrayList<>(reads.keySet());
+    Collections.sort(names);
+    Map<String, Map<String, Long>> a = new LinkedHashMap<>();
+    Map<String, Map<String, Long>> b = new LinkedHashMap<>();
     for (int i = 0; i < names.size(); i++) {
       (i % 2 == 0 ? a : b).put(names.get(i), reads.get(names.get(i)));
     }
@@ -207,6 +212,6 @@ public final class RelayoutCommand implements Callable<Integer> {
   }
 
   private static String f2(double v) {
-    return String.format(java.util.Locale.ROOT, "%.2f", v);
+    return String.format(Locale.ROOT, "%.2f", v);
   }
 }

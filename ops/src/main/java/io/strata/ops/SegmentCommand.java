@@ -2,17 +2,19 @@ package io.strata.ops;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.internal.Json;
 import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.Writer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /** {@code strata segment ...}: inspect segment files. */
 @Command(name = "segment", mixinStandardHelpOptions = true, description = "Segment file tools.",
@@ -37,7 +39,7 @@ final class SegmentCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      PrintWriter w = json ? new PrintWriter(java.io.Writer.nullWriter()) : spec.commandLine().getOut();
+      PrintWriter w = json ? new PrintWriter(Writer.nullWriter()) : spec.commandLine().getOut();
       ArrayNode results = Json.array();
       int bad = 0;
       for (Path p : files) {
@@ -51,7 +53,7 @@ final class SegmentCommand implements Runnable {
               f.info().chunk(), f.info().rowStart(), f.info().rowEnd(), cols);
           results.addObject().put("file", p.toString()).put("ok", true).put("dataset", f.info().dataset())
               .put("version", f.info().datasetVersion()).put("chunk", f.info().chunk()).put("columns", cols.toString());
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
           bad++;
           w.printf("BAD  %s%n", Main.describe(e));
           results.addObject().put("file", p.toString()).put("ok", false).put("problem", Main.describe(e));

@@ -1,6 +1,7 @@
 package io.strata.ops;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.strata.sdk.internal.PrivateDirs;
 import io.strata.sdk.loader.BatchMemory;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -8,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -37,7 +39,7 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
    * following a link.
    */
   static ShmMemory create(Path root) throws IOException {
-    io.strata.sdk.internal.PrivateDirs.check(root);
+    PrivateDirs.check(root);
     removeStale(root);
     Path dir = Files.createTempDirectory(root, LoaderServe.DIR_PREFIX + ProcessHandle.current().pid() + "-",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
@@ -51,7 +53,7 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
         int dash = rest.indexOf('-');
         try {
           long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
-          if (ProcessHandle.of(pid).isEmpty() && Files.isDirectory(d, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+          if (ProcessHandle.of(pid).isEmpty() && Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
             Processes.deleteTree(d);
           }
         } catch (NumberFormatException | IOException ignored) {

@@ -1,8 +1,10 @@
 package io.strata.ops;
 
 import io.strata.sdk.Progress;
+import java.io.File;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -13,7 +15,7 @@ public final class Terminal {
 
   /** A ratio for people: a percentage with one decimal (0.144 prints as 14.4%). */
   public static String percent(double ratio) {
-    return String.format(java.util.Locale.ROOT, "%.1f%%", 100 * ratio);
+    return String.format(Locale.ROOT, "%.1f%%", 100 * ratio);
   }
 
   public static String bytes(long b) {
@@ -219,9 +221,9 @@ public final class Terminal {
         return Integer.parseInt(env);
       }
       try {
-        Process p = new ProcessBuilder("stty", "size").redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/tty")))
+        Process p = new ProcessBuilder("stty", "size").redirectInput(ProcessBuilder.Redirect.from(new File("/dev/tty")))
             .redirectErrorStream(true).start();
-        String[] rc = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim().split("\\s+");
+        String[] rc = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).trim().split("\\s+");
         if (p.waitFor() == 0 && rc.length == 2 && rc[1].matches("\\d{1,4}") && Integer.parseInt(rc[1]) >= 20) {
           return Integer.parseInt(rc[1]);
         }

@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.ops.bench.BenchAll;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import io.strata.ops.bench.BenchAll;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
-import io.strata.ops.bench.BenchAll;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -123,7 +123,7 @@ class BenchAllTest {
     assertEquals(0, Cli.run("bench", "all", "--quick", "--only", "policy", "--data", tmp.resolve("data").toString(), "--out",
         out.toString(), "--markdown", md.toString()).code());
     String again = Files.readString(md);
-    assertEquals(1, again.split(java.util.regex.Pattern.quote(BenchAll.BEGIN), -1).length - 1);
+    assertEquals(1, again.split(Pattern.quote(BenchAll.BEGIN), -1).length - 1);
     assertTrue(again.contains("Cache policy") && again.contains("### 1. Sample batches") && again.contains("earlier results"), again);
     // Wrong arguments: one line, usage exit.
     Cli.Result bad = Cli.run("bench", "all", "--only", "nosuch", "--data", tmp.resolve("data").toString());

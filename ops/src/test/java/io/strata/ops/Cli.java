@@ -1,6 +1,9 @@
 package io.strata.ops;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
@@ -44,8 +47,8 @@ final class Cli {
     cmd.addAll(List.of(args));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(false).start();
     p.getOutputStream().close();
-    var out = new java.io.ByteArrayOutputStream();
-    var err = new java.io.ByteArrayOutputStream();
+    var out = new ByteArrayOutputStream();
+    var err = new ByteArrayOutputStream();
     Thread a = Thread.ofVirtual().start(() -> drain(p.getInputStream(), out));
     Thread b = Thread.ofVirtual().start(() -> drain(p.getErrorStream(), err));
     if (!p.waitFor(20, TimeUnit.MINUTES)) {
@@ -57,7 +60,7 @@ final class Cli {
     return new Result(p.exitValue(), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
   }
 
-  private static void drain(java.io.InputStream in, java.io.OutputStream out) {
+  private static void drain(InputStream in, OutputStream out) {
     try (in) {
       in.transferTo(out);
     } catch (IOException ignored) {

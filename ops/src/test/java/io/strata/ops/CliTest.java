@@ -4,8 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -96,7 +100,7 @@ class CliTest {
     Files.write(empty, new byte[0]);
     Path truncated = tmp.resolve("truncated.orc");
     byte[] bytes = Files.readAllBytes(orc);
-    Files.write(truncated, java.util.Arrays.copyOf(bytes, bytes.length / 2));
+    Files.write(truncated, Arrays.copyOf(bytes, bytes.length / 2));
     for (Object[] c : new Object[][] {{empty, "empty (0 bytes)"}, {truncated, "truncated"}}) {
       Path out = tmp.resolve("out-" + ((Path) c[0]).getFileName());
       Cli.Result r = Cli.run("dataset", "import", "--out", out.toString(), c[0].toString());
@@ -134,7 +138,7 @@ class CliTest {
     LoaderCommand.Run run = new LoaderCommand.Run();
     new picocli.CommandLine(run).parseArgs("--dataset", "x", "--features",
         "amount,ngram_hash(tokens, 2, 1000),zscore(log1p(amount));score");
-    assertEquals(java.util.List.of("amount", "ngram_hash(tokens, 2, 1000)", "zscore(log1p(amount))", "score"), run.features);
+    assertEquals(List.of("amount", "ngram_hash(tokens, 2, 1000)", "zscore(log1p(amount))", "score"), run.features);
   }
 
   @Test
@@ -180,8 +184,8 @@ class CliTest {
     assertEquals(0, ok.code(), ok.err());
     assertTrue(ok.out().contains("every stream's"), ok.out());
     long size = Files.size(orc);
-    try (var ch = java.nio.channels.FileChannel.open(orc, java.nio.file.StandardOpenOption.WRITE)) {
-      ch.write(java.nio.ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}), size / 3);
+    try (var ch = FileChannel.open(orc, StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}), size / 3);
     }
     Cli.Result bad = Cli.run("dataset", "verify", ds.toString());
     assertEquals(1, bad.code(), bad.out());

@@ -7,12 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
+import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
-import java.io.IOException;
 import io.strata.sdk.tier.SegmentStore;
+import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
@@ -63,7 +66,7 @@ class FaultSuiteIT {
     try (Stream<Path> s = Files.walk(dir)) {
       // The owner lock (FORMAT.md 2.5) and a node's residency beacon (2.6) are the directory's own, not left behind.
       return s.filter(Files::isRegularFile).filter(f -> !f.getFileName().toString().equals(SegmentStore.OWNER_LOCK))
-          .filter(f -> !f.getFileName().toString().equals(io.strata.sdk.format.ResidencyBeacon.FILE_NAME)).sorted().toList();
+          .filter(f -> !f.getFileName().toString().equals(ResidencyBeacon.FILE_NAME)).sorted().toList();
     }
   }
 
@@ -127,7 +130,7 @@ class FaultSuiteIT {
     for (int attempt = 0; ; attempt++) {
       try {
         return files(ssd).stream().filter(f -> f.toString().endsWith(".arrow")).count();
-      } catch (java.io.UncheckedIOException | java.nio.file.NoSuchFileException e) {
+      } catch (UncheckedIOException | NoSuchFileException e) {
         if (attempt > 100) {
           throw e;
         }

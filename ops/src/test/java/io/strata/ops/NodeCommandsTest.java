@@ -7,9 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
+import io.strata.node.Sizes;
 import io.strata.sdk.internal.Json;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
@@ -165,18 +172,18 @@ class NodeCommandsTest {
   void tokensOthersCanReadAreRefusedAsSshDoes() throws Exception {
     Path token = home.resolve("token");
     Files.writeString(token, "0123456789abcdef-secret\n");
-    Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-r--r--"));
     Cli.Result r = Cli.run("pin", "--dataset", "events", "--token-file", token.toString(), "--node", "http://127.0.0.1:9");
     assertEquals(1, r.code(), r.err());
     assertEquals("strata: token file " + token + " is accessible to others (rw-r--r--): chmod 600 " + token, r.err().strip());
     Path config = home.resolve("node.json.conf");
     Files.writeString(config, "{\"home\": \"" + home.resolve("tok-node") + "\", \"token\": \"0123456789abcdef-secret\"}");
-    Files.setPosixFilePermissions(config, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+    Files.setPosixFilePermissions(config, PosixFilePermissions.fromString("rw-rw----"));
     Cli.Result start = Cli.run("node", "start", "--config", config.toString(), "--foreground");
     assertEquals(1, start.code(), start.err());
     assertTrue(start.err().contains("holding a token") && start.err().contains("chmod 600"), start.err());
     assertFalse(Files.exists(home.resolve("tok-node")), "a refused start creates nothing");
-    Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    Files.setPosixFilePermissions(token, PosixFilePermissions.fromString("rw-------"));
     Cli.Result ok = Cli.run("pin", "--dataset", "events", "--token-file", token.toString(), "--node", "http://127.0.0.1:9");
     assertTrue(ok.err().contains("unreachable"), "a private token file is read: " + ok.err());
   }
@@ -184,7 +191,7 @@ class NodeCommandsTest {
   @Test
   void anUnreachableNodeIsOneClearLineAndExitCode1() throws Exception {
     int port;
-    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+    try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
     String dead = "http://127.0.0.1:" + port;
@@ -243,12 +250,12 @@ class NodeCommandsTest {
 
   @Test
   void byteSizesTakeTheRangeTheApiTakes() {
-    assertEquals(3000, io.strata.node.Sizes.parse("3000"));
-    assertEquals(512L << 20, io.strata.node.Sizes.parse("512m"));
-    assertEquals(3L << 39, io.strata.node.Sizes.parse("1.5t"));
-    assertEquals(Long.MAX_VALUE, io.strata.node.Sizes.parse("9223372036854775807"));
+    assertEquals(3000, Sizes.parse("3000"));
+    assertEquals(512L << 20, Sizes.parse("512m"));
+    assertEquals(3L << 39, Sizes.parse("1.5t"));
+    assertEquals(Long.MAX_VALUE, Sizes.parse("9223372036854775807"));
     for (String bad : List.of("9223372036854775808", "1e30", "8388608t", "NaN", "Infinity", "0x10", "-0", "+5", "1.5", "")) {
-      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> io.strata.node.Sizes.parse(bad), bad);
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> Sizes.parse(bad), bad);
     }
   }
 
@@ -389,13 +396,13 @@ class NodeCommandsTest {
       JsonNode st = Json.parse(Cli.run("node", "status", "--home", h.toString(), "--json").out());
       assertTrue(st.has("ssd"), st.toString());
       // Without --node or a node in the default home, commands find the node started last.
-      if (System.getenv("STRATA_NODE") == null && !Files.exists(io.strata.node.NodeConfig.defaultHome().resolve("node.json"))) {
+      if (System.getenv("STRATA_NODE") == null && !Files.exists(NodeConfig.defaultHome().resolve("node.json"))) {
         assertEquals(s.path("url").asText(), NodeCommand.nodeUrl(null));
       }
       // The root of the node is its dashboard.
-      java.net.http.HttpResponse<String> root = java.net.http.HttpClient.newHttpClient().send(
-          java.net.http.HttpRequest.newBuilder(java.net.URI.create(s.path("url").asText() + "/")).build(),
-          java.net.http.HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> root = HttpClient.newHttpClient().send(
+          HttpRequest.newBuilder(URI.create(s.path("url").asText() + "/")).build(),
+          HttpResponse.BodyHandlers.ofString());
       assertEquals(302, root.statusCode());
       assertEquals("/ui", root.headers().firstValue("location").orElse(""));
     } finally {

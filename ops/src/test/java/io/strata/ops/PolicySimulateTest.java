@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.node.policy.Policies;
 import io.strata.sdk.internal.Json;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,7 +30,7 @@ class PolicySimulateTest {
     assertEquals(2, j.get("runs").size());
     for (JsonNode run : j.get("runs")) {
       // every registered policy (strata, lru, frequency, s3fifo), caffeine and opt
-      assertEquals(2 + io.strata.node.policy.Policies.names().size(), run.get("policies").size());
+      assertEquals(2 + Policies.names().size(), run.get("policies").size());
       for (JsonNode pol : run.get("policies")) {
         double h = pol.get("byteHitRatio").asDouble();
         assertTrue(h >= 0 && h <= 1);

@@ -5,14 +5,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.Relayout;
+import io.strata.sdk.dataset.VersionLeases;
 import io.strata.sdk.internal.Json;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -132,21 +139,21 @@ class RelayoutIT {
         "--rows-per-chunk", "10000", "--seed", "5").code());
     Manifest v1 = Manifest.read(ds);
     List<String> n = v1.features().stream().map(f -> f.name()).toList();
-    List<String> cmd = new java.util.ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-cp", Processes.classPath(),
         Main.class.getName(), "loader", "run", "--dataset", ds.toString(), "--features", n.get(0), "--batch", "16",
         "--epochs", "50", "--step-ms", "100"));
     Process job = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
     try {
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (!io.strata.sdk.dataset.VersionLeases.inUse(ds, v1.version())) {
+      while (!VersionLeases.inUse(ds, v1.version())) {
         assertTrue(job.isAlive() && System.nanoTime() < deadline, "the job opened the dataset");
         Thread.sleep(50);
       }
-      io.strata.sdk.dataset.Relayout.rewrite(ds, n.reversed(), io.strata.sdk.Progress.NONE);
-      List<String> rotated = new java.util.ArrayList<>(n);
-      java.util.Collections.rotate(rotated, 2);
-      io.strata.sdk.dataset.Relayout.rewrite(ds, rotated, io.strata.sdk.Progress.NONE);
+      Relayout.rewrite(ds, n.reversed(), Progress.NONE);
+      List<String> rotated = new ArrayList<>(n);
+      Collections.rotate(rotated, 2);
+      Relayout.rewrite(ds, rotated, Progress.NONE);
       for (Manifest.OrcFileInfo f : v1.files()) {
         assertTrue(Files.exists(ds.resolve(f.path())), f.path() + " of the version the job reads");
       }
@@ -154,7 +161,7 @@ class RelayoutIT {
     } finally {
       job.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
     }
-    io.strata.sdk.dataset.Relayout.cleanUp(ds); // what the next relayout or rollback does first
+    Relayout.cleanUp(ds); // what the next relayout or rollback does first
     for (Manifest.OrcFileInfo f : v1.files()) {
       assertTrue(!Files.exists(ds.resolve(f.path())), f.path() + " of a version no process reads");
     }
@@ -234,7 +241,7 @@ class RelayoutIT {
           if (f.anyMatch(x -> x.toFile().length() > 0)) {
             return true;
           }
-        } catch (java.nio.file.NoSuchFileException gone) {
+        } catch (NoSuchFileException gone) {
           // removed meanwhile
         }
       }
@@ -243,7 +250,7 @@ class RelayoutIT {
   }
 
   private static String crc(Path file) throws Exception {
-    java.util.zip.CRC32C c = new java.util.zip.CRC32C();
+    CRC32C c = new CRC32C();
     try (var in = Files.newInputStream(file)) {
       byte[] buf = new byte[1 << 16];
       int n;

@@ -1,5 +1,7 @@
 package io.strata.node.policy;
 
+import java.util.Map;
+
 /**
  * A policy for the SSD tier: on every read of a feature chunk it says whether the chunk was
  * resident and, on a miss, whether to admit it (write a segment), evicting others to stay within
@@ -135,8 +137,8 @@ public interface CachePolicy {
   void resize(int key, long bytes, double now, Evictions evictions);
 
   /** Counts of the policy's decisions by kind, for the operator (empty when it keeps none). */
-  default java.util.Map<String, Long> decisionCounts() {
-    return java.util.Map.of();
+  default Map<String, Long> decisionCounts() {
+    return Map.of();
   }
 
   /** A flash write budget in bytes per hour (0: none); a policy that keeps none ignores it. */

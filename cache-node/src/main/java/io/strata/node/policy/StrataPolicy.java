@@ -1,7 +1,10 @@
 package io.strata.node.policy;
 
 import java.util.Arrays;
+import java.util.BitSet;
+import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.IntPredicate;
 
 /**
  * Strata's tiering policy: keep what running jobs will read soonest, admit what jobs will still
@@ -164,7 +167,7 @@ public final class StrataPolicy implements CachePolicy {
   private final DeclaredPlans plans = new DeclaredPlans();
   private final StreamStats streams = new StreamStats();
   /** Resident chunks the heap may hand out as victims. */
-  private final java.util.function.IntPredicate evictable = k -> resident[k] && !pinned[k];
+  private final IntPredicate evictable = k -> resident[k] && !pinned[k];
 
   /**
    * @param budgetBytes SSD bytes the policy may fill
@@ -263,7 +266,7 @@ public final class StrataPolicy implements CachePolicy {
     }
     // Its resident chunks may now be needed later than the heap says: push them anew.
     double now = Double.isNaN(lastRefill) ? 0 : lastRefill;
-    java.util.BitSet done = new java.util.BitSet();
+    BitSet done = new BitSet();
     for (int k : keys) {
       if (resident[k] && !pinned[k] && !done.get(k)) {
         done.set(k);
@@ -609,7 +612,7 @@ public final class StrataPolicy implements CachePolicy {
    */
   @Override
   public Map<String, Long> decisionCounts() {
-    Map<String, Long> m = new java.util.LinkedHashMap<>();
+    Map<String, Long> m = new LinkedHashMap<>();
     m.put("admittedPlanned", admittedPlanned);
     m.put("admittedPopular", admittedPopular);
     m.put("bypassNoNextUse", bypassNoNextUse);

@@ -1,11 +1,20 @@
 package io.strata.sdk.dataset;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.StringReader;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Random;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -55,7 +64,7 @@ public final class CoAccessOrder {
       long replicaBytes) {
     /** The features stored twice: those named twice in {@link #layout}. */
     public List<String> replicated() {
-      Set<String> seen = new java.util.HashSet<>();
+      Set<String> seen = new HashSet<>();
       List<String> twice = new ArrayList<>();
       for (String f : layout) {
         if (!seen.add(f)) {
@@ -321,7 +330,7 @@ public final class CoAccessOrder {
             p[n++] = i;
           }
         }
-        positions[j] = java.util.Arrays.copyOf(p, n);
+        positions[j] = Arrays.copyOf(p, n);
       }
       work.spend((long) jobs * fields.length);
       List<int[]> blocks = new ArrayList<>();
@@ -488,7 +497,7 @@ public final class CoAccessOrder {
       this.jobs = jobs;
       this.versions = new int[jobs.length];
       this.deltas = new double[jobs.length];
-      java.util.Arrays.fill(versions, -1);
+      Arrays.fill(versions, -1);
     }
 
     /** {@code readers[f]}: the jobs reading feature {@code f}, as a bit set. */
@@ -507,7 +516,7 @@ public final class CoAccessOrder {
           touched[n++] = (w << 6) + Long.numberOfTrailingZeros(t);
         }
       }
-      return new Saving(java.util.Arrays.copyOf(touched, n));
+      return new Saving(Arrays.copyOf(touched, n));
     }
   }
 
@@ -589,7 +598,7 @@ public final class CoAccessOrder {
               List<Integer> cand = new ArrayList<>(rest);
               List<Integer> seg = new ArrayList<>(segment);
               if (rev == 1) {
-                java.util.Collections.reverse(seg);
+                Collections.reverse(seg);
               }
               cand.addAll(at, seg);
               double c = cost(cand, base, affinity);
@@ -608,7 +617,7 @@ public final class CoAccessOrder {
       for (int i = 0; i < chain.size() && work.left(); i++) {
         for (int j = i + 2; j <= chain.size(); j++) {
           List<Integer> cand = new ArrayList<>(chain);
-          java.util.Collections.reverse(cand.subList(i, j));
+          Collections.reverse(cand.subList(i, j));
           double c = cost(cand, base, affinity);
           work.spend(cand.size());
           if (c < cost - 1e-9) {
@@ -643,7 +652,7 @@ public final class CoAccessOrder {
     if (total <= 0) {
       return chain;
     }
-    java.util.Random rnd = new java.util.Random(g * 31L + 7);
+    Random rnd = new Random(g * 31L + 7);
     List<Integer> cur = new ArrayList<>(chain);
     double cc = cost(cur, base, affinity) / total;
     List<Integer> best = new ArrayList<>(cur);
@@ -660,7 +669,7 @@ public final class CoAccessOrder {
       }
       List<Integer> cand = new ArrayList<>(cur);
       if (rnd.nextBoolean()) {
-        java.util.Collections.reverse(cand.subList(Math.min(i, j), Math.max(i, j) + 1));
+        Collections.reverse(cand.subList(Math.min(i, j), Math.max(i, j) + 1));
       } else {
         cand.add(j, cand.remove(i));
       }
@@ -762,13 +771,13 @@ public final class CoAccessOrder {
    * (read records, one per job, feature and chunk read; plan, step and end records are skipped, and
    * so are reads of no bytes); {@code what} names the source in errors.
    */
-  public static Map<String, Map<String, Long>> readsFromTrace(String csv, String dataset, String what) throws java.io.IOException {
-    Map<String, Map<String, Long>> out = new java.util.TreeMap<>();
-    try (java.io.BufferedReader in = new java.io.BufferedReader(new java.io.StringReader(csv))) {
+  public static Map<String, Map<String, Long>> readsFromTrace(String csv, String dataset, String what) throws IOException {
+    Map<String, Map<String, Long>> out = new TreeMap<>();
+    try (BufferedReader in = new BufferedReader(new StringReader(csv))) {
       String header = in.readLine();
-      if (header == null || !header.strip().replace(" ", "").toLowerCase(java.util.Locale.ROOT)
+      if (header == null || !header.strip().replace(" ", "").toLowerCase(Locale.ROOT)
           .startsWith("time,job,dataset,feature,chunk,bytes")) {
-        throw new java.io.IOException(what + ": not a trace (expected the header 'time,job,dataset,feature,chunk,bytes')");
+        throw new IOException(what + ": not a trace (expected the header 'time,job,dataset,feature,chunk,bytes')");
       }
       String line;
       int n = 1;
@@ -779,7 +788,7 @@ public final class CoAccessOrder {
         }
         String[] p = line.split(",", -1);
         if (p.length < 6) {
-          throw new java.io.IOException(what + " line " + n + ": expected at least 6 fields, got " + p.length);
+          throw new IOException(what + " line " + n + ": expected at least 6 fields, got " + p.length);
         }
         if (p[3].startsWith("@") || !p[2].equals(dataset)) {
           continue;
@@ -788,10 +797,10 @@ public final class CoAccessOrder {
         try {
           bytes = Long.parseLong(p[5].strip());
         } catch (NumberFormatException e) {
-          throw new java.io.IOException(what + " line " + n + ": bytes '" + p[5] + "' is not a number");
+          throw new IOException(what + " line " + n + ": bytes '" + p[5] + "' is not a number");
         }
         if (bytes > 0) {
-          out.computeIfAbsent(p[1], j -> new java.util.TreeMap<>()).merge(p[3], 1L, Long::sum);
+          out.computeIfAbsent(p[1], j -> new TreeMap<>()).merge(p[3], 1L, Long::sum);
         }
       }
     }

@@ -11,6 +11,7 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
@@ -446,14 +447,14 @@ public final class DatasetGenerator {
     long row = 0;
     while (row < o.rows()) {
       if (n + 2 > starts.length) {
-        starts = java.util.Arrays.copyOf(starts, starts.length * 2);
+        starts = Arrays.copyOf(starts, starts.length * 2);
       }
       starts[n++] = row;
       long len = Math.max(1, Math.round(Zipf.bounded(r, min, max, exponent)));
       row = Math.min(o.rows(), row + len);
     }
     starts[n++] = o.rows();
-    return java.util.Arrays.copyOf(starts, n);
+    return Arrays.copyOf(starts, n);
   }
 
   private static void writeFile(
@@ -483,7 +484,7 @@ public final class DatasetGenerator {
             .rowIndexStride(10_000);
     VectorizedRowBatch batch = schema.createRowBatch(TypeDescription.RowBatchVersion.USE_DECIMAL64, BATCH);
     Rows rows = new Rows();
-    int sample = java.util.Arrays.binarySearch(sampleStarts, first);
+    int sample = Arrays.binarySearch(sampleStarts, first);
     if (sample < 0) {
       sample = -sample - 2;
     }

@@ -1,11 +1,12 @@
 package io.strata.sdk.dataset;
 
 import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.Progress;
+import io.strata.sdk.internal.AtomicFiles;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.FileAlreadyExistsException;
@@ -15,7 +16,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.apache.orc.Reader;
 import org.apache.orc.StripeInformation;
@@ -97,7 +100,7 @@ public final class DatasetImporter {
 
   private static void deleteTree(Path dir) {
     try {
-      io.strata.sdk.internal.AtomicFiles.deleteTree(dir);
+      AtomicFiles.deleteTree(dir);
     } catch (IOException ignored) {
       // Best effort: the failure being reported matters more.
     }
@@ -115,7 +118,7 @@ public final class DatasetImporter {
     }
     long doneBytes = 0;
     // Column id to the name of the key that encrypts it, in any file (ORC column encryption).
-    java.util.Map<Integer, String> encrypted = new java.util.TreeMap<>();
+    Map<Integer, String> encrypted = new TreeMap<>();
     for (int fi = 0; fi < files.size(); fi++) {
       Path f = files.get(fi);
       try (Reader reader = OrcIo.open(f)) {
@@ -176,7 +179,7 @@ public final class DatasetImporter {
   }
 
   static List<FeatureInfo> features(TypeDescription schema) {
-    return features(schema, java.util.Map.of());
+    return features(schema, Map.of());
   }
 
   /**
@@ -184,7 +187,7 @@ public final class DatasetImporter {
    * encrypted}: column id to key name) is not served: without the key a reader gets the writer's
    * masked values (nulls, redactions, hashes) in its place, which a job must never take for data.
    */
-  static List<FeatureInfo> features(TypeDescription schema, java.util.Map<Integer, String> encrypted) {
+  static List<FeatureInfo> features(TypeDescription schema, Map<Integer, String> encrypted) {
     List<FeatureInfo> features = new ArrayList<>();
     List<String> names = schema.getFieldNames();
     for (int i = 0; i < names.size(); i++) {

@@ -1,13 +1,14 @@
 package io.strata.sdk.dataset;
 
-import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.FeatureInfo;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -122,7 +124,7 @@ public final class Manifest {
     this.files = List.copyOf(files);
     this.chunks = List.copyOf(chunks);
     this.sampleIndex = sampleIndex;
-    this.replicas = replicas.stream().sorted(java.util.Comparator.comparingInt(ReplicaInfo::position)).toList();
+    this.replicas = replicas.stream().sorted(Comparator.comparingInt(ReplicaInfo::position)).toList();
     validate();
   }
 
@@ -285,11 +287,11 @@ public final class Manifest {
 
   /** Reads {@code manifest.json} from a dataset directory. */
   public static Manifest read(Path dir) throws IOException {
-    return read(dir, io.strata.sdk.internal.Confinement.NONE);
+    return read(dir, Confinement.NONE);
   }
 
   /** Reads {@code manifest.json} from a dataset directory, the open confined by {@code confinement}. */
-  public static Manifest read(Path dir, io.strata.sdk.internal.Confinement confinement) throws IOException {
+  public static Manifest read(Path dir, Confinement confinement) throws IOException {
     Path file = dir.resolve(FILE_NAME);
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(

@@ -2,23 +2,34 @@ package io.strata.sdk.dataset;
 
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.internal.Confinement;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.nio.BufferOverflowException;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.zip.DataFormatException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.hive.ql.io.sarg.PredicateLeaf;
+import org.apache.hadoop.hive.ql.io.sarg.SearchArgument;
+import org.apache.hadoop.hive.ql.io.sarg.SearchArgumentFactory;
 import org.apache.orc.MemoryManager;
 import org.apache.orc.OrcFile;
 import org.apache.orc.Reader;
 import org.apache.orc.TypeDescription;
-import java.util.List;
-import org.apache.hadoop.hive.ql.io.sarg.PredicateLeaf;
-import org.apache.hadoop.hive.ql.io.sarg.SearchArgument;
-import org.apache.hadoop.hive.ql.io.sarg.SearchArgumentFactory;
 
 /**
  * The ORC entry points Strata uses: a Hadoop {@code Configuration} without default resources and
@@ -78,10 +89,10 @@ final class OrcIo {
     try {
       return OrcFile.createReader(
           hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true));
-    } catch (java.nio.file.AccessDeniedException e) {
+    } catch (AccessDeniedException e) {
       throw e; // refused by the confinement: said as it is
     } catch (IOException | RuntimeException e) {
-      if (e.getCause() instanceof java.nio.file.AccessDeniedException denied) {
+      if (e.getCause() instanceof AccessDeniedException denied) {
         throw denied;
       }
       if (strataCause(e) != null) {
@@ -107,18 +118,18 @@ final class OrcIo {
   }
 
   static void checkShape(java.nio.file.Path file, Confinement confinement) throws IOException {
-    try (java.nio.channels.FileChannel ch = confinement.openRead(file)) {
+    try (FileChannel ch = confinement.openRead(file)) {
       long size = ch.size();
       if (size == 0) {
         throw new CorruptFileException(file, "the file is empty (0 bytes): not an ORC file");
       }
-      java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate((int) Math.min(3, size));
+      ByteBuffer head = ByteBuffer.allocate((int) Math.min(3, size));
       ch.read(head, 0);
       OrcReads.countRequest(file, 0, head.capacity());
-      if (size < 3 || !java.util.Arrays.equals(head.array(), MAGIC)) {
+      if (size < 3 || !Arrays.equals(head.array(), MAGIC)) {
         throw new CorruptFileException(file, "not an ORC file (it does not start with \"ORC\")");
       }
-      java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) Math.min(4, size));
+      ByteBuffer tail = ByteBuffer.allocate((int) Math.min(4, size));
       ch.read(tail, size - tail.capacity());
       OrcReads.countRequest(file, size - tail.capacity(), tail.capacity());
       byte[] t = tail.array();
@@ -171,7 +182,7 @@ final class OrcIo {
   }
 
   /** Words of a library's own that a message to a user must not carry (class names, buffer dumps, JVM phrasing). */
-  private static final java.util.regex.Pattern LIBRARY_WORDS = java.util.regex.Pattern.compile(
+  private static final Pattern LIBRARY_WORDS = Pattern.compile(
       "java\\.|javax\\.|org\\.apache|com\\.google|\\$|Exception|Error\\b|Cannot (read|invoke|load|store|assign)"
           + "|out of bounds for length|ByteBuffer|\\bnull\\b|protocol message|\\bthis\\.");
 
@@ -183,7 +194,7 @@ final class OrcIo {
    * stays the cause, for a stack trace under {@code STRATA_DEBUG}.
    */
   static String describeChain(Throwable e) {
-    java.util.Set<Throwable> seen = new java.util.HashSet<>();
+    Set<Throwable> seen = new HashSet<>();
     String kept = null;
     for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
       String kind = kindOf(t);
@@ -200,7 +211,7 @@ final class OrcIo {
 
   /** A {@link CorruptFileException} of Strata's own in {@code e}'s causes (orc-core wraps what its streams throw), or null. */
   static CorruptFileException strataCause(Throwable e) {
-    java.util.Set<Throwable> seen = new java.util.HashSet<>();
+    Set<Throwable> seen = new HashSet<>();
     for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
       if (t instanceof CorruptFileException c) {
         return c;
@@ -213,18 +224,18 @@ final class OrcIo {
   private static String kindOf(Throwable t) {
     String m = String.valueOf(t.getMessage());
     if (t instanceof IndexOutOfBoundsException || t instanceof NegativeArraySizeException
-        || t instanceof java.nio.BufferUnderflowException || t instanceof java.nio.BufferOverflowException) {
+        || t instanceof BufferUnderflowException || t instanceof BufferOverflowException) {
       return "its encoded data points outside itself (a length, offset or dictionary entry out of range)";
     }
     if (t instanceof NullPointerException) {
       return "a stream its encoding needs is missing";
     }
-    if (t instanceof java.util.zip.DataFormatException || m.contains("Decompress") || m.contains("decompress")
+    if (t instanceof DataFormatException || m.contains("Decompress") || m.contains("decompress")
         || m.contains("buffer too small") || m.contains("Corrupt input") || m.contains("invalid stored block")
         || m.contains("incorrect header check") || m.contains("Malformed input")) {
       return "its compressed data does not decompress";
     }
-    if (t instanceof java.io.EOFException || m.contains("Read past end") || m.contains("past EOF") || m.contains("Can't finish")) {
+    if (t instanceof EOFException || m.contains("Read past end") || m.contains("past EOF") || m.contains("Can't finish")) {
       return "it ends before its data does (truncated?)";
     }
     if (t.getClass().getName().endsWith("InvalidProtocolBufferException") || (m.contains("stripe") && m.contains("footer"))) {

@@ -1,13 +1,28 @@
 package io.strata.sdk.dataset;
 
+import io.strata.sdk.internal.Confinement;
+import java.io.EOFException;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.IntFunction;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.IntFunction;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSInputStream;
 import org.apache.hadoop.fs.FileRange;
@@ -100,13 +115,13 @@ public final class OrcReads {
   }
 
   /** Whether the kernel calls {@code file}'s block device rotational, by device number; false where it cannot tell. */
-  private static final java.util.concurrent.ConcurrentHashMap<Long, Boolean> ROTATIONAL =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<Long, Boolean> ROTATIONAL =
+      new ConcurrentHashMap<>();
 
   static boolean rotational(java.nio.file.Path file) {
     long dev;
     try {
-      dev = ((Number) java.nio.file.Files.getAttribute(file, "unix:dev")).longValue();
+      dev = ((Number) Files.getAttribute(file, "unix:dev")).longValue();
     } catch (IOException | UnsupportedOperationException | IllegalArgumentException | ClassCastException e) {
       return false;
     }
@@ -117,7 +132,7 @@ public final class OrcReads {
       java.nio.file.Path sys = java.nio.file.Path.of("/sys/dev/block/" + major + ":" + minor);
       for (java.nio.file.Path q : new java.nio.file.Path[] {sys.resolve("queue/rotational"), sys.resolve("../queue/rotational")}) {
         try {
-          return java.nio.file.Files.readString(q).strip().equals("1");
+          return Files.readString(q).strip().equals("1");
         } catch (IOException e) {
           // a partition's queue is its disk's, one level up; no entry: not a block device (tmpfs, overlay)
         }
@@ -187,8 +202,8 @@ public final class OrcReads {
    * Stripe footers known without a request, by file ({@link #key}): registered by the table that
    * opened the file ({@link StripeFooters}), consulted by every stream orc-core opens on it.
    */
-  private static final java.util.concurrent.ConcurrentHashMap<String, StripeFooters> FOOTERS =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, StripeFooters> FOOTERS =
+      new ConcurrentHashMap<>();
 
   /**
    * A file as it is now: its absolute path, inode, size and modification time (metadata only, no
@@ -197,9 +212,9 @@ public final class OrcReads {
    */
   static String key(java.nio.file.Path file) throws IOException {
     java.nio.file.Path p = file.toAbsolutePath().normalize();
-    java.nio.file.attribute.BasicFileAttributes a =
-        java.nio.file.Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class);
-    return p + "|" + a.fileKey() + "|" + a.size() + "|" + a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+    BasicFileAttributes a =
+        Files.readAttributes(p, BasicFileAttributes.class);
+    return p + "|" + a.fileKey() + "|" + a.size() + "|" + a.lastModifiedTime().to(TimeUnit.NANOSECONDS);
   }
 
   static void remember(String key, StripeFooters footers) {
@@ -210,8 +225,8 @@ public final class OrcReads {
    * Stream checksums by file ({@link #key}): registered by the table that opened the file, checked
    * by every stream orc-core opens on it against the bytes it reads.
    */
-  private static final java.util.concurrent.ConcurrentHashMap<String, StreamChecksums.File> SUMS =
-      new java.util.concurrent.ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, StreamChecksums.File> SUMS =
+      new ConcurrentHashMap<>();
 
   static void remember(String key, StreamChecksums.File sums) {
     SUMS.put(key, sums);
@@ -268,9 +283,9 @@ public final class OrcReads {
     final String file;
     final long from;
     final long to;
-    final java.util.concurrent.atomic.AtomicInteger state = new java.util.concurrent.atomic.AtomicInteger(QUEUED);
+    final AtomicInteger state = new AtomicInteger(QUEUED);
     /** Counted down when the read-ahead's reads are done (or it ended without them). */
-    final java.util.concurrent.CountDownLatch read = new java.util.concurrent.CountDownLatch(1);
+    final CountDownLatch read = new CountDownLatch(1);
     private final List<long[]> spans = new ArrayList<>();
     private final List<byte[]> data = new ArrayList<>();
 
@@ -307,7 +322,7 @@ public final class OrcReads {
   }
 
   /** Stripes read ahead and not yet taken: at most {@link #AHEAD_MAX}, the oldest dropped first. */
-  private static final java.util.concurrent.CopyOnWriteArrayList<Ahead> AHEAD = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private static final CopyOnWriteArrayList<Ahead> AHEAD = new CopyOnWriteArrayList<>();
   private static final int AHEAD_MAX = 4;
   /**
    * The largest stripe read ahead: a sixteenth of the heap, 32 MiB at most (its runs are held twice
@@ -318,8 +333,8 @@ public final class OrcReads {
   /** On the read-ahead thread, the stripe it is reading. */
   private static final ThreadLocal<Ahead> AHEAD_WORK = new ThreadLocal<>();
   /** One daemon thread, started on the first read-ahead and gone after 30 s idle; 4 waiting at most. */
-  private static final java.util.concurrent.ThreadPoolExecutor AHEAD_THREAD = new java.util.concurrent.ThreadPoolExecutor(1, 1,
-      30, java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.ArrayBlockingQueue<>(AHEAD_MAX), r -> {
+  private static final ThreadPoolExecutor AHEAD_THREAD = new ThreadPoolExecutor(1, 1,
+      30, TimeUnit.SECONDS, new ArrayBlockingQueue<>(AHEAD_MAX), r -> {
         Thread t = new Thread(r, "strata-orc-read-ahead");
         t.setDaemon(true);
         return t;
@@ -367,7 +382,7 @@ public final class OrcReads {
           a.read.countDown();
         }
       });
-    } catch (java.util.concurrent.RejectedExecutionException e) {
+    } catch (RejectedExecutionException e) {
       drop(a);
     }
   }
@@ -410,13 +425,13 @@ public final class OrcReads {
    * io.strata.sdk.internal.Confinement}, every file it opens is opened through it.
    */
   static final class CountingFileSystem extends RawLocalFileSystem {
-    private final io.strata.sdk.internal.Confinement confinement;
+    private final Confinement confinement;
 
     CountingFileSystem() {
-      this(io.strata.sdk.internal.Confinement.NONE);
+      this(Confinement.NONE);
     }
 
-    CountingFileSystem(io.strata.sdk.internal.Confinement confinement) {
+    CountingFileSystem(Confinement confinement) {
       this.confinement = confinement;
     }
 
@@ -431,17 +446,17 @@ public final class OrcReads {
 
   /** A file's stream over a channel this process opened (a confined open): positioned reads, seeks. */
   private static final class ChannelInput extends FSInputStream {
-    private final java.nio.channels.FileChannel ch;
+    private final FileChannel ch;
     private long pos;
 
-    ChannelInput(java.nio.channels.FileChannel ch) {
+    ChannelInput(FileChannel ch) {
       this.ch = ch;
     }
 
     @Override
     public void seek(long p) throws IOException {
       if (p < 0) {
-        throw new java.io.EOFException("cannot seek to " + p);
+        throw new EOFException("cannot seek to " + p);
       }
       pos = p;
     }
@@ -583,7 +598,7 @@ public final class OrcReads {
       count(path, position, length);
       verify(position, ByteBuffer.wrap(buffer, offset, length));
       if (length <= KEEP) {
-        kept = java.util.Arrays.copyOfRange(buffer, offset, offset + length);
+        kept = Arrays.copyOfRange(buffer, offset, offset + length);
         keptPosition = position;
       }
     }
@@ -672,7 +687,7 @@ public final class OrcReads {
         a.read.await();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new java.io.InterruptedIOException("interrupted waiting for a read-ahead of " + path);
+        throw new InterruptedIOException("interrupted waiting for a read-ahead of " + path);
       }
       return a.state.get() == DONE ? a.take(start, Math.toIntExact(end - start)) : null;
     }

@@ -1,27 +1,34 @@
 package io.strata.sdk.dataset;
 
-import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.internal.Chunks;
+import io.strata.sdk.internal.Confinement;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
+import java.util.Set;
+import java.util.zip.CRC32C;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
 import org.apache.orc.ColumnStatistics;
 import org.apache.orc.Reader;
-import org.apache.orc.StripeStatistics;
 import org.apache.orc.RecordReader;
+import org.apache.orc.StripeStatistics;
 import org.apache.orc.TypeDescription;
 
 /**
@@ -50,18 +57,18 @@ public final class OrcTable implements AutoCloseable {
   private volatile int lastChunk = -2;
   /** Per file, the read-ahead thread's reader (guarded by the array's monitor). */
   private final Reader[] aheadReaders;
-  private final io.strata.sdk.internal.Confinement confinement;
+  private final Confinement confinement;
   /** The dataset's stream checksums (null: not loaded yet, or none recorded); guarded by this table's monitor. */
   private StreamChecksums sums;
   /** The file system ORC opens this table's files through: the shared one, or one that confines every open. */
   private final org.apache.hadoop.fs.FileSystem fs;
 
   public OrcTable(Path dir, Manifest manifest) {
-    this(dir, manifest, io.strata.sdk.internal.Confinement.NONE);
+    this(dir, manifest, Confinement.NONE);
   }
 
   /** The HDD tier of a dataset whose every file open (ORC files, their sidecars) is confined by {@code confinement}. */
-  public OrcTable(Path dir, Manifest manifest, io.strata.sdk.internal.Confinement confinement) {
+  public OrcTable(Path dir, Manifest manifest, Confinement confinement) {
     this.dir = dir;
     this.manifest = manifest;
     this.confinement = confinement;
@@ -126,22 +133,22 @@ public final class OrcTable implements AutoCloseable {
     for (int i = 0; i < manifest.files().size(); i++) {
       Path path = filePath(i);
       Manifest.OrcFileInfo info = manifest.files().get(i);
-      try (java.nio.channels.FileChannel ch = confinement.openRead(path)) {
+      try (FileChannel ch = confinement.openRead(path)) {
         if (ch.size() != info.bytes()) {
           throw new CorruptFileException(path, "is " + ch.size() + " bytes, the manifest records " + info.bytes());
         }
         if (s != null) {
           s.file(i).checkAll(path, ch);
         }
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(1 << 20);
+        CRC32C crc = new CRC32C();
+        ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
         long at = 0;
         int n;
         while ((n = ch.read(b.clear(), at)) > 0) {
           crc.update(b.flip());
           at += n;
         }
-        String got = java.util.HexFormat.of().toHexDigits((int) crc.getValue());
+        String got = HexFormat.of().toHexDigits((int) crc.getValue());
         if (!got.equals(info.crc32c())) {
           throw new CorruptFileException(path, "is damaged: its CRC32C is " + got + ", the manifest records " + info.crc32c()
               + (s == null ? " (the dataset has no stream checksums to say where)" : " (outside every stream: a footer or the file's tail)"));
@@ -344,7 +351,7 @@ public final class OrcTable implements AutoCloseable {
     private final Map<Integer, RecordReader> open = new HashMap<>();
     private final Map<Integer, Long> position = new HashMap<>();
     /** Chunks whose open reader was opened to seek (see {@link OrcIo#enableSeeking}). */
-    private final java.util.Set<Integer> seeking = new java.util.HashSet<>();
+    private final Set<Integer> seeking = new HashSet<>();
     /** Per file, what this projection reads from it. */
     private final Map<Integer, Projection> projections = new HashMap<>();
     private VectorizedRowBatch batch;

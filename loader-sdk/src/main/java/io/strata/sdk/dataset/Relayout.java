@@ -1,6 +1,7 @@
 package io.strata.sdk.dataset;
 
 import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.internal.AtomicFiles;
@@ -8,15 +9,22 @@ import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 import org.apache.hadoop.hive.ql.exec.vector.ColumnVector;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
 import org.apache.orc.OrcFile;
@@ -56,7 +64,7 @@ public final class Relayout {
   public static final String PREVIOUS = "manifest.previous.json";
   private static final int BATCH = 4096;
   /** Runs on the directory of new files before they are checked (tests damage a file here); nothing by default. */
-  static volatile java.util.function.Consumer<Path> beforeCheck = p -> {};
+  static volatile Consumer<Path> beforeCheck = p -> {};
 
   private Relayout() {}
 
@@ -141,10 +149,10 @@ public final class Relayout {
     Manifest old = checked(dir, order);
     Path target = out.toAbsolutePath().normalize();
     if (Files.exists(target)) {
-      throw new java.nio.file.FileAlreadyExistsException(target.toString(), null, "the relayout's output directory exists already");
+      throw new FileAlreadyExistsException(target.toString(), null, "the relayout's output directory exists already");
     }
     if (target.getParent() == null || !Files.isDirectory(target.getParent())) {
-      throw new java.nio.file.NoSuchFileException(String.valueOf(target.getParent()), null, "no directory to write the relayout in");
+      throw new NoSuchFileException(String.valueOf(target.getParent()), null, "no directory to write the relayout in");
     }
     Path tmp = target.getParent().resolve(TMP_PREFIX + target.getFileName() + "-" + ProcessHandle.current().pid() + "-"
         + System.nanoTime());
@@ -177,9 +185,9 @@ public final class Relayout {
    * the writer recorded them in the files' statistics; a list column's elements included): what
    * storing it twice would cost.
    */
-  public static java.util.Map<String, Long> columnBytes(Path dir) throws IOException {
+  public static Map<String, Long> columnBytes(Path dir) throws IOException {
     Manifest m = Manifest.read(dir);
-    java.util.Map<String, Long> out = new java.util.LinkedHashMap<>();
+    Map<String, Long> out = new LinkedHashMap<>();
     for (Manifest.OrcFileInfo info : m.files()) {
       Path file = dir.resolve(info.path());
       try (Reader reader = OrcIo.open(file)) {
@@ -213,7 +221,7 @@ public final class Relayout {
       }
     }
     List<String> names = old.features().stream().map(FeatureInfo::name).toList();
-    java.util.Map<String, Integer> times = new java.util.HashMap<>();
+    Map<String, Integer> times = new HashMap<>();
     order.forEach(f -> times.merge(f, 1, Integer::sum));
     if (!times.keySet().equals(new HashSet<>(names)) || times.values().stream().anyMatch(n -> n > 2)) {
       throw new IllegalArgumentException("the new order must name every column of " + old.name()
@@ -263,7 +271,7 @@ public final class Relayout {
     List<Path> written = new ArrayList<>();
     List<Manifest.ReplicaInfo> replicas = replicas(order);
     List<String> fieldNames = new ArrayList<>(order);
-    java.util.Map<String, String> copyOf = new java.util.HashMap<>();
+    Map<String, String> copyOf = new HashMap<>();
     for (Manifest.ReplicaInfo r : replicas) {
       fieldNames.set(r.position(), r.field());
       copyOf.put(r.field(), r.feature());
@@ -324,7 +332,7 @@ public final class Relayout {
    * order[i]} under the name {@code fieldNames[i]}), stripe for stripe; returns the new schema.
    */
   private static TypeDescription rewriteFile(Path src, Path dst, List<String> order, List<String> fieldNames,
-      java.util.function.LongConsumer rows) throws IOException {
+      LongConsumer rows) throws IOException {
     try (Reader reader = OrcIo.open(src)) {
       TypeDescription schema = reader.getSchema();
       List<String> fields = schema.getFieldNames();
@@ -374,8 +382,8 @@ public final class Relayout {
    * (a replica against the old file's column it copies) and every one of {@code features} present,
    * whatever its type (through ORC's own rendering of each value, nulls included).
    */
-  private static void verify(Path oldFile, Path newFile, List<String> features, java.util.Map<String, String> copyOf,
-      java.util.function.LongConsumer rows) throws IOException {
+  private static void verify(Path oldFile, Path newFile, List<String> features, Map<String, String> copyOf,
+      LongConsumer rows) throws IOException {
     try (Reader a = OrcIo.open(oldFile); Reader b = OrcIo.open(newFile);
          RecordReader ra = a.rows(a.options()); RecordReader rb = b.rows(b.options())) {
       if (a.getNumberOfRows() != b.getNumberOfRows()) {
@@ -507,7 +515,7 @@ public final class Relayout {
       for (Path p : ds) {
         String name = p.getFileName().toString();
         boolean staleLayout = name.startsWith(LAYOUT_PREFIX) && !layouts.contains(name);
-        if ((name.startsWith(TMP_PREFIX) || staleLayout) && Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        if ((name.startsWith(TMP_PREFIX) || staleLayout) && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
           AtomicFiles.deleteTree(p);
         }
       }
@@ -542,13 +550,13 @@ public final class Relayout {
   /** As above, {@code current} being the dataset's manifest as the caller read it. */
   private static Manifest previous(Path dir, Manifest current) throws IOException {
     Path file = dir.resolve(PREVIOUS);
-    if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
       return null;
     }
     try {
       Manifest p = Manifest.parse(file, Files.readAllBytes(file));
       return p.name().equals(current.name()) && p.rows() == current.rows() ? p : null;
-    } catch (io.strata.sdk.CorruptFileException e) {
+    } catch (CorruptFileException e) {
       return null;
     }
   }
@@ -567,21 +575,21 @@ public final class Relayout {
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
     }
-    if (!Files.isRegularFile(file, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
       throw new NoSuchFileException(file.toString(), null, "no previous version to go back to (a relayout in place keeps one)");
     }
     Manifest current = Manifest.read(dir);
     byte[] previousBytes = Files.readAllBytes(file);
     Manifest p = Manifest.parse(file, previousBytes);
     if (!p.name().equals(current.name()) || p.rows() != current.rows()) {
-      throw new io.strata.sdk.CorruptFileException(file, "the previous version is of another dataset (" + p.name() + ", "
+      throw new CorruptFileException(file, "the previous version is of another dataset (" + p.name() + ", "
           + p.rows() + " rows), not of " + current.name() + " (" + current.rows() + " rows)");
     }
     for (Manifest.OrcFileInfo f : p.files()) {
       Path orc = dir.resolve(f.path()).normalize();
-      if (!orc.startsWith(dir.normalize()) || !Files.isRegularFile(orc, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+      if (!orc.startsWith(dir.normalize()) || !Files.isRegularFile(orc, LinkOption.NOFOLLOW_LINKS)
           || Files.size(orc) != f.bytes()) {
-        throw new io.strata.sdk.CorruptFileException(orc, "a file of the previous version " + p.version()
+        throw new CorruptFileException(orc, "a file of the previous version " + p.version()
             + " is missing or not its size (" + f.bytes() + " bytes): cannot go back to it");
       }
     }

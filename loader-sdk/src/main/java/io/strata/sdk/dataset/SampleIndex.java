@@ -2,6 +2,7 @@ package io.strata.sdk.dataset;
 
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.internal.Le;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -65,11 +66,11 @@ public final class SampleIndex implements AutoCloseable {
 
   /** Maps and validates an index file. */
   public static SampleIndex open(Path file) throws IOException {
-    return open(file, io.strata.sdk.internal.Confinement.NONE);
+    return open(file, Confinement.NONE);
   }
 
   /** Maps and validates an index file, the open confined by {@code confinement}. */
-  public static SampleIndex open(Path file, io.strata.sdk.internal.Confinement confinement) throws IOException {
+  public static SampleIndex open(Path file, Confinement confinement) throws IOException {
     Arena arena = Arena.ofShared();
     boolean ok = false;
     try (FileChannel ch = confinement.openRead(file)) {

@@ -8,8 +8,11 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -115,7 +118,7 @@ public final class StreamChecksums {
      */
     void check(Path file, long position, ByteBuffer data) throws CorruptFileException {
       long end = position + data.remaining();
-      int i = java.util.Arrays.binarySearch(start, position);
+      int i = Arrays.binarySearch(start, position);
       if (i < 0) {
         i = -i - 1;
       }
@@ -193,7 +196,7 @@ public final class StreamChecksums {
         }
       }
     }
-    entries.sort(java.util.Comparator.comparingLong(e -> e[0]));
+    entries.sort(Comparator.comparingLong(e -> e[0]));
     return File.of(entries);
   }
 
@@ -227,7 +230,7 @@ public final class StreamChecksums {
     CRC32C sum = new CRC32C();
     sum.update(b.array(), 0, b.position());
     b.putInt((int) sum.getValue());
-    byte[] bytes = java.util.Arrays.copyOf(b.array(), b.position());
+    byte[] bytes = Arrays.copyOf(b.array(), b.position());
     AtomicFiles.write(target, bytes);
     CRC32C whole = new CRC32C();
     whole.update(bytes);
@@ -248,7 +251,7 @@ public final class StreamChecksums {
     byte[] all;
     try {
       all = confinement.readAllBytes(p);
-    } catch (java.nio.file.NoSuchFileException e) {
+    } catch (NoSuchFileException e) {
       throw new CorruptFileException(p, "the dataset's stream checksums are missing (the manifest records them)");
     }
     CRC32C whole = new CRC32C();
@@ -260,7 +263,7 @@ public final class StreamChecksums {
     ByteBuffer b = ByteBuffer.wrap(all).order(ByteOrder.LITTLE_ENDIAN);
     byte[] magic = new byte[MAGIC.length];
     b.get(magic);
-    if (!java.util.Arrays.equals(magic, MAGIC) || b.getInt() != VERSION) {
+    if (!Arrays.equals(magic, MAGIC) || b.getInt() != VERSION) {
       throw new CorruptFileException(p, "not Strata stream checksums of a version this build reads (1)");
     }
     int count = b.getInt();

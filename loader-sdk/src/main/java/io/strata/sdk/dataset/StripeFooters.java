@@ -2,14 +2,17 @@ package io.strata.sdk.dataset;
 
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Confinement;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -106,12 +109,12 @@ final class StripeFooters {
    * it. Reading it is one request, counted as such ({@link OrcReads}).
    */
   static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes) {
-    return load(orc, crc32c, fileBytes, stripes, io.strata.sdk.internal.Confinement.NONE);
+    return load(orc, crc32c, fileBytes, stripes, Confinement.NONE);
   }
 
   /** As above, the sidecar's open confined by {@code confinement} (a refused one is no sidecar). */
   static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes,
-      io.strata.sdk.internal.Confinement confinement) {
+      Confinement confinement) {
     Path p = sidecar(orc);
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
     long expected = headerBytes(crc.length) + 4;
@@ -121,7 +124,7 @@ final class StripeFooters {
     byte[] all;
     try {
       // Confined like the ORC file: a regular file in the ORC file's own directory, not a link.
-      if (!Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+      if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)
           || !p.toRealPath().getParent().equals(orc.toRealPath().getParent()) || Files.size(p) != expected) {
         return null;
       }
@@ -143,12 +146,12 @@ final class StripeFooters {
     }
     byte[] magic = new byte[MAGIC.length];
     b.get(magic);
-    if (!java.util.Arrays.equals(magic, MAGIC) || b.getInt() != VERSION || b.getShort() != crc.length) {
+    if (!Arrays.equals(magic, MAGIC) || b.getInt() != VERSION || b.getShort() != crc.length) {
       return null;
     }
     byte[] fileCrc = new byte[crc.length];
     b.get(fileCrc);
-    if (!java.util.Arrays.equals(fileCrc, crc) || b.getLong() != fileBytes || b.getInt() != stripes.size()) {
+    if (!Arrays.equals(fileCrc, crc) || b.getLong() != fileBytes || b.getInt() != stripes.size()) {
       return null;
     }
     Map<Long, byte[]> byPosition = new HashMap<>();

@@ -3,7 +3,12 @@ package io.strata.sdk.dataset;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.math.BigDecimal;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
+import java.time.Instant;
 import org.apache.orc.BinaryColumnStatistics;
 import org.apache.orc.BooleanColumnStatistics;
 import org.apache.orc.ColumnStatistics;
@@ -135,10 +140,10 @@ final class StripeStatisticsCheck {
         }
       }
       case DecimalColumnStatistics s when t.kind() == FeatureType.Kind.DECIMAL -> {
-        java.math.BigDecimal[] range = decimalRange(c);
-        java.math.BigDecimal min = range[0];
-        java.math.BigDecimal max = range[1];
-        java.math.BigDecimal sum = range[2];
+        BigDecimal[] range = decimalRange(c);
+        BigDecimal min = range[0];
+        BigDecimal max = range[1];
+        BigDecimal sum = range[2];
         if (s.getMinimum() != null && s.getMaximum() != null
             && (min.compareTo(s.getMinimum().bigDecimalValue()) < 0 || max.compareTo(s.getMaximum().bigDecimalValue()) > 0)) {
           fail(file, stripe, name, "decoded values in [" + min.toPlainString() + ", " + max.toPlainString()
@@ -171,9 +176,9 @@ final class StripeStatisticsCheck {
         long recordedMax = utcTimestamps ? s.getMaximumUTC().getTime() : s.getMaximum().getTime();
         long slack = utcTimestamps ? 1 : LOCAL_TIME_SLACK_MILLIS;
         if (minMillis < recordedMin - slack || maxMillis > recordedMax + slack) {
-          fail(file, stripe, name, "decoded timestamps in [" + java.time.Instant.ofEpochMilli(minMillis) + ", "
-              + java.time.Instant.ofEpochMilli(maxMillis) + "], outside the bounds the stripe statistics record ["
-              + java.time.Instant.ofEpochMilli(recordedMin) + ", " + java.time.Instant.ofEpochMilli(recordedMax) + "]"
+          fail(file, stripe, name, "decoded timestamps in [" + Instant.ofEpochMilli(minMillis) + ", "
+              + Instant.ofEpochMilli(maxMillis) + "], outside the bounds the stripe statistics record ["
+              + Instant.ofEpochMilli(recordedMin) + ", " + Instant.ofEpochMilli(recordedMax) + "]"
               + (utcTimestamps ? "" : " (in the writer's local time, give or take 26 hours)"));
         }
       }
@@ -189,14 +194,14 @@ final class StripeStatisticsCheck {
    * every value fits in one and the sum does not overflow (the common case, no allocation), else
    * again in {@link java.math.BigDecimal}.
    */
-  private static java.math.BigDecimal[] decimalRange(Column c) {
+  private static BigDecimal[] decimalRange(Column c) {
     int scale = c.type().scale();
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;
     long sum = 0;
     boolean any = false;
     boolean fits = true;
-    java.lang.foreign.MemorySegment v = c.values();
+    MemorySegment v = c.values();
     for (int i = 0; i < c.length() && fits; i++) {
       if (c.isNull(i)) {
         continue;
@@ -219,26 +224,26 @@ final class StripeStatisticsCheck {
       any = true;
     }
     if (fits) {
-      return new java.math.BigDecimal[] {any ? java.math.BigDecimal.valueOf(min, scale) : null,
-          any ? java.math.BigDecimal.valueOf(max, scale) : null, java.math.BigDecimal.valueOf(sum, scale)};
+      return new BigDecimal[] {any ? BigDecimal.valueOf(min, scale) : null,
+          any ? BigDecimal.valueOf(max, scale) : null, BigDecimal.valueOf(sum, scale)};
     }
-    java.math.BigDecimal bmin = null;
-    java.math.BigDecimal bmax = null;
-    java.math.BigDecimal bsum = java.math.BigDecimal.ZERO.setScale(scale);
+    BigDecimal bmin = null;
+    BigDecimal bmax = null;
+    BigDecimal bsum = BigDecimal.ZERO.setScale(scale);
     for (int i = 0; i < c.length(); i++) {
       if (c.isNull(i)) {
         continue;
       }
-      java.math.BigDecimal d = c.getDecimal(i);
+      BigDecimal d = c.getDecimal(i);
       bmin = bmin == null || d.compareTo(bmin) < 0 ? d : bmin;
       bmax = bmax == null || d.compareTo(bmax) > 0 ? d : bmax;
       bsum = bsum.add(d);
     }
-    return new java.math.BigDecimal[] {bmin, bmax, bsum};
+    return new BigDecimal[] {bmin, bmax, bsum};
   }
 
-  private static final java.lang.foreign.ValueLayout.OfLong LE_LONG =
-      java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+  private static final ValueLayout.OfLong LE_LONG =
+      ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
   /** The smallest and the largest non-null value of a column of 64-bit values. */
   private static long[] longRange(Column c) {

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -151,8 +152,8 @@ public final class VersionLeases {
       Files.createFile(f);
     }
     try {
-      Files.setPosixFilePermissions(f, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-      Files.setPosixFilePermissions(f.getParent(), java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-r--r--"));
+      Files.setPosixFilePermissions(f.getParent(), PosixFilePermissions.fromString("rwxr-xr-x"));
     } catch (UnsupportedOperationException e) {
       // not a POSIX file system: its defaults apply
     }

@@ -1,5 +1,7 @@
 package io.strata.sdk.format;
 
+import java.util.Set;
+
 /** Constants of the Arrow IPC format (Schema.fbs, Message.fbs, File.fbs) that Strata uses. */
 final class Arrow {
   private Arrow() {}
@@ -76,7 +78,7 @@ final class Arrow {
   static final String KEY_ROW_END = "strata.rows.end";
   static final String KEY_COLUMNS = "strata.columns";
   static final String KEY_CRC = "strata.crc32c";
-  static final java.util.Set<String> RESERVED_KEYS =
-      java.util.Set.of(KEY_FORMAT, KEY_VERSION, KEY_DATASET, KEY_DATASET_VERSION, KEY_CHUNK, KEY_ROW_START,
+  static final Set<String> RESERVED_KEYS =
+      Set.of(KEY_FORMAT, KEY_VERSION, KEY_DATASET, KEY_DATASET_VERSION, KEY_CHUNK, KEY_ROW_START,
           KEY_ROW_END, KEY_COLUMNS, KEY_CRC);
 }

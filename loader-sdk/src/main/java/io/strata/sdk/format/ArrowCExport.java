@@ -1,5 +1,6 @@
 package io.strata.sdk.format;
 
+import io.strata.sdk.Column;
 import io.strata.sdk.FeatureType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -199,11 +200,11 @@ public final class ArrowCExport {
   }
 
   /** A host column's buffers as a {@link Field} (an unsliced column, as a batch's are). */
-  public static Field hostField(String name, io.strata.sdk.Column c) {
+  public static Field hostField(String name, Column c) {
     if (c.offset() != 0 || (c.child() != null && c.child().offset() != 0)) {
       throw new IllegalArgumentException("only unsliced columns (as in batches) can be exported: " + name);
     }
-    io.strata.sdk.Column child = c.child();
+    Column child = c.child();
     return new Field(name, c.type(), c.length(), c.nullCount(), c.validity().address(), c.offsets().address(),
         child == null ? c.values().address() : child.values().address(), child == null ? 0 : child.length(),
         child == null ? 0 : child.nullCount(), child == null ? 0 : child.validity().address(),

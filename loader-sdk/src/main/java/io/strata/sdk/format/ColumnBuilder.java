@@ -1,12 +1,13 @@
 package io.strata.sdk.format;
 
-import io.strata.sdk.internal.Bits;
-import io.strata.sdk.internal.Le;
 import io.strata.sdk.Column;
 import io.strata.sdk.FeatureType;
+import io.strata.sdk.internal.Bits;
+import io.strata.sdk.internal.Le;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.Objects;
 
 /**
@@ -429,7 +430,7 @@ public final class ColumnBuilder {
     rows += n;
   }
 
-  private static final boolean NATIVE_LE = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
+  private static final boolean NATIVE_LE = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
   /**
    * Copies rows {@code row[j]} of {@code src} (values from element {@code base} on) to positions

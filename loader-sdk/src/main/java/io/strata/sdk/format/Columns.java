@@ -3,6 +3,8 @@ package io.strata.sdk.format;
 import io.strata.sdk.Column;
 import io.strata.sdk.FeatureType;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.zip.CRC32C;
 
 /** Comparisons and measures of columns. */
 public final class Columns {
@@ -75,12 +77,12 @@ public final class Columns {
    * slicing or the bytes under null rows.
    */
   public static long checksum(Column c) {
-    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    CRC32C crc = new CRC32C();
     update(crc, c);
     return crc.getValue();
   }
 
-  private static void update(java.util.zip.CRC32C crc, Column c) {
+  private static void update(CRC32C crc, Column c) {
     FeatureType t = c.type();
     int n = c.length();
     int width = t.kind().width();
@@ -99,7 +101,7 @@ public final class Columns {
       if (width == 0) {
         crc.update(c.getBoolean(i) ? 1 : 0);
       } else if (width > 0) {
-        MemorySegment.copy(c.values(), java.lang.foreign.ValueLayout.JAVA_BYTE, (long) (c.offset() + i) * width, scratch, 0, width);
+        MemorySegment.copy(c.values(), ValueLayout.JAVA_BYTE, (long) (c.offset() + i) * width, scratch, 0, width);
         crc.update(scratch, 0, width);
       } else if (t.isVariableWidth()) {
         int s = c.start(i);

@@ -5,6 +5,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,7 +33,7 @@ public final class ResidencyBeacon implements AutoCloseable {
   public static final String FILE_NAME = ".residency";
   static final int SIZE = 16;
   private static final byte[] MAGIC = "STRRES01".getBytes(StandardCharsets.US_ASCII);
-  private static final VarHandle COUNTER = ValueLayout.JAVA_LONG.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN).varHandle();
+  private static final VarHandle COUNTER = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
 
   private final Path path;
   private final Arena arena;
@@ -55,7 +57,7 @@ public final class ResidencyBeacon implements AutoCloseable {
         LinkOption.NOFOLLOW_LINKS)) {
       if (ch.size() != SIZE) {
         ch.truncate(0);
-        ch.write(java.nio.ByteBuffer.allocate(SIZE), 0);
+        ch.write(ByteBuffer.allocate(SIZE), 0);
       }
       MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, SIZE, arena);
       if (m.asSlice(0, MAGIC.length).mismatch(MemorySegment.ofArray(MAGIC)) >= 0) {

@@ -1,13 +1,15 @@
 package io.strata.sdk.format;
 
-import io.strata.sdk.internal.PageMappings;
-
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;
+import io.strata.sdk.internal.Confinement;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.internal.PageMappings;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -22,10 +24,9 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.SequencedMap;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import io.strata.sdk.internal.Json;
 
 /**
  * A segment file mapped into memory, with zero-copy {@link Column} views of its feature columns.
@@ -77,12 +78,12 @@ public final class SegmentFile implements AutoCloseable {
 
   /** Maps and checks {@code path}; see {@link Verify}. */
   public static SegmentFile open(Path path, Verify verify) throws IOException {
-    return open(path, verify, io.strata.sdk.internal.Confinement.NONE);
+    return open(path, verify, Confinement.NONE);
   }
 
   /** As above, the open confined by {@code confinement} (a store's own directory); Strata's own modules only. */
   @SuppressWarnings("exports")
-  public static SegmentFile open(Path path, Verify verify, io.strata.sdk.internal.Confinement confinement) throws IOException {
+  public static SegmentFile open(Path path, Verify verify, Confinement confinement) throws IOException {
     Arena arena = Arena.ofShared();
     boolean success = false;
     try {
@@ -150,8 +151,8 @@ public final class SegmentFile implements AutoCloseable {
 
   private static SegmentFile parseUnchecked(Path path, Arena arena, MemorySegment map) throws IOException {
     long size = map.byteSize();
-    byte[] head = map.asSlice(0, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-    byte[] tail = map.asSlice(size - 6, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+    byte[] head = map.asSlice(0, 6).toArray(ValueLayout.JAVA_BYTE);
+    byte[] tail = map.asSlice(size - 6, 6).toArray(ValueLayout.JAVA_BYTE);
     if (!Arrays.equals(head, Arrow.MAGIC)) {
       throw new CorruptFileException(path, "not an Arrow IPC file (bad leading magic)");
     }

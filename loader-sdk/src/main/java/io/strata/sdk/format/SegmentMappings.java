@@ -1,9 +1,10 @@
 package io.strata.sdk.format;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.SegmentSource;
+import io.strata.sdk.format.SegmentFile;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -119,7 +120,7 @@ public final class SegmentMappings implements AutoCloseable {
           wait();
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
-          throw new java.io.InterruptedIOException("interrupted while " + path + " was being mapped");
+          throw new InterruptedIOException("interrupted while " + path + " was being mapped");
         }
       }
     }

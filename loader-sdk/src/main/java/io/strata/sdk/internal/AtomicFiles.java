@@ -6,10 +6,14 @@ import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -78,8 +82,8 @@ public final class AtomicFiles {
       if (check != null) {
         check.check(temp);
       }
-      if (readOnly && Files.getFileStore(temp).supportsFileAttributeView(java.nio.file.attribute.PosixFileAttributeView.class)) {
-        Files.setPosixFilePermissions(temp, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
+      if (readOnly && Files.getFileStore(temp).supportsFileAttributeView(PosixFileAttributeView.class)) {
+        Files.setPosixFilePermissions(temp, PosixFilePermissions.fromString("r--r--r--"));
       }
       try {
         Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -153,9 +157,9 @@ public final class AtomicFiles {
     List<Path> dirs = new ArrayList<>();
     try (var walk = Files.walk(dir)) {
       for (Path p : walk.toList()) {
-        if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
           dirs.add(p);
-        } else if (Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        } else if (Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
           try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
             ch.force(true);
           }
@@ -181,11 +185,11 @@ public final class AtomicFiles {
 
   /** Deletes {@code dir} and everything under it; nothing when it does not exist. */
   public static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
       return;
     }
     try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(p);
       }
     }

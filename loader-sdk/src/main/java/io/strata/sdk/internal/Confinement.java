@@ -10,6 +10,7 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
@@ -19,6 +20,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 
@@ -110,11 +112,11 @@ public final class Confinement {
       if (size > Integer.MAX_VALUE - 16) {
         throw new IOException(file + " is too large to read whole (" + size + " bytes)");
       }
-      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate((int) size);
+      ByteBuffer b = ByteBuffer.allocate((int) size);
       while (b.hasRemaining() && ch.read(b, b.position()) >= 0) {
         // reads until full or the end
       }
-      return b.position() == b.capacity() ? b.array() : java.util.Arrays.copyOf(b.array(), b.position());
+      return b.position() == b.capacity() ? b.array() : Arrays.copyOf(b.array(), b.position());
     }
   }
 

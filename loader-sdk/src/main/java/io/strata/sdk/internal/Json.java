@@ -5,13 +5,14 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -85,7 +86,7 @@ public final class Json {
 
   /** Parses JSON text into a tree. */
   public static JsonNode parse(String text) throws IOException {
-    return parse(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return parse(text.getBytes(StandardCharsets.UTF_8));
   }
 
   /** Parses JSON bytes (UTF-8) into a tree, as {@link #parse(String)}. */

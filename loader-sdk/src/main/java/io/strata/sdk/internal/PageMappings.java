@@ -6,6 +6,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.Locale;
 
 /**
  * Advice to the kernel about the pages of read-only file mappings (segments), Linux only;
@@ -48,7 +49,7 @@ public final class PageMappings {
 
   @SuppressWarnings("restricted")
   private static MethodHandle lookup(String name) {
-    if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+    if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("linux")) {
       return null;
     }
     try {

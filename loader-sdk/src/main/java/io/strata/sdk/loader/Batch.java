@@ -1,15 +1,21 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
+import io.strata.sdk.format.ArrowCExport;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.format.SegmentWriter;
 import java.io.IOException;
+import java.lang.ref.Cleaner;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One batch: column-major, one off-heap {@link Column} per feature in the Arrow layout (values,
@@ -47,12 +53,12 @@ public final class Batch implements AutoCloseable {
   private volatile boolean closed;
   private final Unclosed unclosed = new Unclosed();
 
-  private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create(r -> {
+  private static final Cleaner CLEANER = Cleaner.create(r -> {
     Thread t = new Thread(r, "strata-batch-cleaner");
     t.setDaemon(true);
     return t;
   });
-  private static final java.util.concurrent.atomic.AtomicLong UNCLOSED = new java.util.concurrent.atomic.AtomicLong();
+  private static final AtomicLong UNCLOSED = new AtomicLong();
   /** The SDK logs through System.Logger (java.util.logging unless the application installs another backend). */
   private static final System.Logger LOG = System.getLogger("io.strata.sdk.loader");
 
@@ -89,9 +95,9 @@ public final class Batch implements AutoCloseable {
     this.rows = rows;
     // Each column guarded by the batch: its accessors raise once the batch is closed, although its
     // memory may be freed only a few batches later (a scope shared by several batches, SlabPool).
-    SequencedMap<String, Column> guarded = new java.util.LinkedHashMap<>();
+    SequencedMap<String, Column> guarded = new LinkedHashMap<>();
     columns.forEach((name, c) -> guarded.put(name, c.guardedBy(this::checkOpen)));
-    this.columns = java.util.Collections.unmodifiableSequencedMap(guarded);
+    this.columns = Collections.unmodifiableSequencedMap(guarded);
     this.unitOffsets = unitOffsets;
     this.unitIds = unitIds;
     this.windowLength = windowLength;
@@ -216,9 +222,9 @@ public final class Batch implements AutoCloseable {
    */
   public ArrowCDevice exportArrowDevice() {
     checkOpen();
-    List<io.strata.sdk.format.ArrowCExport.Field> fields = new java.util.ArrayList<>();
-    columns().forEach((name, c) -> fields.add(io.strata.sdk.format.ArrowCExport.hostField(name, c)));
-    var e = io.strata.sdk.format.ArrowCExport.export(rows, fields, io.strata.sdk.format.ArrowCExport.DEVICE_CPU, -1, 0);
+    List<ArrowCExport.Field> fields = new ArrayList<>();
+    columns().forEach((name, c) -> fields.add(ArrowCExport.hostField(name, c)));
+    var e = ArrowCExport.export(rows, fields, ArrowCExport.DEVICE_CPU, -1, 0);
     return new ArrowCDevice(e.deviceArray(), e.schema());
   }
 

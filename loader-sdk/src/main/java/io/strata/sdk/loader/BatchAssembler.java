@@ -1,19 +1,28 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
 import io.strata.sdk.SegmentSource;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.Column;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.GatherOrder;
-import io.strata.sdk.Dataset;
 import io.strata.sdk.tier.DerivedChunkSource;
 import io.strata.sdk.tier.TieredReader;
 import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.lang.foreign.SegmentAllocator;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -57,7 +66,7 @@ final class BatchAssembler implements Prefetcher.Producer {
    * The thread of each reader but the first (which runs on the producer's own thread): a reader
    * always runs on the same thread, as its decoded ORC blocks live in thread-confined memory.
    */
-  private final java.util.concurrent.ExecutorService[] partThreads;
+  private final ExecutorService[] partThreads;
   private final boolean writeCache;
   private int orderEpoch = -1;
   /** The gather order of the batch being assembled (single rows), reused batch after batch. */
@@ -89,9 +98,9 @@ final class BatchAssembler implements Prefetcher.Producer {
       }
       readers[r] = new TieredReader(dataset, store, part, tierStats, derived);
     }
-    this.partThreads = new java.util.concurrent.ExecutorService[readers.length];
+    this.partThreads = new ExecutorService[readers.length];
     for (int r = 1; r < readers.length; r++) {
-      partThreads[r] = java.util.concurrent.Executors.newSingleThreadExecutor(
+      partThreads[r] = Executors.newSingleThreadExecutor(
           t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
     }
     this.writeCache = writeCache;
@@ -134,7 +143,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */
   private long weight(int i) {
     DerivedChunkSource d = derived.get(features.get(i));
-    io.strata.sdk.FeatureType t = d != null ? d.type() : dataset.feature(features.get(i)).type();
+    FeatureType t = d != null ? d.type() : dataset.feature(features.get(i)).type();
     int w = t.kind().width();
     return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
   }
@@ -193,13 +202,13 @@ final class BatchAssembler implements Prefetcher.Producer {
         assemble(readers[0], memory, rows, units, starts, offsets, gather, positions[0], built);
       } else {
         // Several threads fill one batch: the slab hands out memory to one at a time.
-        java.lang.foreign.SegmentAllocator shared = (size, align) -> {
+        SegmentAllocator shared = (size, align) -> {
           synchronized (memory) {
             return memory.allocate(size, align);
           }
         };
         int finalRows = rows;
-        List<java.util.concurrent.Future<?>> parts = new ArrayList<>();
+        List<Future<?>> parts = new ArrayList<>();
         for (int r = 1; r < readers.length; r++) {
           TieredReader reader = readers[r];
           int[] pos = positions[r];
@@ -222,7 +231,7 @@ final class BatchAssembler implements Prefetcher.Producer {
             try {
               f.get();
               break;
-            } catch (java.util.concurrent.ExecutionException e) {
+            } catch (ExecutionException e) {
               failure = failure == null ? e.getCause() : failure;
               break;
             } catch (InterruptedException e) {
@@ -241,7 +250,7 @@ final class BatchAssembler implements Prefetcher.Producer {
         } else if (failure instanceof Error err) {
           throw err;
         } else if (failure != null) {
-          throw new java.io.InterruptedIOException("interrupted while assembling batch " + g);
+          throw new InterruptedIOException("interrupted while assembling batch " + g);
         }
       }
       SequencedMap<String, Column> cols = new LinkedHashMap<>();
@@ -270,7 +279,7 @@ final class BatchAssembler implements Prefetcher.Producer {
    * Assembles the features at {@code pos} of one batch with {@code reader} (whose features they
    * are, in that order) into {@code built}: sized first, then appended unit by unit.
    */
-  private void assemble(TieredReader reader, java.lang.foreign.SegmentAllocator allocator, int rows, int units, long[] starts,
+  private void assemble(TieredReader reader, SegmentAllocator allocator, int rows, int units, long[] starts,
       int[] offsets, GatherOrder gather, int[] pos, Column[] built) throws IOException {
     List<ColumnBuilder> builders = reader.builders(allocator, rows);
     int n = pos.length;
@@ -308,7 +317,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** Closes every reader on its own thread (confined memory is freed only there), then the threads. */
   @Override
   public void close() throws IOException {
-    List<java.util.concurrent.Future<?>> closing = new ArrayList<>();
+    List<Future<?>> closing = new ArrayList<>();
     for (int r = 1; r < readers.length; r++) {
       TieredReader reader = readers[r];
       closing.add(partThreads[r].submit(() -> {
@@ -325,12 +334,12 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
     for (var f : closing) {
       try {
-        f.get(30, java.util.concurrent.TimeUnit.SECONDS);
-      } catch (java.util.concurrent.ExecutionException e) {
+        f.get(30, TimeUnit.SECONDS);
+      } catch (ExecutionException e) {
         if (failure == null) {
           failure = e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
         }
-      } catch (java.util.concurrent.TimeoutException e) {
+      } catch (TimeoutException e) {
         failure = failure == null ? new IOException("an assembly thread did not finish within 30 s", e) : failure;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

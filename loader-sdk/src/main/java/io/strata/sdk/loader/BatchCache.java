@@ -8,13 +8,16 @@ import io.strata.sdk.format.SegmentWriter;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.PrivateDirs;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.SequencedMap;
@@ -75,7 +78,7 @@ final class BatchCache {
     try {
       return PrivateDirs.userRoot().resolve("batches");
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      throw new UncheckedIOException(e);
     }
   }
 
@@ -141,7 +144,7 @@ final class BatchCache {
     SequencedMap<String, Column> cols = batch.columns();
     long size =
         SegmentWriter.write(
-            path(g), new SegmentInfo(dataset, datasetVersion, 0, 0, batch.rows(), java.util.List.copyOf(cols.keySet())), cols, meta);
+            path(g), new SegmentInfo(dataset, datasetVersion, 0, 0, batch.rows(), List.copyOf(cols.keySet())), cols, meta);
     files.put(g, size);
   }
 
@@ -156,7 +159,7 @@ final class BatchCache {
     SegmentFile f;
     try {
       f = SegmentFile.open(path(g), SegmentFile.Verify.ALWAYS);
-    } catch (CorruptFileException | java.nio.file.NoSuchFileException e) {
+    } catch (CorruptFileException | NoSuchFileException e) {
       forget(g);
       return null;
     }

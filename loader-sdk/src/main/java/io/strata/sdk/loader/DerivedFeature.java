@@ -1,16 +1,17 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.DerivedStore;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.tier.DerivedChunkSource;
 import java.io.IOException;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A derived feature as a loader reads it: from the feature store when it holds the feature
@@ -23,7 +24,7 @@ final class DerivedFeature implements DerivedChunkSource {
   private final String job;
   private final String fingerprint;
   private Derivation.Statistics statistics;
-  private final java.util.concurrent.atomic.AtomicLong computed = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong computed = new AtomicLong();
 
   DerivedFeature(Derivation derivation, DerivedStore store, String job) throws IOException {
     this.derivation = derivation;

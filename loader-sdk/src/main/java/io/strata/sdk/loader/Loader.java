@@ -1,15 +1,15 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.Dataset;
 import io.strata.sdk.SegmentSource;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;
+import io.strata.sdk.node.NodeClient;
+import io.strata.sdk.node.NodeSegments;
 import io.strata.sdk.tier.DerivedChunkSource;
-import java.util.HashMap;
-import java.util.Map;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -18,9 +18,11 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -55,7 +57,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
 
   private final Dataset dataset;
   private final SegmentSource store;
-  private final io.strata.sdk.node.NodeSegments node;
+  private final NodeSegments node;
   private final List<String> features;
   private final Map<String, DerivedChunkSource> derived;
   private final Plan plan;
@@ -109,7 +111,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.derived = Map.copyOf(derivedSources);
     this.plan = b.plan();
     if (b.nodeClient != null) {
-      this.node = new io.strata.sdk.node.NodeSegments(b.nodeClient, rankJob(b.nodeJob, plan.rank, plan.world), dataset,
+      this.node = new NodeSegments(b.nodeClient, rankJob(b.nodeJob, plan.rank, plan.world), dataset,
           storageNames, b.nodeRefreshMillis);
       this.store = node;
     } else {
@@ -262,7 +264,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   }
 
   /** The cache node connection, or null when the loader reads a local tier or ORC only. */
-  public io.strata.sdk.node.NodeSegments node() {
+  public NodeSegments node() {
     return node;
   }
 
@@ -395,7 +397,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     private int cacheLookback = 2;
     private Duration cacheStaleAfter = Duration.ofHours(24);
     private String name;
-    private io.strata.sdk.node.NodeClient nodeClient;
+    private NodeClient nodeClient;
     private String nodeJob;
     private long nodeRefreshMillis = 2000;
     private boolean substitutable;
@@ -530,9 +532,9 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
      * live, receives every read and the job's plan, and promotes what jobs share. The loader keeps
      * working (from ORC) while the node is down and re-attaches when it returns.
      */
-    public Builder node(io.strata.sdk.node.NodeClient client, String job) {
-      this.nodeClient = java.util.Objects.requireNonNull(client, "client");
-      this.nodeJob = java.util.Objects.requireNonNull(job, "job");
+    public Builder node(NodeClient client, String job) {
+      this.nodeClient = Objects.requireNonNull(client, "client");
+      this.nodeJob = Objects.requireNonNull(job, "job");
       return this;
     }
 

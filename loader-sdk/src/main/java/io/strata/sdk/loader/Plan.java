@@ -1,6 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.internal.Chunks;
 
 /**
  * What a loader reads: the epoch's units (samples, row blocks or windows), their order, the shard
@@ -226,7 +227,7 @@ abstract class Plan {
     /** The entity holding window {@code u}: the last entity whose cumulative count is at most {@code u}. */
     int entity(long u) {
       // cumulative's last entry is the total, above every u: the search never stops there.
-      return io.strata.sdk.internal.Chunks.of(cumulative, u);
+      return Chunks.of(cumulative, u);
     }
 
     @Override

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.internal.Json;
+import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * A loader's plan as a program: the few parameters from which its order is computed (batching
@@ -33,7 +35,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   public static final String ALGORITHM = "strata-feistel4-v2";
 
   public PlanProgram {
-    java.util.Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(mode, "mode");
     if (epochs < 1) {
       throw new IllegalArgumentException("plan epochs must be at least 1, got " + epochs);
     }
@@ -147,7 +149,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
           if (mark[c] != stamp) {
             mark[c] = stamp;
             if (n == buf.length) {
-              buf = java.util.Arrays.copyOf(buf, n * 2);
+              buf = Arrays.copyOf(buf, n * 2);
             }
             buf[n++] = c;
           }
@@ -157,7 +159,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
       if (entries > maxChunkReads) {
         throw new IllegalArgumentException("the plan reads more than " + maxChunkReads + " chunks in all; too many to expand");
       }
-      out[(int) (g - first)] = java.util.Arrays.copyOf(buf, n);
+      out[(int) (g - first)] = Arrays.copyOf(buf, n);
     }
     return out;
   }

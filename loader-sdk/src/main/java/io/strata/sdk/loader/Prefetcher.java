@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 import java.util.function.Supplier;
 
 /**
@@ -20,7 +21,7 @@ final class Prefetcher implements AutoCloseable {
     Batch produce(long g) throws Exception;
 
     @Override
-    void close() throws java.io.IOException;
+    void close() throws IOException;
   }
 
   private record Result(Batch batch, Throwable error) {}
@@ -35,7 +36,7 @@ final class Prefetcher implements AutoCloseable {
   private boolean closed;
 
   /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */
-  private final java.util.function.LongUnaryOperator order;
+  private final LongUnaryOperator order;
 
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
     this(name, threads, depth, first, end, producers, n -> n);
@@ -46,7 +47,7 @@ final class Prefetcher implements AutoCloseable {
    * once per batch, in order of {@code n}, under the prefetcher's lock).
    */
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers,
-      java.util.function.LongUnaryOperator order) {
+      LongUnaryOperator order) {
     this.order = order;
     if (threads < 1 || depth < 1) {
       throw new IllegalArgumentException("prefetch needs at least one thread and a depth of at least one");

@@ -1,10 +1,12 @@
 package io.strata.sdk.loader;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
-import java.io.IOException;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Reusable off-heap slabs for batch memory. Allocating and first-touching fresh memory for every
@@ -55,7 +57,7 @@ final class SlabPool implements AutoCloseable {
     int open;
     boolean sealed;
     /** The slabs of its closed batches, given back when it ends. */
-    final java.util.List<Returned> returned = new java.util.ArrayList<>();
+    final List<Returned> returned = new ArrayList<>();
   }
 
   private record Returned(BatchMemory.Slab slab, long used, boolean overflowed) {}
@@ -117,7 +119,7 @@ final class SlabPool implements AutoCloseable {
    * closes (one handshake for all its batches) and every slab goes back.
    */
   private void batchClosed(Generation gen, BatchMemory.Slab slab, long used, boolean overflowed) {
-    java.util.List<Returned> done = null;
+    List<Returned> done = null;
     synchronized (this) {
       gen.returned.add(new Returned(slab, used, overflowed));
       gen.open--;
@@ -133,7 +135,7 @@ final class SlabPool implements AutoCloseable {
     }
   }
 
-  private void end(Generation gen, java.util.List<Returned> done) {
+  private void end(Generation gen, List<Returned> done) {
     gen.arena.close();
     for (Returned r : done) {
       giveBack(r.slab(), r.used(), r.overflowed());
@@ -254,7 +256,7 @@ final class SlabPool implements AutoCloseable {
   @Override
   public void close() {
     Generation gen;
-    java.util.List<Returned> done = null;
+    List<Returned> done = null;
     synchronized (this) {
       closed = true;
       while (!idle.isEmpty()) {

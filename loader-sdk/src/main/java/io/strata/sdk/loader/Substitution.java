@@ -1,7 +1,8 @@
 package io.strata.sdk.loader;
 
-import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.SegmentSource;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
 
@@ -99,7 +100,7 @@ final class Substitution {
     }
     long generation = store == null ? 0 : store.generation();
     if (generation != scoresGeneration) {
-      java.util.Arrays.fill(scoreStep, -1);
+      Arrays.fill(scoreStep, -1);
       scoresGeneration = generation;
     }
     long best = -1;

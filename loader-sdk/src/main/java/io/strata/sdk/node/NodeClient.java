@@ -1,17 +1,21 @@
 package io.strata.sdk.node;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Tier;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.PlanProgram;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -192,7 +196,7 @@ public final class NodeClient {
    * Declares a job's plan as its loader's program: the node expands it into the chunks of every
    * step, from {@code program.startStep()} on.
    */
-  public JsonNode declarePlan(String job, String dataset, List<String> features, io.strata.sdk.loader.PlanProgram program,
+  public JsonNode declarePlan(String job, String dataset, List<String> features, PlanProgram program,
       boolean substitutable) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
     ArrayNode f = b.putArray("features");
@@ -207,7 +211,7 @@ public final class NodeClient {
    * each rank's plan is named {@code job@rank}, the name its loader declares under.
    */
   public JsonNode declareDistributedPlan(String job, String dataset, List<String> features,
-      io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> hosts) throws IOException {
+      PlanProgram program, boolean substitutable, List<String> hosts) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
     features.forEach(b.putArray("features")::add);
     b.set("program", program.toJson());
@@ -261,7 +265,7 @@ public final class NodeClient {
         Thread.sleep(pause);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        throw new java.io.InterruptedIOException("interrupted while waiting for the node's derivation of " + spec);
+        throw new InterruptedIOException("interrupted while waiting for the node's derivation of " + spec);
       }
       pause = Math.min(1_000, pause * 2);
       job = derivation(job.path("job").asText());
@@ -282,7 +286,7 @@ public final class NodeClient {
 
   /** A derivation job's state: progress while it runs, the feature once done, the error if it failed. */
   public JsonNode derivation(String job) throws IOException {
-    return call("GET", "/v1/features/jobs/" + java.net.URLEncoder.encode(job, java.nio.charset.StandardCharsets.UTF_8), null);
+    return call("GET", "/v1/features/jobs/" + URLEncoder.encode(job, StandardCharsets.UTF_8), null);
   }
 
   /** The derived features the node's feature store holds. */

@@ -1,20 +1,25 @@
 package io.strata.sdk.node;
 
-import io.strata.sdk.Tier;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
-import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.SegmentSource;
+import io.strata.sdk.Tier;
+import io.strata.sdk.format.ResidencyBeacon;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.format.SegmentMappings;
+import io.strata.sdk.loader.PlanProgram;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -36,7 +41,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private final List<String> features;
   private final long refreshMillis;
   private final Map<String, Path> residency = new HashMap<>();
-  private final io.strata.sdk.format.SegmentMappings mappings;
+  private final SegmentMappings mappings;
   private final Map<String, long[]> pendingReads = new LinkedHashMap<>();
   private final AtomicLong generation = new AtomicLong();
   private final Thread reporter;
@@ -46,7 +51,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private long lastRefresh;
   private String lastError;
 
-  private record Plan(io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> features) {}
+  private record Plan(PlanProgram program, boolean substitutable, List<String> features) {}
 
   /** The highest global step a reader of this job has started (-1 before the first). */
   private final AtomicLong step = new AtomicLong(-1);
@@ -55,7 +60,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   /** The node's residency counter as of the last resolve; a report answering another one makes the next read resolve again. */
   private volatile long resolvedResidency = -1;
   /** The node's residency counter, mapped (null: the node has none on this host). */
-  private io.strata.sdk.format.ResidencyBeacon beacon;
+  private ResidencyBeacon beacon;
   /** The beacon's value when it last made a read resolve again. */
   private long beaconSeen = -1;
   /**
@@ -77,7 +82,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     this.dataset = dataset;
     this.features = List.copyOf(features);
     this.refreshMillis = refreshMillis;
-    this.mappings = new io.strata.sdk.format.SegmentMappings("job " + job + " on " + client, false);
+    this.mappings = new SegmentMappings("job " + job + " on " + client, false);
     refresh();
     this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
   }
@@ -87,7 +92,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
    * whole) now, and again, from the job's current step, whenever the node comes back or has
    * forgotten it (restart, lease expired).
    */
-  public synchronized void declarePlan(io.strata.sdk.loader.PlanProgram program, boolean substitutable, List<String> planFeatures) {
+  public synchronized void declarePlan(PlanProgram program, boolean substitutable, List<String> planFeatures) {
     plan = new Plan(program, substitutable, List.copyOf(planFeatures));
     sendPlan();
   }
@@ -157,7 +162,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     String beaconFile = r.path("residencyFile").asText(null);
     synchronized (this) {
       if (beaconFile != null && beacon == null && !closed) {
-        beacon = io.strata.sdk.format.ResidencyBeacon.open(Path.of(beaconFile));
+        beacon = ResidencyBeacon.open(Path.of(beaconFile));
       }
     }
     Map<String, Path> next = new HashMap<>();
@@ -177,7 +182,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
       if (!next.equals(residency)) {
         // Segments the node no longer lists were evicted: their mappings are retired (unmapped
         // once readers let go, counted as unlinked-but-mapped until then).
-        java.util.Set<Path> kept = new java.util.HashSet<>(next.values());
+        Set<Path> kept = new HashSet<>(next.values());
         for (Path gone : residency.values()) {
           if (!kept.contains(gone)) {
             mappings.retire(gone);
@@ -235,7 +240,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     if (p == null) {
       return null;
     }
-    io.strata.sdk.format.SegmentMappings.Ref ref;
+    SegmentMappings.Ref ref;
     try {
       ref = mappings.acquire(p, path -> {
         SegmentFile f = SegmentFile.open(path, SegmentFile.Verify.FIRST_OPEN);

@@ -1,11 +1,13 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentInfo;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
@@ -58,7 +60,7 @@ public final class Promoter {
       SequencedMap<String, Column> cols = source.read(chunk, features, arena);
       long bytes = 0;
       for (Column col : cols.values()) {
-        bytes += io.strata.sdk.format.Columns.dataBytes(col);
+        bytes += Columns.dataBytes(col);
       }
       gate.admit(bytes);
       return store.write(new SegmentInfo(ds.name(), ds.version(), chunk, c.firstRow(), c.endRow(), features), cols);
@@ -95,7 +97,7 @@ public final class Promoter {
           ref = promoteChunk(ds, store, chunk, features, ChunkSource.orc(ds), Gate.OPEN);
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
-          throw new java.io.InterruptedIOException("promotion of " + ds.name() + " interrupted at chunk " + chunk);
+          throw new InterruptedIOException("promotion of " + ds.name() + " interrupted at chunk " + chunk);
         }
         bytes += ref.bytes();
         rows += ds.chunks().get(chunk).rows();

@@ -1,18 +1,28 @@
 package io.strata.sdk.tier;
 
-import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.dataset.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.format.SegmentMappings;
 import io.strata.sdk.format.SegmentWriter;
 import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Confinement;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -22,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SequencedMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 /**
@@ -43,13 +54,13 @@ import java.util.stream.Stream;
  */
 public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
-  private final io.strata.sdk.internal.Confinement confinement;
+  private final Confinement confinement;
   private final SegmentFile.Verify verifyOnMap;
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
-  private final io.strata.sdk.format.SegmentMappings mappings;
+  private final SegmentMappings mappings;
   /** Ends new segment names: microseconds at open, then one more per write (names are never reused). */
-  private final java.util.concurrent.atomic.AtomicLong writes = new java.util.concurrent.atomic.AtomicLong(System.currentTimeMillis() * 1000);
+  private final AtomicLong writes = new AtomicLong(System.currentTimeMillis() * 1000);
   private final List<String> dropped = new ArrayList<>();
   private long bytes;
   private long generation;
@@ -57,9 +68,9 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
 
   /** A mapped segment held by a reader until {@link #close()}. */
   public static final class Lease implements SegmentSource.Lease {
-    private final io.strata.sdk.format.SegmentMappings.Ref ref;
+    private final SegmentMappings.Ref ref;
 
-    private Lease(io.strata.sdk.format.SegmentMappings.Ref ref) {
+    private Lease(SegmentMappings.Ref ref) {
       this.ref = ref;
     }
 
@@ -83,11 +94,11 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
   }
 
-  private SegmentStore(Path root, SegmentFile.Verify verifyOnMap, io.strata.sdk.internal.Confinement confinement) {
+  private SegmentStore(Path root, SegmentFile.Verify verifyOnMap, Confinement confinement) {
     this.root = root;
     this.verifyOnMap = verifyOnMap;
     this.confinement = confinement;
-    this.mappings = new io.strata.sdk.format.SegmentMappings("segment store " + root, true);
+    this.mappings = new SegmentMappings("segment store " + root, true);
   }
 
   /**
@@ -97,8 +108,8 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
    */
   public Path realSegmentPath(Path p) throws IOException {
     Path real = p.toRealPath();
-    if (!real.startsWith(root.toRealPath()) || !Files.isRegularFile(real, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-      throw new java.nio.file.AccessDeniedException(p.toString(), null, "is not a segment file in " + root + ": refused");
+    if (!real.startsWith(root.toRealPath()) || !Files.isRegularFile(real, LinkOption.NOFOLLOW_LINKS)) {
+      throw new AccessDeniedException(p.toString(), null, "is not a segment file in " + root + ": refused");
     }
     return real;
   }
@@ -128,7 +139,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     Files.createDirectories(root);
     Path abs = root.toAbsolutePath().normalize();
     SegmentStore s = new SegmentStore(abs, verifyOnMap, confined
-        ? io.strata.sdk.internal.Confinement.within(List.of(abs), "the SSD directory " + abs) : io.strata.sdk.internal.Confinement.NONE);
+        ? Confinement.within(List.of(abs), "the SSD directory " + abs) : Confinement.NONE);
     boolean ok = false;
     try {
       s.lockOwner();
@@ -145,8 +156,8 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   /** The lock file whose holder owns the directory (cleans it up). */
   public static final String OWNER_LOCK = ".owner.lock";
 
-  private java.nio.channels.FileChannel ownerChannel;
-  private java.nio.channels.FileLock ownerLock;
+  private FileChannel ownerChannel;
+  private FileLock ownerLock;
 
   /**
    * Takes the directory's owner lock if no one holds it: the first store to open a directory owns
@@ -155,14 +166,14 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
    */
   private void lockOwner() throws IOException {
     try {
-      ownerChannel = java.nio.channels.FileChannel.open(root.resolve(OWNER_LOCK), java.nio.file.StandardOpenOption.CREATE,
-          java.nio.file.StandardOpenOption.WRITE);
-    } catch (java.nio.file.FileSystemException e) {
+      ownerChannel = FileChannel.open(root.resolve(OWNER_LOCK), StandardOpenOption.CREATE,
+          StandardOpenOption.WRITE);
+    } catch (FileSystemException e) {
       return; // a directory this process may not write: it only reads
     }
     try {
       ownerLock = ownerChannel.tryLock();
-    } catch (java.nio.channels.OverlappingFileLockException e) {
+    } catch (OverlappingFileLockException e) {
       ownerLock = null; // another store of this process owns it
     }
     if (ownerLock == null) {
@@ -196,7 +207,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
       }
       try (SegmentFile f = openSegment(p, verify ? SegmentFile.Verify.ALWAYS : SegmentFile.Verify.NEVER)) {
         register(new SegmentRef(p, f.info(), f.fileSize()));
-      } catch (CorruptFileException | java.nio.file.AccessDeniedException e) {
+      } catch (CorruptFileException | AccessDeniedException e) {
         if (owner()) {
           Files.deleteIfExists(p); // a link itself, never what it names
         }
@@ -252,7 +263,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   @Override
-  public SegmentSource.Lease lease(io.strata.sdk.Dataset dataset, String feature, int chunk) throws IOException {
+  public SegmentSource.Lease lease(Dataset dataset, String feature, int chunk) throws IOException {
     Optional<SegmentRef> ref = find(dataset.name(), dataset.version(), feature, chunk);
     if (ref.isEmpty()) {
       return null;
@@ -266,13 +277,13 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   @Override
-  public boolean resident(io.strata.sdk.Dataset dataset, String feature, int chunk) {
+  public boolean resident(Dataset dataset, String feature, int chunk) {
     return find(dataset.name(), dataset.version(), feature, chunk).isPresent();
   }
 
   /** Whether the catalog's segment holding {@code feature} of the given chunk is {@code file}. */
   @Override
-  public boolean stillResident(io.strata.sdk.Dataset dataset, String feature, int chunk, Path file) {
+  public boolean stillResident(Dataset dataset, String feature, int chunk, Path file) {
     return find(dataset.name(), dataset.version(), feature, chunk).map(r -> r.path().equals(file)).orElse(false);
   }
 
@@ -400,7 +411,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
    * mapping) and drops it when the check fails; a segment that passes stays.
    */
   @Override
-  public void damaged(io.strata.sdk.Dataset dataset, String feature, int chunk, Path file, String problem) {
+  public void damaged(Dataset dataset, String feature, int chunk, Path file, String problem) {
     SegmentRef ref;
     synchronized (this) {
       ref = byPath.get(file);

@@ -1,21 +1,23 @@
 package io.strata.sdk.tier;
 
-import io.strata.sdk.SegmentSource;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
+import io.strata.sdk.Dataset;
+import io.strata.sdk.FeatureType;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.FeatureType;
-import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.internal.PageMappings;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -209,9 +211,9 @@ public final class TieredReader implements AutoCloseable {
         int take = (int) Math.min(n, c.endRow() - s);
         if (pieces == chunk.length) {
           int cap = pieces + pieces / 2 + 8;
-          chunk = java.util.Arrays.copyOf(chunk, cap);
-          local = java.util.Arrays.copyOf(local, cap);
-          count = java.util.Arrays.copyOf(count, cap);
+          chunk = Arrays.copyOf(chunk, cap);
+          local = Arrays.copyOf(local, cap);
+          count = Arrays.copyOf(count, cap);
         }
         chunk[pieces] = c.index();
         local[pieces] = (int) (s - c.firstRow());
@@ -283,7 +285,7 @@ public final class TieredReader implements AutoCloseable {
       ColumnBuilder b = out.get(i);
       before[i] = b.rows();
       Column[] cols = columns[i];
-      java.util.Arrays.fill(perChunk, 0);
+      Arrays.fill(perChunk, 0);
       try {
         for (int p = 0; p < pieces; p++) {
           Column col = cols[chunk[p]];
@@ -664,7 +666,7 @@ public final class TieredReader implements AutoCloseable {
   private void damaged(int i, int chunk, Throwable fault) {
     damagedChunks++;
     String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-    java.nio.file.Path file = leases[i][chunk] == null ? null : leases[i][chunk].path();
+    Path file = leases[i][chunk] == null ? null : leases[i][chunk].path();
     String problem = fault.getClass().getSimpleName() + (fault.getMessage() == null ? "" : ": " + fault.getMessage());
     LOG.log(System.Logger.Level.WARNING, "segment " + file + " (" + feature + " of chunk " + chunk + " of " + dataset.name()
         + ") is damaged: " + problem + "; reading that chunk from ORC");

@@ -3,9 +3,11 @@ package io.strata.sdk.dataset;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
@@ -66,11 +68,11 @@ class CoAccessOrderTest {
     // Zipf-popular features, jobs of 3 to 10 of them: the copy search that keeps each candidate's
     // saving until one of its jobs' runs changes must make the very choices of the search that
     // evaluates every candidate afresh.
-    java.util.Random rnd = new java.util.Random(3);
+    Random rnd = new Random(3);
     int copies = 0;
     for (int trial = 0; trial < 6; trial++) {
       int n = 16 + 8 * trial;
-      List<String> columns = new java.util.ArrayList<>();
+      List<String> columns = new ArrayList<>();
       Map<String, Long> bytes = new TreeMap<>();
       long total = 0;
       for (int i = 0; i < n; i++) {

@@ -11,11 +11,13 @@ import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.Progress;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -31,7 +33,7 @@ class DatasetGeneratorTest {
 
   private static byte[] bytesOf(Path dir) throws IOException {
     try (Stream<Path> s = Files.list(dir)) {
-      var out = new java.io.ByteArrayOutputStream();
+      var out = new ByteArrayOutputStream();
       for (Path p : s.sorted().toList()) {
         out.write(p.getFileName().toString().getBytes());
         out.write(Files.readAllBytes(p));
@@ -46,7 +48,7 @@ class DatasetGeneratorTest {
     DatasetGenerator.generate(tmp.resolve("b"), small(42).withThreads(1), Progress.NONE);
     DatasetGenerator.generate(tmp.resolve("c"), small(43), Progress.NONE);
     assertArrayEquals(bytesOf(tmp.resolve("a")), bytesOf(tmp.resolve("b")));
-    assertFalse(java.util.Arrays.equals(bytesOf(tmp.resolve("a")), bytesOf(tmp.resolve("c"))));
+    assertFalse(Arrays.equals(bytesOf(tmp.resolve("a")), bytesOf(tmp.resolve("c"))));
     assertNotEquals(Manifest.read(tmp.resolve("a")).version(), Manifest.read(tmp.resolve("c")).version());
   }
 

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -85,14 +88,14 @@ class FieldCoverTest {
   }
 
   private static int[] layout(Random r, int features) {
-    java.util.List<Integer> l = new java.util.ArrayList<>();
+    List<Integer> l = new ArrayList<>();
     for (int f = 0; f < features; f++) {
       l.add(f);
       if (r.nextInt(4) == 0) {
         l.add(f);
       }
     }
-    java.util.Collections.shuffle(l, r);
+    Collections.shuffle(l, r);
     return l.stream().mapToInt(Integer::intValue).toArray();
   }
 
@@ -102,7 +105,7 @@ class FieldCoverTest {
    * there are too many runs to try.
    */
   private static boolean[] fewest(int[] fields, boolean[] wanted) {
-    java.util.List<int[]> runs = new java.util.ArrayList<>();
+    List<int[]> runs = new ArrayList<>();
     for (int i = 0; i < fields.length; ) {
       if (!wanted[fields[i]]) {
         i++;

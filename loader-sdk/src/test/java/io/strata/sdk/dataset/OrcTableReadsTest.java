@@ -9,8 +9,13 @@ import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.format.Columns;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -45,8 +50,8 @@ class OrcTableReadsTest {
   }
 
   private static void removeSidecars(Path dir) throws Exception {
-    for (var f : io.strata.sdk.dataset.Manifest.read(dir).files()) {
-      java.nio.file.Files.delete(StripeFooters.sidecar(dir.resolve(f.path())));
+    for (var f : Manifest.read(dir).files()) {
+      Files.delete(StripeFooters.sidecar(dir.resolve(f.path())));
     }
   }
 
@@ -92,9 +97,9 @@ class OrcTableReadsTest {
   @Test
   void readingThroughGapsGivesTheSameValuesWithFewerRequestsAndTheRecordingSaysWhichBytes() throws Exception {
     Path dir = generate();
-    List<Map<String, Column>> got = new java.util.ArrayList<>();
+    List<Map<String, Column>> got = new ArrayList<>();
     long[] requests = new long[2];
-    List<List<OrcReads.Request>> recorded = new java.util.ArrayList<>();
+    List<List<OrcReads.Request>> recorded = new ArrayList<>();
     for (int pass = 0; pass < 2; pass++) {
       OrcReads.setGapBytes(pass == 0 ? 0 : 1 << 20);
       try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofShared()) {
@@ -137,8 +142,8 @@ class OrcTableReadsTest {
     }
     int chunks;
     List<OrcReads.Request> inOrder;
-    List<Map<String, Column>> values = new java.util.ArrayList<>();
-    List<Path> files = new java.util.ArrayList<>();
+    List<Map<String, Column>> values = new ArrayList<>();
+    List<Path> files = new ArrayList<>();
     for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
       files.add(dir.resolve(f.path()));
     }
@@ -187,9 +192,9 @@ class OrcTableReadsTest {
   /** A request for the end of its file (an ORC reader's open). */
   private static boolean isTail(OrcReads.Request q) {
     try {
-      return q.offset() + q.length() == java.nio.file.Files.size(q.file());
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e);
+      return q.offset() + q.length() == Files.size(q.file());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 
@@ -219,10 +224,10 @@ class OrcTableReadsTest {
       Path first = StripeFooters.sidecar(dir.resolve(m.files().get(0).path()));
       Path second = StripeFooters.sidecar(dir.resolve(m.files().get(1).path()));
       // File 0's sidecar: one byte of a footer flipped. File 1's: file 0's sidecar in its place.
-      byte[] damaged = java.nio.file.Files.readAllBytes(first);
-      java.nio.file.Files.copy(first, second, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      byte[] damaged = Files.readAllBytes(first);
+      Files.copy(first, second, StandardCopyOption.REPLACE_EXISTING);
       damaged[damaged.length / 2] ^= 0x40;
-      java.nio.file.Files.write(first, damaged);
+      Files.write(first, damaged);
       for (int chunk : new int[] {1, 4}) { // chunk 1 is in file 0, chunk 4 in file 1
         try (Dataset fresh = Dataset.open(dir); Arena a = Arena.ofConfined()) {
           fresh.orc().readChunk(chunk - 1, names.subList(0, 1), a); // opens the file
@@ -248,8 +253,8 @@ class OrcTableReadsTest {
     String before = OrcReads.key(part);
     assertEquals(before, OrcReads.key(part), "the same file, the same key");
     Path other = tmp.resolve("other.orc");
-    java.nio.file.Files.copy(part, other);
-    java.nio.file.Files.move(other, part, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    Files.copy(part, other);
+    Files.move(other, part, StandardCopyOption.REPLACE_EXISTING);
     assertNotEquals(before, OrcReads.key(part), "the same bytes under the same name, but another file");
   }
 
@@ -260,12 +265,12 @@ class OrcTableReadsTest {
     Path part = dir.resolve(info.path());
     Path sidecar = StripeFooters.sidecar(part);
     Path elsewhere = tmp.resolve("elsewhere.footers");
-    java.nio.file.Files.move(sidecar, elsewhere);
-    java.nio.file.Files.createSymbolicLink(sidecar, elsewhere);
+    Files.move(sidecar, elsewhere);
+    Files.createSymbolicLink(sidecar, elsewhere);
     try (org.apache.orc.Reader reader = OrcIo.open(part)) {
       assertEquals(null, StripeFooters.load(part, info.crc32c(), info.bytes(), reader.getStripes()), "a link is refused");
-      java.nio.file.Files.delete(sidecar);
-      java.nio.file.Files.move(elsewhere, sidecar);
+      Files.delete(sidecar);
+      Files.move(elsewhere, sidecar);
       assertEquals(reader.getStripes().size(),
           StripeFooters.load(part, info.crc32c(), info.bytes(), reader.getStripes()).stripes(), "the same bytes in place are read");
     }

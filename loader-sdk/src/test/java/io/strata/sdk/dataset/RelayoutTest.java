@@ -8,13 +8,17 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.format.Columns;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
@@ -80,7 +84,7 @@ class RelayoutTest {
       try {
         Files.copy(d.resolve("part-00001.orc"), d.resolve("part-00000.orc"), StandardCopyOption.REPLACE_EXISTING);
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     };
   }
@@ -185,7 +189,7 @@ class RelayoutTest {
     Path original = tmp.resolve("r-original");
     copyTree(dir, original);
     Manifest before = Manifest.read(dir);
-    assertThrows(java.nio.file.NoSuchFileException.class, () -> Relayout.rollback(dir), "no relayout: nothing to go back to");
+    assertThrows(NoSuchFileException.class, () -> Relayout.rollback(dir), "no relayout: nothing to go back to");
     List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
     Collections.reverse(order);
     String next = Relayout.rewrite(dir, order, Progress.NONE).manifest().version();
@@ -203,7 +207,7 @@ class RelayoutTest {
     // A missing file of the version to go back to: refused by name, nothing changed.
     Manifest.OrcFileInfo gone = before.files().get(0);
     Files.delete(dir.resolve(gone.path()));
-    var e = assertThrows(io.strata.sdk.CorruptFileException.class, () -> Relayout.rollback(dir));
+    var e = assertThrows(CorruptFileException.class, () -> Relayout.rollback(dir));
     assertTrue(e.getMessage().contains(gone.path()), e.getMessage());
     assertEquals(next, Manifest.read(dir).version());
   }
@@ -285,7 +289,7 @@ class RelayoutTest {
     assertSameValues(dir, out);
     assertEquals(List.of(), leftovers(tmp));
     // An existing output directory is refused; a check that fails leaves no output and no temporary directory.
-    assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> Relayout.rewriteTo(dir, out, order, Progress.NONE));
+    assertThrows(FileAlreadyExistsException.class, () -> Relayout.rewriteTo(dir, out, order, Progress.NONE));
     damageFirstRewrittenFile();
     Path bad = tmp.resolve("d-bad");
     IOException e = assertThrows(IOException.class, () -> Relayout.rewriteTo(dir, bad, order, Progress.NONE));

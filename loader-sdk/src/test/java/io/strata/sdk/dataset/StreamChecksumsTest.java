@@ -9,6 +9,7 @@ import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
+import io.strata.sdk.internal.Confinement;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -42,7 +43,7 @@ class StreamChecksumsTest {
     assertEquals(m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum(), bytes);
 
     // 8 bytes overwritten in the middle of the largest stream of file 0's second stripe.
-    StreamChecksums sums = StreamChecksums.load(dir, m, io.strata.sdk.internal.Confinement.NONE);
+    StreamChecksums sums = StreamChecksums.load(dir, m, Confinement.NONE);
     StreamChecksums.File f0 = sums.file(0);
     long at = -1;
     long best = 0;

@@ -6,12 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureType;
+import io.strata.sdk.format.ColumnBuilder;
 import java.lang.foreign.Arena;
+import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.file.Path;
+import java.sql.Timestamp;
 import org.apache.hadoop.hive.common.type.HiveDecimal;
 import org.apache.hadoop.hive.serde2.io.HiveDecimalWritable;
 import org.apache.orc.TypeDescription;
@@ -82,7 +84,7 @@ class StripeStatisticsCheckTest {
       Column c = b.build();
       assertEquals(big, c.getUnscaled(0));
       assertEquals(big.negate(), c.getUnscaled(1));
-      assertEquals(new java.math.BigDecimal(big, 3), c.getDecimal(0));
+      assertEquals(new BigDecimal(big, 3), c.getDecimal(0));
       assertDoesNotThrow(() -> StripeStatisticsCheck.check(FILE, 0, "wide", stats, c));
       ColumnBuilder d = new ColumnBuilder(t, arena, 3);
       d.appendDecimal(6, 64); // one more than written
@@ -106,7 +108,7 @@ class StripeStatisticsCheckTest {
     long[] decoded = new long[millis.length];
     for (int i = 0; i < millis.length; i++) {
       stats.increment();
-      java.sql.Timestamp ts = new java.sql.Timestamp(millis[i]);
+      Timestamp ts = new Timestamp(millis[i]);
       ts.setNanos((int) (millis[i] % 1000) * 1_000_000 + nanosOfMilli[i]);
       stats.updateTimestamp(ts);
       decoded[i] = millis[i] * 1_000_000 + nanosOfMilli[i];

@@ -11,6 +11,8 @@ import io.strata.sdk.FeatureType;
 import io.strata.sdk.TestData;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -142,7 +144,7 @@ class SegmentFileTest {
     // Damage one value of the int64 column: find its bytes in the file.
     String int64 = expected.keySet().stream().filter(k -> k.endsWith("int64")).findFirst().orElseThrow();
     long value = (Long) expected.get(int64).stream().filter(v -> v != null).findFirst().orElseThrow();
-    byte[] pattern = java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(value).array();
+    byte[] pattern = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(value).array();
     int at = -1;
     for (int i = 0; i + 8 <= bytes.length && at < 0; i++) {
       if (Arrays.equals(bytes, i, i + 8, pattern, 0, 8)) {

@@ -7,12 +7,17 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
+import java.util.Locale;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -64,15 +69,15 @@ class PageMappingsTest {
   /** posix_fadvise(DONTNEED) on {@code file}: its clean pages that no process maps leave the page cache. */
   @SuppressWarnings("restricted")
   private static void dropFromPageCache(Path file) throws Throwable {
-    java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+    Linker linker = Linker.nativeLinker();
     var open = linker.downcallHandle(linker.defaultLookup().find("open").orElseThrow(),
-        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
-        java.lang.foreign.Linker.Option.firstVariadicArg(2));
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+        Linker.Option.firstVariadicArg(2));
     var fadvise = linker.downcallHandle(linker.defaultLookup().find("posix_fadvise").orElseThrow(),
-        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
     var close = linker.downcallHandle(linker.defaultLookup().find("close").orElseThrow(),
-        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     try (Arena a = Arena.ofConfined()) {
       int fd = (int) open.invokeExact(a.allocateFrom(file.toString()), 0);
       assertTrue(fd >= 0);
@@ -83,15 +88,15 @@ class PageMappingsTest {
 
   @Test
   void willNeedReadsTheRangeAheadAndARandomMappingReadsOnlyThePageAFaultNeeds(@TempDir Path dir) throws Throwable {
-    assumeTrue(System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux"), "Linux's page cache");
+    assumeTrue(System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("linux"), "Linux's page cache");
     Path file = dir.resolve("data");
     byte[] bytes = new byte[16 << 20];
     for (int i = 0; i < bytes.length; i++) {
       bytes[i] = (byte) (i * 7 + (i >>> 12));
     }
-    try (FileChannel out = FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE_NEW,
-        java.nio.file.StandardOpenOption.WRITE)) {
-      out.write(java.nio.ByteBuffer.wrap(bytes));
+    try (FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.WRITE)) {
+      out.write(ByteBuffer.wrap(bytes));
       out.force(true); // clean pages: the page cache drops only those
     }
     dropFromPageCache(file);

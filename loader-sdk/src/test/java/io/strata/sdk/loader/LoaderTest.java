@@ -7,28 +7,35 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.TierStats;
-import io.strata.sdk.Tier;
+import io.strata.sdk.ArrowJs;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Reference;
 import io.strata.sdk.TestData;
+import io.strata.sdk.Tier;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -160,7 +167,7 @@ class LoaderTest {
   private static List<Long> sums(Batch b) {
     List<Long> out = new ArrayList<>();
     for (Column c : b.columns().values()) {
-      out.add(io.strata.sdk.format.Columns.checksum(c));
+      out.add(Columns.checksum(c));
     }
     return out;
   }
@@ -183,7 +190,7 @@ class LoaderTest {
 
   @Test
   void substitutableReadsDeliverEveryStepOnceResidentFirstAndResumeExactly() throws IOException {
-    java.util.function.Supplier<Loader.Builder> builder = () -> base().rowBatches(1000, true).shuffleBlock(500).seed(4).epochs(2);
+    Supplier<Loader.Builder> builder = () -> base().rowBatches(1000, true).shuffleBlock(500).seed(4).epochs(2);
     Map<Long, List<Long>> byStep = new HashMap<>();
     List<Long> plain = new ArrayList<>();
     long spe;
@@ -210,7 +217,7 @@ class LoaderTest {
     assertEquals(plain.size(), substituted.size());
     for (int e = 0; e < 2; e++) {
       List<Long> epoch = new ArrayList<>(substituted.subList((int) (e * spe), (int) ((e + 1) * spe)));
-      java.util.Collections.sort(epoch);
+      Collections.sort(epoch);
       for (int s = 0; s < spe; s++) {
         assertEquals(e * spe + s, (long) epoch.get(s), "every step of epoch " + e + " exactly once, within the epoch");
       }
@@ -255,7 +262,7 @@ class LoaderTest {
     }
     List<Long> all = new ArrayList<>(before);
     all.addAll(after);
-    java.util.Collections.sort(all);
+    Collections.sort(all);
     List<Long> every = new ArrayList<>();
     for (long g = 0; g < 2 * spe; g++) {
       every.add(g);
@@ -282,7 +289,7 @@ class LoaderTest {
   @Test
   void batchesAssembledOnSeveralThreadsAtOnceAreTheSame() throws IOException {
     // Samples (ranges and, for fixed widths, gathers), shuffled rows, both tiers mixed.
-    for (java.util.function.Supplier<Loader.Builder> mode : List.<java.util.function.Supplier<Loader.Builder>>of(
+    for (Supplier<Loader.Builder> mode : List.<Supplier<Loader.Builder>>of(
         () -> base().sampleBatches(64).seed(5).epochs(2),
         () -> base().rowBatches(700, true).seed(9),
         () -> base().features("amount", "score", "channel", "is_online").rowBatches(512, true).seed(3))) {
@@ -397,8 +404,8 @@ class LoaderTest {
         }
         assertEquals(dataset.rows(), rows);
         assertTrue(nulls > 0, "the test data has nulls in score");
-        assertEquals(0, loader.tierStats().bytes(io.strata.sdk.Tier.HDD));
-        assertEquals(rows * widths, loader.tierStats().bytes(io.strata.sdk.Tier.SSD));
+        assertEquals(0, loader.tierStats().bytes(Tier.HDD));
+        assertEquals(rows * widths, loader.tierStats().bytes(Tier.SSD));
       }
     }
   }
@@ -550,12 +557,12 @@ class LoaderTest {
     Files.writeString(dir.resolve("not-a-batch.txt"), "junk");
     Path stale = Files.createDirectories(cacheRoot.resolve("otherjob"));
     Files.writeString(stale.resolve("b000000000000.arrow"), "old");
-    Files.setLastModifiedTime(stale, java.nio.file.attribute.FileTime.fromMillis(0));
+    Files.setLastModifiedTime(stale, FileTime.fromMillis(0));
     // A link planted as another job's stale directory, naming a directory older than a day: its
     // files are never deleted (only the link goes).
     Path victim = Files.createDirectories(tmp.resolve("victim"));
     Files.writeString(victim.resolve("precious"), "keep");
-    Files.setLastModifiedTime(victim, java.nio.file.attribute.FileTime.fromMillis(0));
+    Files.setLastModifiedTime(victim, FileTime.fromMillis(0));
     Path planted = Files.createSymbolicLink(cacheRoot.resolve("plantedjob"), victim);
     List<List<Long>> expected = unitSequence(base().sampleBatches(32).seed(4).resumeFrom(start));
     List<List<Long>> got = new ArrayList<>();
@@ -578,16 +585,16 @@ class LoaderTest {
     assertFalse(Files.exists(dir.resolve("not-a-batch.txt")));
     assertFalse(Files.exists(stale), "another job's stale directory is cleaned");
     assertEquals("keep", Files.readString(victim.resolve("precious")), "the clean-up never follows a link");
-    assertTrue(Files.isSymbolicLink(planted) || !Files.exists(planted, java.nio.file.LinkOption.NOFOLLOW_LINKS));
+    assertTrue(Files.isSymbolicLink(planted) || !Files.exists(planted, LinkOption.NOFOLLOW_LINKS));
   }
 
   @Test
   void aBatchCacheRootOthersCanWriteIsRefusedAndNothingInItTouched() throws IOException {
     Path open = Files.createDirectories(tmp.resolve("world-writable-cache"));
-    Files.setPosixFilePermissions(open, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+    Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rwxrwxrwx"));
     Path old = Files.createDirectories(open.resolve("someone-elses"));
     Files.writeString(old.resolve("b000000000000.arrow"), "theirs");
-    Files.setLastModifiedTime(old, java.nio.file.attribute.FileTime.fromMillis(0));
+    Files.setLastModifiedTime(old, FileTime.fromMillis(0));
     IOException e = assertThrows(IOException.class, () -> base().sampleBatches(32).seed(4).batchCache(open).build());
     assertTrue(e.getMessage().contains("refusing " + open + ": it is writable by others"), e.getMessage());
     assertEquals("theirs", Files.readString(old.resolve("b000000000000.arrow")));
@@ -654,10 +661,10 @@ class LoaderTest {
       b.writeArrowFile(file, dataset.name(), dataset.version());
       want = values(b);
     }
-    var doc = io.strata.sdk.ArrowJs.read(List.of(file)).getFirst();
+    var doc = ArrowJs.read(List.of(file)).getFirst();
     assertEquals("0", doc.get("metadata").get("strata.batch.epoch").asText());
     for (String f : FEATURES) {
-      io.strata.sdk.ArrowJs.assertValues(dataset.feature(f).type(), want.get(f), doc.get("columns").get(f).get("values"), f);
+      ArrowJs.assertValues(dataset.feature(f).type(), want.get(f), doc.get("columns").get(f).get("values"), f);
     }
   }
 

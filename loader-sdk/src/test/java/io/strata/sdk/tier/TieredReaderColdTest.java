@@ -9,13 +9,13 @@ import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Progress;
+import io.strata.sdk.TierStats;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.PageMappings;
-import io.strata.sdk.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -28,6 +28,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -43,14 +45,14 @@ class TieredReaderColdTest {
 
   @Test
   void coldRangesAndColdSingleRowsAreReadAheadAndReadRight() throws Throwable {
-    assumeTrue(System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux"), "Linux's page cache");
+    assumeTrue(System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("linux"), "Linux's page cache");
     Path dir = tmp.resolve("events");
     DatasetGenerator.generate(dir, DatasetGenerator.Options.of("events", 60_000, 5).withFeatures(10).withChunking(20_000, 1),
         Progress.NONE);
     long[] starts = {41_000, 17, 20_000, 59_990, 33_333};
     int[] lengths = {900, 41, 1_077, 10, 2_000};
     long[] rows = new long[4_000];
-    java.util.Random rnd = new java.util.Random(3);
+    Random rnd = new Random(3);
     for (int k = 0; k < rows.length; k++) {
       rows[k] = rnd.nextInt(60_000);
     }

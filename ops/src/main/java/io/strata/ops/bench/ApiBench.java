@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.NodeCommand;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
@@ -51,8 +53,8 @@ final class ApiBench implements Callable<Integer> {
     Process node = null;
     try {
       Path ds = dir.resolve("hdd/events");
-      io.strata.sdk.dataset.DatasetGenerator.generate(ds, io.strata.sdk.dataset.DatasetGenerator.Options.of("events", 400_000, 1)
-          .withChunking(25_000, 4), io.strata.sdk.Progress.NONE);
+      DatasetGenerator.generate(ds, DatasetGenerator.Options.of("events", 400_000, 1)
+          .withChunking(25_000, 4), Progress.NONE);
       NodeCommand.Child child = NodeCommand.startChild(List.of("-Xmx512m"), dir.resolve("node"),
           List.of("--port", "0", "--hdd-root", dir.resolve("hdd").toString()), dir.resolve("node.log"));
       node = child.process();

@@ -1,7 +1,7 @@
 package io.strata.ops.bench;
 
-import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.node.Setting;
 import io.strata.ops.Terminal;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.StreamSupport;
 
 /** SVG charts and the Markdown section of {@code strata bench all}, drawn from the results' JSON. */
 final class BenchCharts {
@@ -376,7 +377,7 @@ final class BenchCharts {
           m.append(String.format(Locale.ROOT, "`%s`: the first job computes and stores it in %s s; later jobs (other processes) read "
               + "it in %s s; **%s** faster; values byte-identical: %s.%n%n", r.path("spec").asText(),
               num(r.path("firstJobSeconds").asDouble()),
-              String.join(", ", java.util.stream.StreamSupport.stream(r.path("laterJobSeconds").spliterator(), false)
+              String.join(", ", StreamSupport.stream(r.path("laterJobSeconds").spliterator(), false)
                   .map(v -> num(v.asDouble())).toList()), x(r.path("speedup").asDouble()),
               r.path("byteIdentical").asBoolean()));
         }

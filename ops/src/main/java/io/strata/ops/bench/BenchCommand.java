@@ -3,6 +3,7 @@ package io.strata.ops.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.Sizes;
 import io.strata.ops.Main;
 import io.strata.ops.MemoryCgroup;
 import io.strata.ops.Processes;
@@ -99,7 +100,7 @@ public final class BenchCommand implements Runnable {
       }
       ObjectNode result = Json.object();
       result.put("benchmark", "memory").put("segmentBytes", segmentBytes).put("heap", heap).put("jvmOpts", jvmOpts);
-      long limit = memoryLimit == null ? 0 : io.strata.node.Sizes.parse(memoryLimit);
+      long limit = memoryLimit == null ? 0 : Sizes.parse(memoryLimit);
       if (limit > 0) {
         result.put("memoryLimitBytes", limit);
       }

@@ -1,5 +1,7 @@
 package io.strata.ops.bench;
 
+import io.strata.sdk.internal.Json;
+import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
 
@@ -16,9 +18,9 @@ final class BenchPeers {
   }
 
   /** Prints that benchmark {@code name} was not measured, and why (as JSON with {@code json}); returns 0, the exit code. */
-  static int notMeasured(java.io.PrintWriter out, boolean json, String name, String why) {
+  static int notMeasured(PrintWriter out, boolean json, String name, String why) {
     if (json) {
-      out.println(io.strata.sdk.internal.Json.compact(io.strata.sdk.internal.Json.object().put("benchmark", name)
+      out.println(Json.compact(Json.object().put("benchmark", name)
           .put("available", false).put("reason", why)));
     } else {
       out.println("not measured: " + why);

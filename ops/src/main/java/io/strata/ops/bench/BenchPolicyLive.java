@@ -1,14 +1,16 @@
 package io.strata.ops.bench;
 
-import io.strata.node.Setting;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.node.sim.CaffeinePolicy;
+import io.strata.node.Setting;
 import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
+import io.strata.node.policy.Policies;
+import io.strata.node.policy.S3FifoPolicy;
+import io.strata.node.policy.StrataPolicy;
+import io.strata.node.sim.CaffeinePolicy;
 import io.strata.node.sim.OptPolicy;
 import io.strata.node.sim.Simulator;
-import io.strata.node.policy.StrataPolicy;
 import io.strata.node.sim.Trace;
 import io.strata.ops.NodeCommand;
 import io.strata.ops.Processes;
@@ -89,8 +91,8 @@ final class BenchPolicyLive implements Callable<Integer> {
     if (!(budgetShare > 0 && budgetShare <= 100)) {
       throw new IllegalArgumentException("--budget-share must be in (0, 100], got " + budgetShare);
     }
-    if (!io.strata.node.policy.Policies.known(policy)) {
-      throw new IllegalArgumentException("--policy must be one of " + io.strata.node.policy.Policies.names() + ", got " + policy);
+    if (!Policies.known(policy)) {
+      throw new IllegalArgumentException("--policy must be one of " + Policies.names() + ", got " + policy);
     }
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter log = json ? new PrintWriter(new StringWriter()) : out;
@@ -223,7 +225,7 @@ final class BenchPolicyLive implements Callable<Integer> {
       Simulator.Result lru = Simulator.run(trace, new LruPolicy(budget));
       Simulator.Result caffeine = Simulator.run(trace, new CaffeinePolicy(budget));
       Simulator.Result frequency = Simulator.run(trace, new FrequencyPolicy(budget));
-      Simulator.Result s3fifo = Simulator.run(trace, new io.strata.node.policy.S3FifoPolicy(budget));
+      Simulator.Result s3fifo = Simulator.run(trace, new S3FifoPolicy(budget));
       Simulator.Result replay = Simulator.run(trace, new StrataPolicy(budget, 0));
       replay = new Simulator.Result("strata (replayed)", replay.reads(), replay.hits(), replay.hitBytes(), replay.hddBytes(),
           replay.flashBytes(), replay.seconds());

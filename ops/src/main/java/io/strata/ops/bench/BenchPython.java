@@ -15,11 +15,13 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -120,7 +122,7 @@ final class BenchPython implements Callable<Integer> {
     serviceSocket = dir.resolve("service/loader.sock");
     Path script = dir.resolve("python_bench.py");
     try (InputStream in = BenchPython.class.getResourceAsStream("python_bench.py")) {
-      Files.copy(in, script, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      Files.copy(in, script, StandardCopyOption.REPLACE_EXISTING);
     }
     Path ds = dataset;
     Path tier = ssd;
@@ -297,7 +299,7 @@ final class BenchPython implements Callable<Integer> {
       return out;
     } finally {
       for (Process p : procs) {
-        try (Writer stdin = new java.io.OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8)) {
+        try (Writer stdin = new OutputStreamWriter(p.getOutputStream(), StandardCharsets.UTF_8)) {
           stdin.write("\n");
         } catch (IOException ignored) {
           // It ended already.

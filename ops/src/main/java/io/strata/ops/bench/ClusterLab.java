@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
@@ -33,7 +35,7 @@ public final class ClusterLab implements AutoCloseable {
 
   /** Why namespaces cannot be made here, or null when they can. */
   public static String unavailable() {
-    if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+    if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).contains("linux")) {
       return "network namespaces need Linux";
     }
     String name = "stchk" + Integer.toHexString(ThreadLocalRandom.current().nextInt(1 << 16));
@@ -104,7 +106,7 @@ public final class ClusterLab implements AutoCloseable {
    * environment, its output (both streams) to {@code log}. {@code ip netns exec} execs the command,
    * so the process is the command itself (a kill reaches it).
    */
-  public Process start(int h, List<String> command, java.util.Map<String, String> env, Path log) throws IOException {
+  public Process start(int h, List<String> command, Map<String, String> env, Path log) throws IOException {
     List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", namespace(h)));
     cmd.addAll(command);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));

@@ -1,10 +1,12 @@
 package io.strata.ops.bench;
 
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -83,7 +85,7 @@ final class EmulatedHdd implements AutoCloseable {
     EmulatedHdd hdd = new EmulatedHdd(dir.resolve("hdd.img"), dir.resolve("hdd"), iops, bytesPerSecond);
     boolean ok = false;
     try {
-      try (var f = new java.io.RandomAccessFile(hdd.image.toFile(), "rw")) {
+      try (var f = new RandomAccessFile(hdd.image.toFile(), "rw")) {
         f.setLength(bytes);
       }
       run("mkfs.ext4", "-q", "-F", hdd.image.toString());
@@ -119,7 +121,7 @@ final class EmulatedHdd implements AutoCloseable {
       home = BLKIO;
       for (String line : Files.readAllLines(Path.of("/proc/self/cgroup"))) {
         String[] p = line.split(":", 3);
-        if (p.length == 3 && java.util.Arrays.asList(p[1].split(",")).contains("blkio")) {
+        if (p.length == 3 && Arrays.asList(p[1].split(",")).contains("blkio")) {
           home = BLKIO.resolve(p[2].replaceFirst("^/", ""));
         }
       }

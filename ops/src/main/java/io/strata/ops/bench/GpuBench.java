@@ -1,6 +1,7 @@
 package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.gpu.GpuShipper;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.format.SegmentFile;
@@ -16,6 +17,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -68,12 +73,12 @@ final class GpuBench implements Callable<Integer> {
             cpu.path("assemblySplitNGBps").asDouble(), res.path("copiesPerByte").asDouble());
       }
     }
-    if (!io.strata.gpu.GpuShipper.available()) {
-      res.put("available", false).put("reason", io.strata.gpu.GpuShipper.unavailableReason());
+    if (!GpuShipper.available()) {
+      res.put("available", false).put("reason", GpuShipper.unavailableReason());
       if (json) {
         out.println(Json.compact(res));
       } else {
-        out.println("no GPU: " + io.strata.gpu.GpuShipper.unavailableReason() + " (nothing shipped)");
+        out.println("no GPU: " + GpuShipper.unavailableReason() + " (nothing shipped)");
       }
       return 0;
     }
@@ -161,11 +166,11 @@ final class GpuBench implements Callable<Integer> {
 
   /** GB/s of {@code size}-byte off-heap copies on {@code n} threads, each with its own source and target. */
   private double memcpy(long size, int n) throws Exception {
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n,
+    ExecutorService pool = Executors.newFixedThreadPool(n,
         r -> Thread.ofPlatform().name("bench-memcpy").daemon(true).unstarted(r));
     try {
-      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(n);
-      List<java.util.concurrent.Future<Long>> done = new ArrayList<>();
+      CyclicBarrier start = new CyclicBarrier(n);
+      List<Future<Long>> done = new ArrayList<>();
       long[] window = new long[2];
       for (int t = 0; t < n; t++) {
         done.add(pool.submit(() -> {

@@ -6,13 +6,13 @@ import io.strata.ops.Processes;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
+import io.strata.sdk.SegmentSource;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.SegmentSource;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -23,6 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -350,7 +351,7 @@ final class PeersBench implements Callable<Integer> {
 
   private static double median(double[] v) {
     double[] s = v.clone();
-    java.util.Arrays.sort(s);
+    Arrays.sort(s);
     return s[s.length / 2];
   }
 

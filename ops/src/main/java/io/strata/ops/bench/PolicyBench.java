@@ -4,10 +4,14 @@ import static io.strata.ops.bench.BenchPeers.f2;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.node.policy.CachePolicy;
+import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
+import io.strata.node.policy.S3FifoPolicy;
+import io.strata.node.policy.StrataPolicy;
+import io.strata.node.sim.CaffeinePolicy;
 import io.strata.node.sim.OptPolicy;
 import io.strata.node.sim.Simulator;
-import io.strata.node.policy.StrataPolicy;
 import io.strata.node.sim.Trace;
 import io.strata.node.sim.TraceGenerator;
 import io.strata.ops.Terminal;
@@ -18,6 +22,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.function.Supplier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -64,10 +69,10 @@ final class PolicyBench implements Callable<Integer> {
         r[0][i] = Simulator.run(tr, new StrataPolicy(budget, 0)).byteHitRatio();
         r[1][i] = Simulator.run(bare, new StrataPolicy(budget, 0)).byteHitRatio();
         r[2][i] = Simulator.run(tr, new LruPolicy(budget)).byteHitRatio();
-        r[3][i] = Simulator.run(tr, new io.strata.node.sim.CaffeinePolicy(budget)).byteHitRatio();
-        r[4][i] = Simulator.run(tr, new io.strata.node.policy.FrequencyPolicy(budget)).byteHitRatio();
+        r[3][i] = Simulator.run(tr, new CaffeinePolicy(budget)).byteHitRatio();
+        r[4][i] = Simulator.run(tr, new FrequencyPolicy(budget)).byteHitRatio();
         r[5][i] = Simulator.run(tr, new OptPolicy(tr, budget)).byteHitRatio();
-        s3[i] = Simulator.run(tr, new io.strata.node.policy.S3FifoPolicy(budget)).byteHitRatio();
+        s3[i] = Simulator.run(tr, new S3FifoPolicy(budget)).byteHitRatio();
       }
       double s3fifo = Arrays.stream(s3).average().orElse(0);
       double[] m = new double[6];
@@ -88,7 +93,7 @@ final class PolicyBench implements Callable<Integer> {
       long budget = big.distinctBytes() / 10;
       ObjectNode speed = res.putObject("eventsPerSecond");
       speed.put("traceReads", big.size());
-      List<Map.Entry<String, java.util.function.Supplier<io.strata.node.policy.CachePolicy>>> ps = List.of(
+      List<Map.Entry<String, Supplier<CachePolicy>>> ps = List.of(
           Map.entry("strata", () -> new StrataPolicy(budget, 0)), Map.entry("opt", () -> new OptPolicy(big, budget)),
           Map.entry("lru", () -> new LruPolicy(budget)));
       for (var e : ps) {

@@ -6,6 +6,7 @@ import static io.strata.ops.bench.BenchPeers.median;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
+import io.strata.ops.RelayoutCommand;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -26,6 +27,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -115,7 +119,7 @@ final class RelayoutBench implements Callable<Integer> {
       rounds = 1;
       jobs = Math.min(jobs, 8);
     }
-    double share = io.strata.ops.RelayoutCommand.replicaShare(replicas);
+    double share = RelayoutCommand.replicaShare(replicas);
     if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000 || hddIops < 1 || hddMbps < 1) {
       throw new IllegalArgumentException(
           "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
@@ -155,7 +159,7 @@ final class RelayoutBench implements Callable<Integer> {
       // The command's own path: reads learned from the trace, the order, the verified rewrite.
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
-      CoAccessOrder.Plan plan = io.strata.ops.RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
+      CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
       Relayout.Result r = Relayout.rewrite(after, plan.layout(), Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
@@ -204,7 +208,7 @@ final class RelayoutBench implements Callable<Integer> {
       o2.put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
       // What the command estimates for jobs it did not learn from, beside what held-out jobs measure.
-      double[] estimate = io.strata.ops.RelayoutCommand.heldOut(before, Manifest.read(before).layout(), columns, reads, share,
+      double[] estimate = RelayoutCommand.heldOut(before, Manifest.read(before).layout(), columns, reads, share,
           datasetBytes);
       if (estimate != null) {
         o2.putObject("heldOutEstimate").put("runsPerStripeBefore", estimate[0]).put("runsPerStripeAfter", estimate[1]);
@@ -367,7 +371,7 @@ final class RelayoutBench implements Callable<Integer> {
   private List<Job> jobs(List<String> served, long popularitySeed, long drawSeed) {
     Random rnd = new Random(popularitySeed);
     List<String> byPopularity = new ArrayList<>(served);
-    java.util.Collections.shuffle(byPopularity, rnd);
+    Collections.shuffle(byPopularity, rnd);
     if (drawSeed != popularitySeed) {
       rnd = new Random(drawSeed);
     }
@@ -491,8 +495,8 @@ final class RelayoutBench implements Callable<Integer> {
         new Config("heldOutTouchingAfter", after, heldOut, 0), new Config("heldOutGapAfter", after, heldOut, gap));
     epochs(before, js, null, null, 0); // warm-up: both copies in the page cache, the code compiled
     epochs(after, js, null, null, 0);
-    Map<String, List<Double>> cpu = new java.util.LinkedHashMap<>();
-    Map<String, Epochs> last = new java.util.LinkedHashMap<>();
+    Map<String, List<Double>> cpu = new LinkedHashMap<>();
+    Map<String, Epochs> last = new LinkedHashMap<>();
     for (int round = 0; round < rounds; round++) {
       for (Config c : configs) {
         Epochs e = epochs(c.dir(), c.jobs(), null, null, c.gap());
@@ -516,12 +520,12 @@ final class RelayoutBench implements Callable<Integer> {
         + " model, each copy's files back to back on the drive in the manifest's order with their sidecars, jobs one after"
         + " another; modelled epoch: touching reads (a synchronous reader) CPU + I/O; the gap reader, which reads the next"
         + " chunk ahead while it decodes one, the first two chunks of a job in series and the rest the longer of CPU and I/O");
-    Map<String, ObjectNode> byName = new java.util.LinkedHashMap<>();
+    Map<String, ObjectNode> byName = new LinkedHashMap<>();
     for (Config c : configs) {
       Epochs e = last.get(c.name());
       DiskModel.Replay r = model.replay();
       Map<Path, Long> base = layout(c.dir());
-      Map<Path, Path> real = new java.util.HashMap<>();
+      Map<Path, Path> real = new HashMap<>();
       for (OrcReads.Request q : e.stream()) {
         Path file = real.get(q.file());
         if (file == null) {
@@ -605,7 +609,7 @@ final class RelayoutBench implements Callable<Integer> {
 
   /** Where each file of the copy at {@code dir} starts on the modelled drive: {@link #copyFiles}, back to back. */
   private static Map<Path, Long> layout(Path dir) throws IOException {
-    Map<Path, Long> base = new java.util.HashMap<>();
+    Map<Path, Long> base = new HashMap<>();
     long at = 0;
     for (Path f : copyFiles(dir)) {
       base.put(f.toRealPath(), at);

@@ -8,10 +8,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Column;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
@@ -22,10 +22,12 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.io.Writer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -124,7 +126,7 @@ final class SampleBench implements Callable<Integer> {
       }
       py = new ProcessBuilder(python, script.toString(), specFile.toString()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
       BufferedReader pyOut = new BufferedReader(new InputStreamReader(py.getInputStream(), StandardCharsets.UTF_8));
-      Writer pyIn = new java.io.OutputStreamWriter(py.getOutputStream(), StandardCharsets.UTF_8);
+      Writer pyIn = new OutputStreamWriter(py.getOutputStream(), StandardCharsets.UTF_8);
       String ready = pyOut.readLine();
       if (!"ready".equals(ready)) {
         throw new IOException("the numpy peer did not start (" + python + " with numpy needed): " + ready);
@@ -271,7 +273,7 @@ final class SampleBench implements Callable<Integer> {
     CRC32 crc = new CRC32();
     byte[] v = new byte[width];
     for (long[] r : rows) {
-      MemorySegment.copy(c.values(), java.lang.foreign.ValueLayout.JAVA_BYTE, (c.offset() + r[1]) * width, v, 0, width);
+      MemorySegment.copy(c.values(), ValueLayout.JAVA_BYTE, (c.offset() + r[1]) * width, v, 0, width);
       crc.update(v);
     }
     return crc.getValue();

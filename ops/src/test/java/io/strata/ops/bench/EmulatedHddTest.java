@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -62,7 +63,7 @@ class EmulatedHddTest {
         hdd.leave();
       }
       long[] d1 = hdd.deviceReads();
-      assertTrue(java.util.Arrays.equals(data, back), "the bytes read back are the bytes written");
+      assertTrue(Arrays.equals(data, back), "the bytes read back are the bytes written");
       assertTrue(d1[0] - d0[0] >= 2, "requests counted inside: " + (d1[0] - d0[0]));
       assertTrue(d1[1] - d0[1] >= data.length, "bytes counted inside: " + (d1[1] - d0[1]));
       Files.readAllBytes(outside);
