@@ -127,6 +127,12 @@ public final class NodeCommand implements Runnable {
       long budget = ssdBudget == null ? -1 : Sizes.parse(ssdBudget);
       NodeConfig c = config != null ? NodeConfig.read(config)
           : NodeConfig.embedded(home != null ? home : NodeConfig.defaultHome(), NodeConfig.DEFAULT_PORT);
+      if (config != null && home != null
+          && !c.home().toAbsolutePath().normalize().equals(home.toAbsolutePath().normalize())) {
+        // Not silently one or the other: the file's home (or the default one) was used, --home ignored.
+        throw new IllegalArgumentException("--home " + home + " is not the home of " + config + " (" + c.home()
+            + "): give the home in one place");
+      }
       if (port != null) {
         c = c.withPort(port);
       }

@@ -353,7 +353,13 @@ class NodeCommandsTest {
     Path config = home.resolve("node-config.json");
     Files.writeString(config, Json.compact(Json.object().put("home", h.toString()).put("ssdBudget", "96m")
         .put("flashWriteBudgetPerHour", "1g")));
-    Cli.Result fromFile = Cli.run("node", "start", "--port", "0", "--config", config.toString(), "--json");
+    Cli.Result twoHomes = Cli.run("node", "start", "--port", "0", "--config", config.toString(), "--home",
+        home.resolve("elsewhere").toString());
+    assertEquals(2, twoHomes.code(), twoHomes.err());
+    assertTrue(twoHomes.err().contains("give the home in one place"), twoHomes.err());
+    assertFalse(Files.exists(home.resolve("elsewhere")), "nothing made for the refused home");
+    Cli.Result fromFile = Cli.run("node", "start", "--port", "0", "--config", config.toString(), "--home", h.toString(),
+        "--json");
     assertEquals(0, fromFile.code(), fromFile.err());
     try {
       JsonNode p = Json.parse(Cli.run("policy", "get", "--node", Json.parse(fromFile.out()).path("url").asText(), "--json")
