@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.node.NodePlan;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -30,7 +31,7 @@ import java.util.Objects;
  * @param startStep the global step ({@code epoch * stepsPerEpoch + step}) the job starts from
  */
 public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
-    long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) {
+    long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) implements NodePlan {
   /** The permutation and batching code this program is expanded with; a node refuses others. */
   public static final String ALGORITHM = "strata-feistel4-v2";
 
@@ -75,6 +76,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   }
 
   /** The same program from another step (a resumed job). */
+  @Override
   public PlanProgram from(long step) {
     return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, rank, world, dropLast,
         epochs, step);
@@ -165,6 +167,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   }
 
   /** The wire form (what {@code POST /v1/plans} takes as {@code program}). */
+  @Override
   public ObjectNode toJson() {
     ObjectNode o = Json.object().put("algorithm", ALGORITHM).put("mode", mode.apiName()).put("unitsPerBatch", unitsPerBatch);
     if (mode == BatchMode.ROWS) {

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Tier;
 import io.strata.sdk.internal.Json;
-import io.strata.sdk.loader.PlanProgram;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.ConnectException;
@@ -196,7 +195,7 @@ public final class NodeClient {
    * Declares a job's plan as its loader's program: the node expands it into the chunks of every
    * step, from {@code program.startStep()} on.
    */
-  public JsonNode declarePlan(String job, String dataset, List<String> features, PlanProgram program,
+  public JsonNode declarePlan(String job, String dataset, List<String> features, NodePlan program,
       boolean substitutable) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
     ArrayNode f = b.putArray("features");
@@ -211,7 +210,7 @@ public final class NodeClient {
    * each rank's plan is named {@code job@rank}, the name its loader declares under.
    */
   public JsonNode declareDistributedPlan(String job, String dataset, List<String> features,
-      PlanProgram program, boolean substitutable, List<String> hosts) throws IOException {
+      NodePlan program, boolean substitutable, List<String> hosts) throws IOException {
     ObjectNode b = Json.object().put("job", job).put("dataset", dataset).put("substitutable", substitutable);
     features.forEach(b.putArray("features")::add);
     b.set("program", program.toJson());

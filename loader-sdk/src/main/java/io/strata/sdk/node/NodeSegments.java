@@ -9,7 +9,6 @@ import io.strata.sdk.Tier;
 import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentMappings;
-import io.strata.sdk.loader.PlanProgram;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -51,7 +50,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private long lastRefresh;
   private String lastError;
 
-  private record Plan(PlanProgram program, boolean substitutable, List<String> features) {}
+  private record Plan(NodePlan program, boolean substitutable, List<String> features) {}
 
   /** The highest global step a reader of this job has started (-1 before the first). */
   private final AtomicLong step = new AtomicLong(-1);
@@ -92,7 +91,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
    * whole) now, and again, from the job's current step, whenever the node comes back or has
    * forgotten it (restart, lease expired).
    */
-  public synchronized void declarePlan(PlanProgram program, boolean substitutable, List<String> planFeatures) {
+  public synchronized void declarePlan(NodePlan program, boolean substitutable, List<String> planFeatures) {
     plan = new Plan(program, substitutable, List.copyOf(planFeatures));
     sendPlan();
   }
