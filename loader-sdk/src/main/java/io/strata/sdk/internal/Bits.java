@@ -1,6 +1,5 @@
 package io.strata.sdk.internal;
 
-import io.strata.sdk.Column;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
