@@ -2,8 +2,11 @@
 # Everything issue 32 asks of a GPU host, in one command (its device time is short):
 #   bench/scripts/gpu-host.sh OUTDIR [ROWS]
 # Run from the project root on the GPU host, with target/gpu-bundle carried there (made here by
-# ../shared/tools/gpu-bundle.sh --tests DIR, DIR holding the gpu module's test classes and
-# ArrowCDeviceTest's). Writes OUTDIR/tests.log, OUTDIR/gpu.json (strata bench gpu),
+# ../shared/tools/gpu-bundle.sh --tests DIR, DIR/target/test-classes holding the gpu module's test
+# classes and ArrowCDeviceTest's; with the working tree, the bundle must stay under the 64 MiB the
+# device tool carries: on 2026-11-26 that needed hazelcast-* and prometheus-metrics-exposition-*
+# added to the script's list of jars left out, which no GPU command uses). A rebuilt gpu jar can be
+# laid over the bundle from target/gpu-overlay (its jar, and tests/ with test classes). Writes OUTDIR/tests.log, OUTDIR/gpu.json (strata bench gpu),
 # OUTDIR/feed.json (bench/peers/gpu_feed.py: the Python client feeding torch against numpy.memmap)
 # and OUTDIR/host.txt (the device and versions).
 set -uo pipefail
