@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ._errors import StrataUsageError
 from ._loader import Loader
 
 __all__ = ["StrataIterableDataset", "to_tensors"]
@@ -140,6 +141,11 @@ class StrataIterableDataset(IterableDataset):
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None,
                  as_tensors=True, **options):
         super().__init__()
+        if "pin_memory" in options:
+            # Each worker's loader would register its slabs with CUDA in a forked process; and the
+            # worker's batches are copied into torch's shared memory anyway.
+            raise StrataUsageError("strata: pin_memory is the DataLoader's here (DataLoader(..., pin_memory=True)); "
+                                   "strata.Loader(pin_memory=True) is for a loop in the main process")
         if isinstance(features, (str, bytes)):
             features = [features.decode() if isinstance(features, bytes) else features]
         self._args = dict(dataset=dataset, features=features, batch_samples=batch_samples, seed=seed, epochs=epochs,

@@ -124,6 +124,15 @@ def test_a_feature_given_as_a_string_is_one_feature(dataset):
     assert list(t) == ["amount"]
 
 
+def test_pin_memory_belongs_to_the_dataloader_for_the_dataset(dataset):
+    try:
+        StrataIterableDataset(dataset, features=["amount"], pin_memory=True)
+    except strata.StrataUsageError as e:
+        assert "DataLoader(..., pin_memory=True)" in str(e)
+    else:
+        raise AssertionError("pin_memory was passed on to every worker's loader")
+
+
 def test_pinned_batches_need_cuda(dataset):
     if torch.cuda.is_available():
         import pytest
