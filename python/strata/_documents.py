@@ -268,7 +268,8 @@ class Documents:
     def __init__(self, dataset, feature, ssd):
         dataset, ssd = os.fspath(dataset), os.fspath(ssd)
         try:
-            manifest = json.load(open(os.path.join(dataset, "manifest.json")))
+            with open(os.path.join(dataset, "manifest.json")) as f:
+                manifest = json.load(f)
         except (OSError, ValueError) as e:
             raise StrataUsageError("strata: %s is not a Strata dataset (manifest.json: %s)" % (dataset, e)) from None
         types = {f["name"]: f["type"] for f in manifest.get("features", [])}
@@ -282,35 +283,39 @@ class Documents:
         if not index:
             raise StrataUsageError("strata: %s has no sample index (import it with --sample-column)" % dataset)
         self.feature, self.type = feature, typ
+        self._segments = []
         self._index = _SampleIndex(os.path.join(dataset, index["path"]))
-        where = os.path.join(ssd, manifest["name"], manifest["version"])
+        try:
+            self._open_segments(os.path.join(ssd, manifest["name"], manifest["version"]), types)
+        except BaseException:
+            self.close()  # nothing left open behind an error
+            raise
+        if not self._segments:
+            self.close()
+            raise StrataUsageError("strata: %r of %s is not on the SSD tier %s: promote it first (strata promote --features %s)"
+                                   % (feature, dataset, ssd, feature))
+        self._segments.sort(key=lambda s: s.start)
+        self._starts = [s.start for s in self._segments]
+
+    def _open_segments(self, where, types):
+        """Opens the latest segment of each chunk and column set under ``where`` that holds the feature."""
         if not os.path.isdir(where):
-            raise StrataUsageError("strata: no segments of %s (version %s) under %s: promote it first (strata promote --ssd)"
-                                   % (manifest["name"], manifest["version"], ssd))
+            raise StrataUsageError("strata: no segments of this dataset version under %s: promote it first "
+                                   "(strata promote --ssd)" % where)
         latest = {}
         for name in os.listdir(where):
             m = _SEGMENT.match(name)
             if m and latest.get(m.group(1, 2), ("",))[0] < m.group(3):
                 latest[m.group(1, 2)] = (m.group(3), name)
-        self._segments = []
-        try:
-            for _, name in latest.values():
-                try:
-                    s = _Segment(os.path.join(where, name), types, feature)
-                except FileNotFoundError:
-                    continue  # evicted since it was listed
-                if s.buffers is None:
-                    s.close()
-                else:
-                    self._segments.append(s)
-        except BaseException:
-            self.close()
-            raise
-        if not self._segments:
-            raise StrataUsageError("strata: %r of %s is not on the SSD tier %s: promote it first (strata promote --features %s)"
-                                   % (feature, dataset, ssd, feature))
-        self._segments.sort(key=lambda s: s.start)
-        self._starts = [s.start for s in self._segments]
+        for _, name in latest.values():
+            try:
+                s = _Segment(os.path.join(where, name), types, self.feature)
+            except FileNotFoundError:
+                continue  # evicted since it was listed
+            if s.buffers is None:
+                s.close()
+            else:
+                self._segments.append(s)
 
     def rows(self, sample_id):
         """The feature's values for every row of the sample, in row order."""
