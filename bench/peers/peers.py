@@ -756,16 +756,22 @@ def until_ready(p):
     return r
 
 
+_compiled = []
+
+
 def compile_client():
-    """Byte-compiles the strata package, as installing it with pip does: otherwise, in a checkout
-    (and with PYTHONDONTWRITEBYTECODE set), every job compiles the client's modules at import,
-    about 1 MiB of each job's memory that an installed client does not pay. The peers' packages
-    are installed, so compiled already."""
+    """Byte-compiles the strata package once per run, as installing it with pip does: otherwise,
+    in a checkout (and with PYTHONDONTWRITEBYTECODE set), every job compiles the client's modules
+    at import, about 1 MiB of each job's memory that an installed client does not pay. The peers'
+    packages are installed, so compiled already."""
+    if _compiled:
+        return
     import compileall
 
     import strata
 
     compileall.compile_dir(os.path.dirname(strata.__file__), quiet=1)
+    _compiled.append(True)
 
 
 def run_jobs(spec_file, scenario, store, count, jobs, extra=(), service=True):

@@ -32,6 +32,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.Stream;
 
 /** The node's HTTP/JSON API (docs/API.md): routes, validation, JSON errors, token check. */
 final class NodeApi {
@@ -526,15 +527,16 @@ final class NodeApi {
         substitutable);
   }
 
+  /** The fields a {@code PUT /v1/policy} body may have: the settings but the HDD roots (given at start), and quotas. */
+  private static final List<String> POLICY_FIELDS = Stream.concat(
+      Setting.keys().stream().filter(k -> !k.equals(Setting.HDD_ROOTS.key())), Stream.of("quotas")).toList();
+
   /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
   static TierManager.PolicyChange policyChange(JsonNode body) {
-    List<String> known = new ArrayList<>(Setting.keys());
-    known.remove(Setting.HDD_ROOTS.key()); // given at start, not changed here
-    known.add("quotas");
     for (var it = body.fieldNames(); it.hasNext(); ) {
       String f = it.next();
-      if (!known.contains(f)) {
-        throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + known + ")");
+      if (!POLICY_FIELDS.contains(f)) {
+        throw NodeException.badRequest("unknown policy field '" + f + "' (known: " + POLICY_FIELDS + ")");
       }
     }
     String policy = null;
