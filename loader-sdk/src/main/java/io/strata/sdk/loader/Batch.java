@@ -44,6 +44,7 @@ public final class Batch implements AutoCloseable {
   private final long stepsPerEpoch;
   private final int rows;
   private final SequencedMap<String, Column> columns;
+  /** Shared by batches of one size where the units are single rows: never written. */
   private final int[] unitOffsets;
   private final long[] unitIds;
   private final int windowLength;

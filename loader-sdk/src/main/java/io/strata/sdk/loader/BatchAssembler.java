@@ -165,21 +165,22 @@ final class BatchAssembler implements Prefetcher.Producer {
       orderEpoch = epoch;
     }
     int units = plan.unitsInStep(step);
-    int[] offsets = new int[units + 1];
-    long[] ids = new long[units];
+    int[] offsets;
+    long[] ids;
     long[] starts = new long[units];
     plan.units(order, step, starts, units);
     int rows;
     boolean singleRows;
     if (plan.singleRowUnits()) {
-      // One row a unit, named by its row number.
-      System.arraycopy(starts, 0, ids, 0, units);
-      for (int k = 0; k <= units; k++) {
-        offsets[k] = k;
-      }
+      // One row a unit, named by its row number: the ids are the rows themselves (read-only from
+      // here on), and the offsets the same 0, 1, ..., units for every batch of this size.
+      ids = starts;
+      offsets = identityOffsets(units);
       rows = units;
       singleRows = true;
     } else {
+      offsets = new int[units + 1];
+      ids = new long[units];
       rows = 0;
       singleRows = true;
       for (int k = 0; k < units; k++) {
@@ -274,6 +275,21 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
   }
 
+
+  /** The offsets 0, 1, ..., {@code units}: shared by the batches of one size (no one writes them). */
+  private int[] identityOffsets(int units) {
+    int[] o = identity;
+    if (o.length != units + 1) {
+      o = new int[units + 1];
+      for (int k = 0; k <= units; k++) {
+        o[k] = k;
+      }
+      identity = o;
+    }
+    return o;
+  }
+
+  private int[] identity = new int[0];
 
   /**
    * Assembles the features at {@code pos} of one batch with {@code reader} (whose features they

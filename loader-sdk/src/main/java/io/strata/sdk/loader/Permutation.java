@@ -88,7 +88,12 @@ final class Permutation {
       }
       return;
     }
-    int[] x = scratch.length >= count ? scratch : (scratch = new int[count]);
+    if (hiScratch.length < count) {
+      hiScratch = new int[count];
+      loScratch = new int[count];
+    }
+    int[] hi = hiScratch;
+    int[] lo = loScratch;
     int f = (int) first;
     int st = (int) stride;
     int lb = lowBits;
@@ -100,22 +105,49 @@ final class Permutation {
     int k1 = (int) keys[1];
     int k2 = (int) keys[2];
     int k3 = (int) keys[3];
+    // The rounds of rounds32, each a loop of its own over the two halves: a loop this simple the
+    // JIT vectorizes (all four in one loop body it did not: 5.4 ns a unit against 1.8).
     for (int k = 0; k < count; k++) {
-      x[k] = f + k * st;
+      int v = f + k * st;
+      hi[k] = v >>> lb;
+      lo[k] = v & lm;
     }
     for (int k = 0; k < count; k++) {
-      x[k] = rounds32(x[k], lb, hs, ls, lm, hm, k0, k1, k2, k3);
+      hi[k] = (hi[k] + (((lo[k] ^ k0) * M32) >>> hs)) & hm;
     }
     for (int k = 0; k < count; k++) {
-      long v = Integer.toUnsignedLong(x[k]);
-      while (v >= n) {
-        v = encrypt(v);
-      }
+      lo[k] = (lo[k] + (((hi[k] ^ k1) * M32) >>> ls)) & lm;
+    }
+    for (int k = 0; k < count; k++) {
+      hi[k] = (hi[k] + (((lo[k] ^ k2) * M32) >>> hs)) & hm;
+    }
+    for (int k = 0; k < count; k++) {
+      lo[k] = (lo[k] + (((hi[k] ^ k3) * M32) >>> ls)) & lm;
+    }
+    for (int k = 0; k < count; k++) {
+      out[k] = ((long) hi[k] << lb) | lo[k];
+    }
+    // The few images outside [0, n) (the domain is under twice n) walked back into it: found by
+    // a loop without branches first (a branch taken at random for a few percent of the units,
+    // around the call, cost more than the rounds themselves).
+    int[] outside = hi;
+    int m = 0;
+    for (int k = 0; k < count; k++) {
+      outside[m] = k;
+      m += out[k] >= n ? 1 : 0;
+    }
+    for (int j = 0; j < m; j++) {
+      int k = outside[j];
+      long v = out[k];
+      do {
+        v = Integer.toUnsignedLong(rounds32((int) v, lb, hs, ls, lm, hm, k0, k1, k2, k3));
+      } while (v >= n);
       out[k] = v;
     }
   }
 
-  private int[] scratch = new int[0];
+  private int[] hiScratch = new int[0];
+  private int[] loScratch = new int[0];
 
   /** The four rounds on a domain of at most 2^32 (the value's bit pattern in an int). */
   private static int rounds32(int v, int lb, int hs, int ls, int lm, int hm, int k0, int k1, int k2, int k3) {

@@ -359,17 +359,27 @@ public final class TieredReader implements AutoCloseable {
     }
   }
 
-  /** Whether a sample of a batch of single rows (at most {@link #COLD_SAMPLES}, each feature in turn) finds a row's page not in memory. */
+  /**
+   * Whether a sample of a batch of single rows finds a row's page not in memory: at most
+   * {@link #COLD_SAMPLES} rows, each feature in turn, or, after a batch found warm, one row a
+   * feature (each probe is a system call, about 1.3 µs: 16 of them were 1.5 % of a warm batch of
+   * 16,384 rows).
+   */
   private boolean coldRows(GatherOrder order) {
-    int samples = Math.min(COLD_SAMPLES, order.size());
+    int samples = Math.min(lastRowsWarm ? Math.max(4, features.size()) : COLD_SAMPLES, order.size());
     for (int k = 0; k < samples; k++) {
       int j = (int) ((long) k * order.size() / samples);
       if (!firstBuffersResident(columns[k % features.size()][order.runChunk(order.runOf(j))], order.localRow(j), 1)) {
+        lastRowsWarm = false;
         return true;
       }
     }
+    lastRowsWarm = true;
     return false;
   }
+
+  /** Whether the last batch of single rows was found warm (its sample all in memory). */
+  private boolean lastRowsWarm;
 
   /** Pages a read-ahead of single rows reads through rather than cutting its span there. */
   private static final int GAP_PAGES = 4;
