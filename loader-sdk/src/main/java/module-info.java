@@ -26,6 +26,7 @@ module io.strata.sdk {
   requires java.net.http;
   requires java.management;
   requires java.sql; // orc-core's timestamp statistics are java.sql.Timestamp
+  requires static com.google.errorprone.annotations; // @GuardedBy, checked at compile time
 
   exports io.strata.sdk;
   exports io.strata.sdk.loader;

@@ -94,7 +94,7 @@ public class SampleBatchBenchmark {
           for (int k = 0; k < b.units(); k++) {
             long ordinal = dataset.sampleIndex().orElseThrow().find(b.unitId(k));
             units[k][0] = dataset.sampleIndex().orElseThrow().start(ordinal);
-            units[k][1] = b.unitStart(k + 1) - b.unitStart(k);
+            units[k][1] = (long) b.unitStart(k + 1) - b.unitStart(k);
           }
           batches.add(units);
           bytes += b.dataBytes();

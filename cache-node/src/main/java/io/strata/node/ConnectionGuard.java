@@ -93,6 +93,7 @@ final class ConnectionGuard {
   }
 
   /** Closes the connections past a bound; run every quarter second. */
+  @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // a ConcurrentHashMap: removing while iterating is defined
   void sweep() {
     long now = System.nanoTime();
     for (Map.Entry<HttpConnection, State> e : open.entrySet()) {

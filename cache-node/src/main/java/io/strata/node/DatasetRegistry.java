@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.github.benmanes.caffeine.cache.Caffeine;
@@ -46,6 +47,7 @@ final class DatasetRegistry implements AutoCloseable {
 
   private final Path home;
   private final List<Path> hddRoots;
+  @GuardedBy("this")
   private final Map<String, Path> registry = new TreeMap<>();
   /** An immutable copy of {@link #registry}, published on every change, for readers outside the monitor. */
   private volatile Map<String, Path> registryView = Map.of();
@@ -135,7 +137,9 @@ final class DatasetRegistry implements AutoCloseable {
    * under a reader. Guarded by its own monitor (the cache's removal listener takes it, so it is
    * never held while waiting for this object's).
    */
-  private final Map<Dataset, int[]> datasetUsers = new IdentityHashMap<>();
+  @GuardedBy("datasetUsers")
+  private final IdentityHashMap<Dataset, int[]> datasetUsers = new IdentityHashMap<>();
+  @GuardedBy("datasetUsers")
   private final Set<Dataset> retiredDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
   /** A dataset held open for one piece of work. */

@@ -64,10 +64,6 @@ final class DeriveJobs implements AutoCloseable {
       total = t;
     }
 
-    boolean active() {
-      return state.equals("queued") || state.equals("running");
-    }
-
     synchronized ObjectNode json() {
       ObjectNode o = Json.object().put("job", id).put("state", state).put("dataset", dataset).put("spec", spec);
       o.put("submittedAt", Instant.ofEpochMilli(submitted).toString());

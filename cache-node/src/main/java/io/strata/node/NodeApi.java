@@ -194,14 +194,14 @@ final class NodeApi {
         return;
       }
     }
-    boolean mutating = m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE || m == HttpMethod.PATCH;
+    boolean mutating = m.equals(HttpMethod.POST) || m.equals(HttpMethod.PUT) || m.equals(HttpMethod.DELETE) || m.equals(HttpMethod.PATCH);
     if (mutating) {
       String origin = ctx.request().getHeader("Origin");
       if (origin != null && !sameMachineOrigin(origin)) {
         error(ctx, 403, "changes from another origin are refused (Origin '" + clip(origin) + "')");
         return;
       }
-      if (m != HttpMethod.DELETE) {
+      if (!m.equals(HttpMethod.DELETE)) {
         String type = ctx.request().getHeader("content-type");
         String mime = type == null ? "" : type.split(";", 2)[0].strip();
         if (!mime.equalsIgnoreCase("application/json")) {
@@ -252,7 +252,7 @@ final class NodeApi {
 
   private void authorize(RoutingContext ctx) {
     HttpMethod m = ctx.request().method();
-    boolean mutating = m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE || m == HttpMethod.PATCH;
+    boolean mutating = m.equals(HttpMethod.POST) || m.equals(HttpMethod.PUT) || m.equals(HttpMethod.DELETE) || m.equals(HttpMethod.PATCH);
     if (mutating && config.token() != null) {
       String h = ctx.request().getHeader("Authorization");
       if (h == null || !constantTimeEquals(h, "Bearer " + config.token())) {

@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
@@ -53,7 +54,9 @@ final class PromotionQueue implements AutoCloseable {
   private final PeerReads peers;
   private final ThreadPoolExecutor promoter;
   private final ThreadPoolExecutor evictor;
+  @GuardedBy("this")
   private double tokens;
+  @GuardedBy("this")
   private double lastRefill = Double.NaN;
   private volatile boolean closed;
 

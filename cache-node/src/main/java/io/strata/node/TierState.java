@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.node.policy.CachePolicy.Placement;
 import io.strata.node.policy.CachePolicy;
 import io.strata.node.policy.Policies;
@@ -44,30 +45,45 @@ final class TierState {
   record Read(String feature, int chunk, long bytes, Tier tier) {}
 
   /** The policy in force (one of {@link Policies}, replaced whole by {@link #setPolicy}) and its name. */
+  @GuardedBy("this")
   private CachePolicy policy;
+  @GuardedBy("this")
   private String policyName;
   /** The node's settings the policy was made with (a policy ignores those it has no use for). */
+  @GuardedBy("this")
   private double flashBudgetPerHour;
+  @GuardedBy("this")
   private double popularityDiscount;
   private final TierCounters counters;
   private final DoubleSupplier clock;
+  @GuardedBy("this")
   private final KeySpace keys = new KeySpace();
+  @GuardedBy("this")
   private final Map<Integer, SegmentRef> residentRefs = new HashMap<>();
   /** Keys being written (placed, not landed), and when each was placed. */
+  @GuardedBy("this")
   private final Map<Integer, Double> pending = new HashMap<>();
   /** When each resident key's segment landed (a miss of it reported later than that was a stale reader's). */
+  @GuardedBy("this")
   private final Map<Integer, Double> landedAt = new HashMap<>();
   /** When each job last reported reads: the reads of a report were made after its previous one. */
+  @GuardedBy("this")
   private final Map<String, Double> reportedAt = new HashMap<>();
+  @GuardedBy("this")
   private final Jobs jobs;
   private final TraceRecorder trace;
+  @GuardedBy("this")
   private final Reservations reserved = new Reservations();
   /** Per dataset, what its current version's readers read per job and feature: what a relayout would learn from. */
+  @GuardedBy("this")
   private final CoAccessLog coAccess = new CoAccessLog();
+  @GuardedBy("this")
   private PromotionQueue queue;
   /** The plans in force, by job name (what peer prefetch looks ahead in). */
+  @GuardedBy("this")
   private final Map<String, CachePolicy.JobPlan> planned = new HashMap<>();
   /** Keys whose residency a prefetch pass found on no peer, and when: not asked about again for a while. */
+  @GuardedBy("this")
   private final Map<Integer, Double> noPeerSince = new HashMap<>();
   /** Jobs whose last report time is kept (for {@link TierCounters#hddBytesLanded}). */
   private static final int MAX_REPORTING_JOBS = 4096;
@@ -76,9 +92,12 @@ final class TierState {
   /** Keys of a plan a prefetch pass looks at, from the job's position on. */
   static final int PEER_LOOKAHEAD_KEYS = 4096;
   /** Changes whenever a segment lands or goes: readers re-resolve when it differs from what they saw. */
+  @GuardedBy("this")
   private long residency;
   /** Where {@link #residency} is published to jobs on this host (null: nowhere). */
+  @GuardedBy("this")
   private ResidencyBeacon beacon;
+  @GuardedBy("this")
   private boolean closed;
 
   TierState(String policyName, Policies.Options options, TierCounters counters, DoubleSupplier clock, double planLeaseSeconds,
@@ -104,6 +123,7 @@ final class TierState {
   }
 
   /** Segments landed or went: jobs re-resolve (at their next report's answer, or at once through the beacon). */
+  @GuardedBy("this")
   private void residencyChanged() {
     residency++;
     if (beacon != null) {
@@ -140,6 +160,7 @@ final class TierState {
   }
 
   /** In a cluster: chunks other nodes hold (kept for keys allocated later too). */
+  @GuardedBy("this")
   private final Set<String> elsewhere = new HashSet<>();
 
   /** In a cluster: whether another node holds this chunk now; the policy stops guessing for it (see StrataPolicy). */
@@ -154,6 +175,7 @@ final class TierState {
   }
 
   /** A key's size is now known (its segment's bytes): the policy and the recorded trace use it from now on. */
+  @GuardedBy("this")
   private void setKeyBytes(int key, long bytes) {
     keys.setBytes(key, bytes);
     trace.size(key, bytes);
@@ -246,6 +268,7 @@ final class TierState {
   }
 
   /** Notes that {@code job} reports now; returns when it reported before (null: not known). */
+  @GuardedBy("this")
   private Double reported(String job, double now) {
     if (reportedAt.size() >= MAX_REPORTING_JOBS && !reportedAt.containsKey(job)) {
       reportedAt.values().removeIf(t -> now - t > 60); // jobs without plans that went quiet
@@ -292,6 +315,7 @@ final class TierState {
   }
 
   /** Drops the plans of jobs silent for longer than the lease. */
+  @GuardedBy("this")
   private void expirePlans(double now) {
     for (Jobs.Job j : jobs.expire(now)) {
       policy.jobEnded(j.id());
@@ -367,6 +391,7 @@ final class TierState {
   // ---------------------------------------------------------------- placements
 
   /** Hands the placement of one feature chunk to the queue; false (and the policy told) if refused. */
+  @GuardedBy("this")
   private boolean schedule(int key) {
     if (residentRefs.containsKey(key) || pending.containsKey(key) || closed) {
       return false;
@@ -431,12 +456,16 @@ final class TierState {
   }
 
   /** Forgets {@code key}'s segment and when it landed; returns the segment (null: none). */
+  @GuardedBy("this")
   private SegmentRef dropResident(int key) {
     landedAt.remove(key);
     return residentRefs.remove(key);
   }
 
   /** Called by the policy for every key it evicts (under this object's lock). */
+  // Called back by the policy, synchronously, from methods that hold this monitor (a method
+  // reference, which the checker cannot follow).
+  @SuppressWarnings("GuardedBy")
   private void evicted(int key) {
     SegmentRef ref = dropResident(key);
     residencyChanged();
@@ -481,6 +510,7 @@ final class TierState {
    * is placed again at once, within the budget: the policy had it resident. Returns the keys
    * placed again, or -1 if {@code ref} was no longer resident (evicted meanwhile: nothing to do).
    */
+  @SuppressWarnings("ReferenceEquality") // the very reference the caller holds, not an equal one
   synchronized int repair(Dataset ds, String feature, int chunk, SegmentRef ref) {
     int k = key(ds, feature, chunk);
     if (residentRefs.get(k) != ref) {
@@ -508,6 +538,7 @@ final class TierState {
   }
 
   /** SSD bytes a dataset holds or has in flight. */
+  @GuardedBy("this")
   private long datasetBytes(String ds) {
     long used = residentBytes(ds);
     for (int p : pending.keySet()) {
@@ -518,6 +549,7 @@ final class TierState {
     return used;
   }
 
+  @GuardedBy("this")
   private boolean withinQuota(int key) {
     Long quota = reserved.quota(keys.get(key).dataset());
     return quota == null || datasetBytes(keys.get(key).dataset()) + keys.bytes(key) <= quota;
@@ -651,7 +683,7 @@ final class TierState {
       throw NodeException.conflict("an SSD budget of " + budget + " bytes is below the " + pinned
           + " bytes pinned features take: unpin first (pins: " + pins() + ")");
     }
-    if (flash != null && flash < 0 || discount != null && !(discount >= 1)) {
+    if ((flash != null && flash < 0) || (discount != null && !(discount >= 1))) {
       throw new IllegalArgumentException("a flash budget must not be negative and a popularity discount must be at least 1");
     }
     if (name != null && !name.equals(policyName)) {
@@ -679,6 +711,7 @@ final class TierState {
    * sheds the excess at the next read or change), the plans in force and each planned job's
    * position. What the old one learned by itself (read histories, frequencies) is not carried over.
    */
+  @GuardedBy("this")
   private void replacePolicy(String name) {
     CachePolicy next = Policies.create(name, new Policies.Options(policy.budget(), flashBudgetPerHour, popularityDiscount));
     for (int k = 0; k < keys.size(); k++) {

@@ -628,7 +628,7 @@ class CacheNodeTest {
       try (Socket sock = new Socket(u.getHost(), u.getPort())) {
         sock.getOutputStream().write(req.getBytes(StandardCharsets.US_ASCII));
         sock.getOutputStream().flush();
-        String status = new BufferedReader(new InputStreamReader(sock.getInputStream())).readLine();
+        String status = new BufferedReader(new InputStreamReader(sock.getInputStream(), java.nio.charset.StandardCharsets.UTF_8)).readLine();
         assertTrue(status.contains(" 403 "), req + " -> " + status);
       }
     }

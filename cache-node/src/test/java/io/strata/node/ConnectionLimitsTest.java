@@ -43,7 +43,7 @@ class ConnectionLimitsTest {
   }
 
   private Socket connect() throws IOException {
-    Socket s = new Socket("127.0.0.1", node.port());
+    Socket s = new Socket(java.net.InetAddress.getLoopbackAddress(), node.port());
     s.setSoTimeout(1);
     return s;
   }

@@ -263,7 +263,7 @@ class HttpApiFuzzTest {
 
   /** Sends {@code request} on a new connection; returns the answer's status code and body (fails on silence). */
   private static String[] exchange(int port, byte[] request) throws Exception {
-    try (Socket s = new Socket("127.0.0.1", port)) {
+    try (Socket s = new Socket(java.net.InetAddress.getLoopbackAddress(), port)) {
       s.setSoTimeout(10_000);
       s.getOutputStream().write(request);
       s.getOutputStream().flush();

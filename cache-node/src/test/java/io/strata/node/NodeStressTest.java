@@ -63,6 +63,7 @@ class NodeStressTest {
     AtomicLong ranges = new AtomicLong();
     AtomicLong ssdRanges = new AtomicLong();
     AtomicLong actions = new AtomicLong();
+    @SuppressWarnings("UnnecessaryAsync") // counted on the operator thread, read after it ends
     AtomicLong restarts = new AtomicLong();
     AtomicLong refusals = new AtomicLong();
     List<Thread> threads = new ArrayList<>();

@@ -301,10 +301,10 @@ class FeatureStoreTest {
       List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
       List<org.rocksdb.ColumnFamilyDescriptor> cfs = List.of(
           new org.rocksdb.ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfo),
-          new org.rocksdb.ColumnFamilyDescriptor("meta".getBytes(), cfo),
-          new org.rocksdb.ColumnFamilyDescriptor("data".getBytes(), cfo));
+          new org.rocksdb.ColumnFamilyDescriptor("meta".getBytes(java.nio.charset.StandardCharsets.UTF_8), cfo),
+          new org.rocksdb.ColumnFamilyDescriptor("data".getBytes(java.nio.charset.StandardCharsets.UTF_8), cfo));
       try (RocksDB db = RocksDB.open(opts, dir.resolve("rocksdb").toString(), cfs, handles)) {
-        byte[] key = FeatureStore.dataKey(fp, 1).getBytes();
+        byte[] key = FeatureStore.dataKey(fp, 1).getBytes(java.nio.charset.StandardCharsets.UTF_8);
         byte[] v = db.get(handles.get(2), key);
         v[v.length / 2] ^= 0x40;
         db.put(handles.get(2), key, v);

@@ -228,7 +228,7 @@ public final class GpuShipper implements AutoCloseable {
         }
       }
     }
-    boolean direct = data > 0 && inOnePinnedSlab(parts, lo, hi);
+    boolean direct = data > 0 && inOnePinnedSlab(lo, hi);
     long span = direct ? hi - lo : packedSize(parts);
     if (span > slot.deviceBytes) {
       waitForSlot(slot);
@@ -292,7 +292,7 @@ public final class GpuShipper implements AutoCloseable {
   }
 
   /** Whether every buffer of the batch lies in one pinned slab. */
-  private boolean inOnePinnedSlab(Map<String, MemorySegment[]> parts, long lo, long hi) {
+  private boolean inOnePinnedSlab(long lo, long hi) {
     Map.Entry<Long, Long> slab = pinned.floorEntry(lo);
     return slab != null && hi <= slab.getKey() + slab.getValue();
   }

@@ -124,6 +124,7 @@ public final class Dataset implements AutoCloseable {
     return orc.readChunk(chunk, features, arena);
   }
 
+  /** Closes the ORC files, then the sample index, then the version lease, each even when one before failed. */
   @Override
   public void close() throws IOException {
     try {
@@ -134,14 +135,20 @@ public final class Dataset implements AutoCloseable {
           samples.close();
         }
       } finally {
-        try {
-          lease.close();
-        } catch (IOException e) {
-          throw e;
-        } catch (Exception e) {
-          throw new IOException(e);
-        }
+        closeLease();
       }
     }
   }
+
+  private void closeLease() throws IOException {
+    try {
+      lease.close();
+    } catch (IOException | RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IOException(e);
+    }
+  }
+
+
 }

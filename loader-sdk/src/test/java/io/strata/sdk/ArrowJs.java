@@ -101,6 +101,7 @@ public final class ArrowJs {
     }
   }
 
+  @SuppressWarnings("JavaLocalDateTimeGetNano") // the nanos within the second, added to the epoch seconds
   static boolean matches(FeatureType type, Object e, JsonNode a) {
     if (e == null) {
       return a.isNull();

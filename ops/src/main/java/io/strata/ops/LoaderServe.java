@@ -132,6 +132,7 @@ public final class LoaderServe {
         return 0;
       }
       AtomicInteger active = new AtomicInteger();
+      @SuppressWarnings("UnnecessaryAsync") // one accepting thread counts; kept atomic should that change
       AtomicInteger counter = new AtomicInteger();
       ServerSocketChannel server = listen(socket);
       try {

@@ -154,8 +154,8 @@ public final class Main implements Runnable {
 
   public static void main(String[] args) {
     ProcessTemp.claim(); // first: libraries unpack into the temporary directory as they load
-    PrintWriter out = new PrintWriter(System.out, true);
-    PrintWriter err = new PrintWriter(System.err, true);
+    PrintWriter out = new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset());
+    PrintWriter err = new PrintWriter(System.err, true, java.nio.charset.Charset.defaultCharset());
     int code;
     try {
       code = run(args, out, err);

@@ -146,7 +146,14 @@ public final class Terminal {
     private boolean drawn;
 
     public Bar(String what, PrintWriter err) {
-      this(what, err, System.console() != null && System.console().isTerminal() && System.getenv("STRATA_NO_TTY") == null);
+      this(what, err, interactive());
+    }
+
+    /** Whether the process talks to a terminal (since JDK 22 a console exists even when it does not). */
+    @SuppressWarnings("SystemConsoleNull") // null where the JDK has no console at all (jdk.console unset)
+    private static boolean interactive() {
+      java.io.Console console = System.console();
+      return console != null && console.isTerminal() && System.getenv("STRATA_NO_TTY") == null;
     }
 
     private Bar(String what, PrintWriter err, boolean tty) {

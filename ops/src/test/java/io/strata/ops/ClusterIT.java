@@ -29,7 +29,7 @@ class ClusterIT {
   void peersServeChunksValuesMatchOrcHddBytesDropAndAKilledHostIsSurvived() throws Exception {
     String why = ClusterLab.unavailable();
     Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
-    JsonNode r = ClusterBench.run(dir, 120_000, 20, true, new PrintWriter(System.out, true));
+    JsonNode r = ClusterBench.run(dir, 120_000, 20, true, new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset()));
     System.out.println(r.toPrettyString());
     JsonNode alone = r.path("alone");
     JsonNode clustered = r.path("clustered");

@@ -80,7 +80,6 @@ class LoaderRestartIT {
     Path cache = tmp.resolve("batch-cache");
     List<String> delivered = new ArrayList<>();
     int[] killAfter = {7, 19, 33};
-    List<Double> firstBatchMs = new ArrayList<>();
     for (int kill : killAfter) {
       Process p = start(args(checkpoint, cache));
       List<String> seen = new ArrayList<>();
@@ -114,7 +113,6 @@ class LoaderRestartIT {
     tail.stream().map(LoaderRestartIT::key).forEach(delivered::add);
     assertEquals(expected, delivered, "killed three times, the sequence equals an uninterrupted run's");
     var summary = rest.json();
-    firstBatchMs.add(summary.get("timeToFirstBatchMs").asDouble());
     System.out.printf("restart: first batch after %.1f ms, %d batches from the cache%n",
         summary.get("timeToFirstBatchMs").asDouble(), summary.get("batchesFromCache").asLong());
   }

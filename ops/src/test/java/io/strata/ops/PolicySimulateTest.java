@@ -22,7 +22,7 @@ class PolicySimulateTest {
     Path script = Path.of(System.getProperty("strata.project.dir"), "bench", "traces", "make_trace.py");
     Process p = new ProcessBuilder("python3", script.toString(), trace.toString(), "3").redirectErrorStream(true).start();
     assertTrue(p.waitFor(60, TimeUnit.SECONDS), "python3 finished");
-    assertEquals(0, p.exitValue(), new String(p.getInputStream().readAllBytes()));
+    assertEquals(0, p.exitValue(), new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
     assertTrue(Files.readString(trace).startsWith("time, job, dataset, feature, chunk, bytes"));
     Cli.Result r = Cli.run("policy", "simulate", "--trace", trace.toString(), "--ssd-budget", "10%,25%", "--json");
     assertEquals(0, r.code(), r.err());

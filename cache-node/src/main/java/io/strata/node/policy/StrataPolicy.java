@@ -4,7 +4,6 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.function.IntPredicate;
 
 /**
  * Strata's tiering policy: keep what running jobs will read soonest, admit what jobs will still
@@ -166,8 +165,10 @@ public final class StrataPolicy implements CachePolicy {
   private final NextUseHeap heap = new NextUseHeap();
   private final DeclaredPlans plans = new DeclaredPlans();
   private final StreamStats streams = new StreamStats();
-  /** Resident chunks the heap may hand out as victims. */
-  private final IntPredicate evictable = k -> resident[k] && !pinned[k];
+  /** Whether key {@code k} may be evicted (the heap hands out only these as victims): resident and not pinned. */
+  private boolean evictable(int k) {
+    return resident[k] && !pinned[k];
+  }
 
   /**
    * @param budgetBytes SSD bytes the policy may fill
@@ -397,7 +398,7 @@ public final class StrataPolicy implements CachePolicy {
     int nv = 0;
     boolean ok = true;
     while (free < need) {
-      int k = heap.top(evictable);
+      int k = heap.top(this::evictable);
       if (k < 0) {
         ok = false;
         break;
@@ -576,7 +577,7 @@ public final class StrataPolicy implements CachePolicy {
     }
     rebuild(now);
     while (used > budget && residentCount > 0) {
-      int k = heap.top(evictable);
+      int k = heap.top(this::evictable);
       if (k >= 0) {
         heap.pop();
       } else {

@@ -49,7 +49,6 @@ final class StreamStats {
     final int job;
     final BitSet read = new BitSet();
     int readInPass;
-    int passes;
     long reads;
     double firstTime;
     double lastTime;
@@ -127,7 +126,6 @@ final class StreamStats {
     if (p.read.get(li)) {
       p.read.clear();
       p.readInPass = 0;
-      p.passes++;
     }
     p.read.set(li);
     p.readInPass++;

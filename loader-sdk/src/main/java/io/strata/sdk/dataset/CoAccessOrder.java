@@ -512,7 +512,7 @@ public final class CoAccessOrder {
         for (int f : block) {
           reads |= readers[f][w];
         }
-        for (long t = left & right | reads & (left | right); t != 0; t &= t - 1) {
+        for (long t = (left & right) | (reads & (left | right)); t != 0; t &= t - 1) {
           touched[n++] = (w << 6) + Long.numberOfTrailingZeros(t);
         }
       }

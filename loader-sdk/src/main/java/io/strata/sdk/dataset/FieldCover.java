@@ -184,7 +184,7 @@ final class FieldCover {
     void search(long[] covered, int mask, int forbidden, int size, int fields) {
       int f = firstMissing(covered, k);
       if (f < 0) {
-        if (size < bestSize || size == bestSize && (fields < bestFields || fields == bestFields && mask < bestMask)) {
+        if (size < bestSize || (size == bestSize && (fields < bestFields || (fields == bestFields && mask < bestMask)))) {
           bestSize = size;
           bestFields = fields;
           bestMask = mask;

@@ -149,6 +149,8 @@ public final class OrcReads {
 
   /** The requests of every thread while a {@link Recording} is open (null: none). */
   private static volatile Recording recording;
+  /** Held to start or end a recording. */
+  private static final Object RECORDING_LOCK = new Object();
 
   /**
    * Records every request the process's ORC reading issues until closed (one recording at a
@@ -170,7 +172,7 @@ public final class OrcReads {
 
     @Override
     public void close() {
-      synchronized (OrcReads.class) {
+      synchronized (RECORDING_LOCK) {
         if (recording == this) {
           recording = null;
         }
@@ -180,7 +182,7 @@ public final class OrcReads {
 
   /** Starts recording; refused while another recording is open. */
   public static Recording record() {
-    synchronized (OrcReads.class) {
+    synchronized (RECORDING_LOCK) {
       if (recording != null) {
         throw new IllegalStateException("ORC read requests are already being recorded");
       }

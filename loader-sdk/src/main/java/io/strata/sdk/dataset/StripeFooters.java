@@ -70,7 +70,7 @@ final class StripeFooters {
   static void write(Path orc, Reader reader, String crc32c) throws IOException {
     List<StripeInformation> stripes = reader.getStripes();
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
-    long size = headerBytes(crc.length) + 4;
+    long size = headerBytes(crc.length) + 4L;
     for (StripeInformation s : stripes) {
       size += ENTRY + s.getFooterLength();
     }
@@ -117,7 +117,7 @@ final class StripeFooters {
       Confinement confinement) {
     Path p = sidecar(orc);
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
-    long expected = headerBytes(crc.length) + 4;
+    long expected = headerBytes(crc.length) + 4L;
     for (StripeInformation s : stripes) {
       expected += ENTRY + s.getFooterLength();
     }

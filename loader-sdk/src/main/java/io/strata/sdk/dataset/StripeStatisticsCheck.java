@@ -56,7 +56,7 @@ final class StripeStatisticsCheck {
    */
   static void check(Path file, int stripe, String name, ColumnStatistics stats, Column c, boolean utcTimestamps)
       throws CorruptFileException {
-    long nonNull = c.length() - c.nullCount();
+    long nonNull = (long) c.length() - c.nullCount();
     long recorded = stats.getNumberOfValues();
     if (recorded > 0 && recorded != nonNull) {
       fail(file, stripe, name, "decoded " + nonNull + " non-null values, the stripe statistics record " + recorded);

@@ -1,5 +1,6 @@
 package io.strata.sdk.dataset;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -42,6 +43,7 @@ public final class VersionLeases {
   }
 
   /** The lease files this process holds, by path. Guarded by the class. */
+  @GuardedBy("VersionLeases.class")
   private static final Map<Path, Held> HELD = new HashMap<>();
 
   private VersionLeases() {}

@@ -18,6 +18,7 @@ sealed interface Expr {
   }
 
   /** A number literal. */
+  @SuppressWarnings("JavaLangClash") // the spec language's own name; always written Expr.Number outside
   record Number(BigDecimal value, int position) implements Expr {
     @Override
     public String canonical() {

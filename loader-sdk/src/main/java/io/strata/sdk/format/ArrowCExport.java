@@ -231,12 +231,13 @@ public final class ArrowCExport {
   }
 
   // Upcalls: a struct handed to release; its private_data names the export (0 for children).
-  @SuppressWarnings("restricted")
+  // Found by name through a method handle lookup, hence "unused".
+  @SuppressWarnings({"restricted", "UnusedMethod"})
   private static void releaseArray(MemorySegment base) {
     release(base.reinterpret(ARRAY_BYTES), 64, 72, 48, 32);
   }
 
-  @SuppressWarnings("restricted")
+  @SuppressWarnings({"restricted", "UnusedMethod"})
   private static void releaseSchema(MemorySegment base) {
     release(base.reinterpret(SCHEMA_BYTES), 56, 64, 40, 32);
   }

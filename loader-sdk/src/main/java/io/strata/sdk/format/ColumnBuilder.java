@@ -28,7 +28,6 @@ public final class ColumnBuilder {
   private final int width;
   private final ColumnBuilder child;
   private final boolean fixed;
-  private final boolean variable;
   private MemorySegment values = MemorySegment.NULL;
   private MemorySegment offsets = MemorySegment.NULL;
   private MemorySegment validity = MemorySegment.NULL;
@@ -45,7 +44,6 @@ public final class ColumnBuilder {
     this.arena = Objects.requireNonNull(arena, "arena");
     this.width = type.kind().width();
     this.fixed = type.isFixedWidth();
-    this.variable = type.isVariableWidth();
     this.child =
         type.kind() == FeatureType.Kind.LIST
             ? new ColumnBuilder(type.element(), arena, expectedRows)
@@ -318,7 +316,7 @@ public final class ColumnBuilder {
 
   /** Appends rows {@code [from, from + count)} of {@code src}, which must have this builder's type. */
   public void appendRange(Column src, int from, int count) {
-    if (src.type() != type && !src.type().equals(type)) {
+    if (!src.type().equals(type)) {
       throw new IllegalArgumentException("cannot append a " + src.type() + " column to a " + type + " builder");
     }
     if (from < 0 || count < 0 || from + count > src.length()) {
@@ -391,7 +389,7 @@ public final class ColumnBuilder {
     boolean anyNulls = false;
     for (int r = 0; r < order.runs(); r++) {
       Column c = cols[order.runChunk(r)];
-      if (c.type() != type && !c.type().equals(type)) {
+      if (!c.type().equals(type)) {
         throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
       }
       int last = order.runMaxRow(r);

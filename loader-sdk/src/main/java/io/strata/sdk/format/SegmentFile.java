@@ -126,7 +126,7 @@ public final class SegmentFile implements AutoCloseable {
           };
       if (check) {
         PageMappings.sequential(map);
-        f.verifyChecksums(map);
+        f.verifyChecksums();
         VERIFIED.add(key);
         // The pass mapped every page of the file into this process; readers touch a few columns.
         PageMappings.release(map);
@@ -315,7 +315,10 @@ public final class SegmentFile implements AutoCloseable {
               yield null;
             }
             FeatureType element = fieldType(path, field.tableAt(Arrow.FIELD_CHILDREN, 0));
-            yield element.kind() == FeatureType.Kind.LIST ? null : FeatureType.list(element);
+            if (element.kind() == FeatureType.Kind.LIST) {
+              yield null;
+            }
+            yield FeatureType.list(element);
           }
           default -> null;
         };
@@ -393,7 +396,7 @@ public final class SegmentFile implements AutoCloseable {
     }
   }
 
-  private void verifyChecksums(MemorySegment map) throws CorruptFileException {
+  private void verifyChecksums() throws CorruptFileException {
     String listed = metadata.get(Arrow.KEY_CRC);
     if (listed == null) {
       throw new CorruptFileException(path, "missing '" + Arrow.KEY_CRC + "' in the segment metadata");

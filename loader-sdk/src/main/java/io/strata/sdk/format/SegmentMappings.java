@@ -1,5 +1,6 @@
 package io.strata.sdk.format;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
 import io.strata.sdk.SegmentSource;
 import io.strata.sdk.format.SegmentFile;
@@ -48,9 +49,13 @@ public final class SegmentMappings implements AutoCloseable {
 
   private final String owner;
   private final boolean keepUnreferenced;
+  @GuardedBy("this")
   private final Map<Path, Entry> live = new HashMap<>();
+  @GuardedBy("this")
   private final List<Entry> retiredHeld = new ArrayList<>();
+  @GuardedBy("this")
   private long unlinkedBytes;
+  @GuardedBy("this")
   private boolean closed;
 
   /**
@@ -173,6 +178,7 @@ public final class SegmentMappings implements AutoCloseable {
     }
   }
 
+  @GuardedBy("this")
   private void release(Entry e) {
     e.refs--;
     if (e.refs > 0) {
@@ -213,6 +219,7 @@ public final class SegmentMappings implements AutoCloseable {
     return unlinkedBytes;
   }
 
+  @GuardedBy("this")
   private void checkOpen() {
     if (closed) {
       throw new IllegalStateException("the segment mappings of " + owner + " are closed");

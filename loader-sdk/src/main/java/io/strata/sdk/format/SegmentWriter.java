@@ -221,6 +221,7 @@ public final class SegmentWriter {
         .addLong(Arrow.MESSAGE_BODY_LENGTH, bodyLength);
   }
 
+  @SuppressWarnings("ByteBufferBackingArray") // le() allocates heap buffers, whose arrays start at offset 0
   private static FbEncoder.Table recordBatch(long rows, Body body, long[] offsets) {
     ByteBuffer nodes = le(Arrow.FIELD_NODE_SIZE * body.nodes().size());
     for (long[] node : body.nodes()) {

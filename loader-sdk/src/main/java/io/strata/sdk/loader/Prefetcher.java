@@ -1,5 +1,6 @@
 package io.strata.sdk.loader;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -27,12 +28,16 @@ final class Prefetcher implements AutoCloseable {
   private record Result(Batch batch, Throwable error) {}
 
   private final Object lock = new Object();
+  @GuardedBy("lock")
   private final Map<Long, Result> ready = new HashMap<>();
   private final List<Thread> workers = new ArrayList<>();
   private final int depth;
   private final long end;
+  @GuardedBy("lock")
   private long nextToClaim;
+  @GuardedBy("lock")
   private long consumed;
+  @GuardedBy("lock")
   private boolean closed;
 
   /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */

@@ -1,5 +1,6 @@
 package io.strata.sdk.loader;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,14 +33,19 @@ import java.util.List;
  * slabs are allocated and freed, and arenas closed, outside it.
  */
 final class SlabPool implements AutoCloseable {
+  @GuardedBy("this")
   private final ArrayDeque<BatchMemory.Slab> idle = new ArrayDeque<>();
   private final int maxIdle;
   private final BatchMemory source;
+  @GuardedBy("this")
   private long slabBytes;
   /** Slabs made and not yet freed: idle, held by a batch, or held by a generation not yet ended. */
+  @GuardedBy("this")
   private int live;
+  @GuardedBy("this")
   private boolean closed;
   /** The generation new batches join (scoped batches only); null when the next take starts one. */
+  @GuardedBy("this")
   private Generation current;
 
   /** Bytes of slabs one scope spans at most. */
@@ -62,7 +68,8 @@ final class SlabPool implements AutoCloseable {
 
   private record Returned(BatchMemory.Slab slab, long used, boolean overflowed) {}
 
-  /** Batches a scope spans: as many as fit {@link #SCOPE_BYTES} of slabs, at most {@link #MAX_SPAN}, one before sizes are known. Guarded. */
+  /** Batches a scope spans: as many as fit {@link #SCOPE_BYTES} of slabs, at most {@link #MAX_SPAN}, one before sizes are known. */
+  @GuardedBy("this")
   private int span() {
     return slabBytes <= 0 ? 1 : (int) Math.max(1, Math.min(MAX_SPAN, SCOPE_BYTES / Math.max(1, slabBytes + slabBytes / 2)));
   }
@@ -149,8 +156,10 @@ final class SlabPool implements AutoCloseable {
    */
   private void giveBack(BatchMemory.Slab slab, long used, boolean overflowed) {
     BatchMemory.Slab keep = slab;
+    long replacement;
     synchronized (this) {
       slabBytes = Math.max(slabBytes, used);
+      replacement = Math.max(slabBytes + slabBytes / 2, 1 << 20);
       if (keep != null && overflowed) {
         keep.close();
         keep = null;
@@ -170,7 +179,7 @@ final class SlabPool implements AutoCloseable {
     }
     if (keep == null) {
       try {
-        keep = source.allocate(Math.max(slabBytes + slabBytes / 2, 1 << 20));
+        keep = source.allocate(replacement);
       } catch (IOException e) {
         // No slab this time (a full /dev/shm, say): later batches take their memory from their own
         // arenas, as the first batch did, and the memory's owner sees buffers outside its slabs.

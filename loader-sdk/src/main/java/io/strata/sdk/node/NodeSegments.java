@@ -81,7 +81,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
     this.dataset = dataset;
     this.features = List.copyOf(features);
     this.refreshMillis = refreshMillis;
-    this.mappings = new SegmentMappings("job " + job + " on " + client, false);
+    this.mappings = new SegmentMappings("job " + job + " on " + client.url(), false);
     refresh();
     this.reporter = Thread.ofPlatform().name("strata-node-reporter-" + job).daemon(true).start(this::reportLoop);
   }

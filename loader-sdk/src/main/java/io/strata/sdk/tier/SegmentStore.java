@@ -1,5 +1,6 @@
 package io.strata.sdk.tier;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.Dataset;
@@ -56,14 +57,20 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private final Path root;
   private final Confinement confinement;
   private final SegmentFile.Verify verifyOnMap;
+  @GuardedBy("this")
   private final Map<String, List<SegmentRef>> byChunk = new HashMap<>();
+  @GuardedBy("this")
   private final Map<Path, SegmentRef> byPath = new HashMap<>();
   private final SegmentMappings mappings;
   /** Ends new segment names: microseconds at open, then one more per write (names are never reused). */
   private final AtomicLong writes = new AtomicLong(System.currentTimeMillis() * 1000);
+  @GuardedBy("this")
   private final List<String> dropped = new ArrayList<>();
+  @GuardedBy("this")
   private long bytes;
+  @GuardedBy("this")
   private long generation;
+  @GuardedBy("this")
   private boolean closed;
 
   /** A mapped segment held by a reader until {@link #close()}. */
@@ -187,7 +194,8 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     return ownerLock != null;
   }
 
-  private void scan(boolean verify) throws IOException {
+  // Synchronized though it runs before the store is shared (from open): the catalog is the monitor's.
+  private synchronized void scan(boolean verify) throws IOException {
     List<Path> files;
     try (Stream<Path> walk = Files.walk(root, 3)) {
       // A confined store sees links too (never followed): its segments are regular files in it, a link there is dropped.
@@ -393,6 +401,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   /** A damaged segment is never served again: readers fall back to ORC. */
+  @SuppressWarnings("ReferenceEquality") // the very reference the caller holds, not an equal one
   private synchronized void drop(SegmentRef ref, String why) throws IOException {
     if (byPath.get(ref.path()) != ref) {
       return; // already removed or replaced
@@ -441,6 +450,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
   }
 
+  @GuardedBy("this")
   private void forget(SegmentRef ref) {
     SegmentRef old = byPath.remove(ref.path());
     if (old != null) {

@@ -77,7 +77,7 @@ class CoAccessOrderTest {
       long total = 0;
       for (int i = 0; i < n; i++) {
         columns.add("f" + i);
-        long b = 1_000 + rnd.nextInt(1_000);
+        long b = 1_000L + rnd.nextInt(1_000);
         bytes.put("f" + i, b);
         total += b;
       }

@@ -35,7 +35,7 @@ class DatasetGeneratorTest {
     try (Stream<Path> s = Files.list(dir)) {
       var out = new ByteArrayOutputStream();
       for (Path p : s.sorted().toList()) {
-        out.write(p.getFileName().toString().getBytes());
+        out.write(p.getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         out.write(Files.readAllBytes(p));
       }
       return out.toByteArray();

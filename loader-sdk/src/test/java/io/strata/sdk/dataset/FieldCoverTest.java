@@ -139,7 +139,7 @@ class FieldCoverTest {
         all &= !wanted[f] || cov[f];
       }
       int size = Integer.bitCount(mask);
-      if (all && (size < bestSize || size == bestSize && n < bestFields)) {
+      if (all && (size < bestSize || (size == bestSize && n < bestFields))) {
         best = mask;
         bestSize = size;
         bestFields = n;

@@ -218,7 +218,7 @@ class DerivationTest {
     }, 0);
     check("hash_bucket(bucketize(amount, [10, 100]), 7)", (r, x) -> {
       double v = (Double) x.get("amount", r);
-      long b = (v >= 10 ? 1 : 0) + (v >= 100 ? 1 : 0);
+      long b = (v >= 10 ? 1L : 0L) + (v >= 100 ? 1L : 0L);
       return Long.remainderUnsigned(hashOf(b), 7);
     }, 0);
   }

@@ -34,7 +34,7 @@ class SegmentFileTest {
       SequencedMap<String, Column> cols = new LinkedHashMap<>();
       long seed = 1;
       for (FeatureType t : TestData.ALL_TYPES) {
-        String name = "f" + cols.size() + "_" + t.kind().name().toLowerCase();
+        String name = "f" + cols.size() + "_" + t.kind().name().toLowerCase(java.util.Locale.ROOT);
         TestData.Sample s = TestData.random(t, rows, 0.1, seed++, arena);
         cols.put(name, s.column());
         expected.put(name, s.expected());

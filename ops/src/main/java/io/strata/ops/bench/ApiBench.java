@@ -130,7 +130,7 @@ final class ApiBench implements Callable<Integer> {
             errors[0]++;
           }
         } finally {
-          mine[0] = n - 1;
+          mine[0] = n - 1L;
           done.countDown();
         }
       });

@@ -237,7 +237,7 @@ public final class BenchAll implements Callable<Integer> {
     }
     return String.format(Locale.ROOT, "%d cores (%s), %s memory, %s %s, Java %s, %s", Runtime.getRuntime().availableProcessors(), cpu,
         Terminal.bytes(memKiB << 10), System.getProperty("os.name"), System.getProperty("os.version"),
-        System.getProperty("java.version"), LocalDate.now());
+        System.getProperty("java.version"), LocalDate.now(java.time.ZoneOffset.UTC));
   }
 
   static void writeSection(Path file, String section) throws IOException {

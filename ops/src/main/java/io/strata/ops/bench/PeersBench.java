@@ -489,7 +489,7 @@ final class PeersBench implements Callable<Integer> {
     for (int k = 0; k < row.length; k++) {
       long i = base + row[k];
       boolean v = (src.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
-      long byteAt = at[k] >>> 3;
+      int byteAt = at[k] >>> 3;
       byte b = out.get(ValueLayout.JAVA_BYTE, byteAt);
       int bit = 1 << (at[k] & 7);
       out.set(ValueLayout.JAVA_BYTE, byteAt, (byte) (v ? b | bit : b & ~bit));

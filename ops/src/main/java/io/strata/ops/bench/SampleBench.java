@@ -102,7 +102,7 @@ final class SampleBench implements Callable<Integer> {
             for (int k = 0; k < b.units(); k++) {
               long ordinal = index.find(b.unitId(k));
               units[k][0] = index.start(ordinal);
-              units[k][1] = b.unitStart(k + 1) - b.unitStart(k);
+              units[k][1] = (long) b.unitStart(k + 1) - b.unitStart(k);
             }
             batches.add(units);
             bytes += b.dataBytes();
