@@ -8,6 +8,11 @@ module io.strata.ops {
   requires com.fasterxml.jackson.databind;
   requires java.net.http;
 
+  uses io.strata.ops.CommandProvider;
+
+  provides io.strata.ops.CommandProvider with
+      io.strata.ops.bench.BenchCommands;
+
   opens io.strata.ops to
       info.picocli;
   opens io.strata.ops.bench to

@@ -3,6 +3,7 @@ package io.strata.ops;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.gpu.DeviceBatch;
 import io.strata.gpu.GpuShipper;
+import io.strata.ops.serve.LoaderServe;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.Tier;

@@ -1,17 +1,13 @@
 package io.strata.ops;
 
-import io.strata.ops.bench.BenchCommand;
-import io.strata.ops.bench.SoakCommand;
+import io.strata.ops.common.Messages;
 import io.strata.sdk.dataset.Locations;
 import io.strata.sdk.node.NodeClient;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.nio.file.FileSystemException;
-import java.nio.file.InvalidPathException;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Locale;
+import java.util.ServiceLoader;
 import picocli.CommandLine.Command;
 import picocli.CommandLine;
 
@@ -32,20 +28,17 @@ import picocli.CommandLine;
       DatasetCommand.class,
       FeaturesCommand.class,
       LoaderCommand.class,
-      BenchCommand.class,
       SegmentCommand.class,
-      DemoCommand.class,
-      SoakCommand.class,
-      CommandLine.HelpCommand.class
+      DemoCommand.class
     })
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   /** Exit code of a failed command. */
-  public static final int FAILURE = 1;
+  public static final int FAILURE = Messages.FAILURE;
 
   /** Exit code of wrong usage. */
-  public static final int USAGE = 2;
+  public static final int USAGE = Messages.USAGE;
 
   /** {@code strata} alone: the help. */
   @Override
@@ -56,6 +49,14 @@ public final class Main implements Runnable {
   /** Runs the command line and returns its exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
     CommandLine cli = new CommandLine(new Main());
+    // Commands of other packages (the benchmarks, the soak) come through the service loader: the
+    // command line does not depend on them, they depend on it.
+    for (CommandProvider p : ServiceLoader.load(CommandProvider.class)) {
+      for (Object command : p.commands()) {
+        cli.addSubcommand(command);
+      }
+    }
+    cli.addSubcommand(new CommandLine.HelpCommand());
     cli.setOut(out);
     cli.setErr(err);
     cli.setCaseInsensitiveEnumValuesAllowed(true);
@@ -122,34 +123,14 @@ public final class Main implements Runnable {
     return FAILURE;
   }
 
-  /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path). */
+  /** A path as messages name it (see {@link Messages#clean}). */
   static String clean(String file) {
-    try {
-      return Path.of(file).toAbsolutePath().normalize().toString();
-    } catch (InvalidPathException e) {
-      return file;
-    }
+    return Messages.clean(file);
   }
 
-  /** One line naming the problem, without a stack trace. */
-  static String describe(Throwable ex) {
-    if (ex instanceof UncheckedIOException u && u.getCause() != null) {
-      return describe(u.getCause()); // its own message is the cause's class and message
-    }
-    if (ex instanceof NoSuchFileException n) {
-      return (n.getReason() == null ? "no such file" : n.getReason()) + ": " + clean(n.getFile());
-    }
-    if (ex instanceof FileSystemException f && f.getFile() != null && !(ex instanceof NoSuchFileException)) {
-      // The JDK's own form, "FILE: reason", with the file's path clean.
-      return clean(f.getFile()) + (f.getOtherFile() == null ? "" : " -> " + clean(f.getOtherFile()))
-          + ": " + (f.getReason() == null ? ex.getClass().getSimpleName().replace("Exception", "").replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT) : f.getReason());
-    }
-    String m = ex.getMessage();
-    if (m == null || m.isBlank()) {
-      m = ex.getClass().getSimpleName();
-    }
-    // One line: multi-line messages (a spec error's caret display) keep their first line.
-    return m.lines().findFirst().orElse(m);
+  /** One line naming the problem, without a stack trace (see {@link Messages#describe}). */
+  public static String describe(Throwable ex) {
+    return Messages.describe(ex);
   }
 
   public static void main(String[] args) {

@@ -2,7 +2,7 @@ package io.strata.ops.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.ops.LoaderServe;
+import io.strata.ops.serve.LoaderServe;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Dataset;

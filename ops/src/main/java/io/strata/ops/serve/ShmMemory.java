@@ -1,6 +1,7 @@
-package io.strata.ops;
+package io.strata.ops.serve;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.PrivateDirs;
 import io.strata.sdk.loader.BatchMemory;
 import java.io.IOException;
@@ -54,7 +55,7 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
         try {
           long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
           if (ProcessHandle.of(pid).isEmpty() && Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
-            Processes.deleteTree(d);
+            AtomicFiles.deleteTree(d);
           }
         } catch (NumberFormatException | IOException ignored) {
           // Not ours, or already gone.
@@ -140,6 +141,6 @@ final class ShmMemory implements BatchMemory, AutoCloseable {
     for (Region r : List.copyOf(byAddress.values())) {
       free(r);
     }
-    Processes.deleteTree(dir);
+    AtomicFiles.deleteTree(dir);
   }
 }
