@@ -264,7 +264,6 @@ public final class TieredReader implements AutoCloseable {
    */
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
     refreshResidency();
-    List<ChunkInfo> chunks = dataset.chunks();
     Pieces ps = pieces(starts, offsets, units);
     boolean byFeature = ps != null;
     int pieces = byFeature ? ps.n : 0;
@@ -277,42 +276,19 @@ public final class TieredReader implements AutoCloseable {
       }
       return;
     }
-    long t0 = System.nanoTime();
-    long bytes = 0;
-    int[] before = new int[features.size()];
-    long[] perChunk = new long[chunks.size()];
-    for (int i = 0; i < features.size(); i++) {
-      ColumnBuilder b = out.get(i);
-      before[i] = b.rows();
+    boolean done = byFeature(out, (i, into, read) -> {
       Column[] cols = columns[i];
-      Arrays.fill(perChunk, 0);
-      try {
-        for (int p = 0; p < pieces; p++) {
-          Column col = cols[chunk[p]];
-          b.appendRange(col, local[p], count[p]);
-          perChunk[chunk[p]] += rangeBytes(col, local[p], count[p]);
-        }
-      } catch (IndexOutOfBoundsException | InternalError fault) {
-        // A segment went bad after it was mapped: undo this batch's appends and take the range by
-        // range path, which finds the damaged chunk and reads it from ORC.
-        for (int j = 0; j <= i; j++) {
-          out.get(j).truncate(before[j]);
-        }
-        for (int k = 0; k < units; k++) {
-          appendRows(starts[k], offsets[k + 1] - offsets[k], out);
-        }
-        return;
+      for (int p = 0; p < pieces; p++) {
+        Column col = cols[chunk[p]];
+        into.appendRange(col, local[p], count[p]);
+        read.add(chunk[p], rangeBytes(col, local[p], count[p]));
       }
-      for (int c = 0; c < perChunk.length; c++) {
-        if (perChunk[c] > 0) {
-          bytes += perChunk[c];
-          if (store != null) {
-            store.read(dataset, features.get(i), c, perChunk[c], Tier.SSD);
-          }
-        }
+    });
+    if (!done) {
+      for (int k = 0; k < units; k++) {
+        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
       }
     }
-    stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
   }
 
   /**
@@ -501,35 +477,95 @@ public final class TieredReader implements AutoCloseable {
       readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
+    boolean done = byFeature(out, (i, into, read) -> {
+      into.appendGathered(columns[i], order);
+      int width = Math.max(1, into.type().kind().width());
+      for (int r = 0; r < order.runs(); r++) {
+        read.add(order.runChunk(r), (long) order.runRows(r) * width);
+      }
+    });
+    if (!done) {
+      for (int k = 0; k < n; k++) {
+        appendRows(rows[k], 1, out);
+      }
+    }
+  }
+
+  /** What a feature-major pass does for feature {@code i}: append its part of the batch to {@code into}, adding what it read of each chunk to {@code read}. */
+  @FunctionalInterface
+  private interface FeaturePass {
+    void append(int i, ColumnBuilder into, ChunkBytes read);
+  }
+
+  /** Bytes read per chunk by one feature's pass; cleared in the time of the chunks it touched. Confined to the reader's thread. */
+  private static final class ChunkBytes {
+    private final long[] bytes;
+    private final int[] touched;
+    private int n;
+
+    ChunkBytes(int chunks) {
+      bytes = new long[chunks];
+      touched = new int[chunks];
+    }
+
+    void add(int chunk, long b) {
+      if (bytes[chunk] == 0 && b > 0) {
+        touched[n++] = chunk;
+      }
+      bytes[chunk] += b;
+    }
+
+    void clear() {
+      for (int k = 0; k < n; k++) {
+        bytes[touched[k]] = 0;
+      }
+      n = 0;
+    }
+  }
+
+  private ChunkBytes chunkBytes;
+
+  /**
+   * The one loop of a batch assembled feature by feature from resident segments (ranges or single
+   * rows): each feature's part appended by {@code pass}, its reads reported to the store once per
+   * chunk, the whole timed as one SSD read. A segment that went bad after it was mapped (an
+   * access out of its bounds, or the JVM's InternalError on a truncated mapping) undoes every
+   * append of the batch and returns false: the caller then takes the unit-by-unit path, which finds
+   * the damaged chunk and reads it from ORC.
+   */
+  private boolean byFeature(List<ColumnBuilder> out, FeaturePass pass) {
     long t0 = System.nanoTime();
     long bytes = 0;
     int[] before = new int[features.size()];
     for (int i = 0; i < features.size(); i++) {
       before[i] = out.get(i).rows();
     }
+    if (chunkBytes == null) {
+      chunkBytes = new ChunkBytes(dataset.chunks().size());
+    }
+    ChunkBytes read = chunkBytes;
     for (int i = 0; i < features.size(); i++) {
+      read.clear();
       try {
-        out.get(i).appendGathered(columns[i], order);
+        pass.append(i, out.get(i), read);
       } catch (IndexOutOfBoundsException | InternalError fault) {
-        // A segment went bad after it was mapped: undo this batch's gathers and take the row by
-        // row path, which finds the damaged chunk and reads it from ORC.
         for (int j = 0; j <= i; j++) {
           out.get(j).truncate(before[j]);
         }
-        for (int k = 0; k < n; k++) {
-          appendRows(rows[k], 1, out);
-        }
-        return;
+        read.clear();
+        return false;
       }
-      int width = Math.max(1, out.get(i).type().kind().width());
-      bytes += (long) n * width;
-      if (store != null) {
-        for (int r = 0; r < order.runs(); r++) {
-          store.read(dataset, features.get(i), order.runChunk(r), (long) order.runRows(r) * width, Tier.SSD);
+      for (int k = 0; k < read.n; k++) {
+        int c = read.touched[k];
+        bytes += read.bytes[c];
+        if (store != null) {
+          store.read(dataset, features.get(i), c, read.bytes[c], Tier.SSD);
         }
       }
     }
+    read.clear();
     stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
+    return true;
   }
 
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
