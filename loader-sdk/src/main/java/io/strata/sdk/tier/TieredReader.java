@@ -10,10 +10,8 @@ import io.strata.sdk.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
-import io.strata.sdk.internal.PageMappings;
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -51,6 +49,8 @@ public final class TieredReader implements AutoCloseable {
   private final DerivedChunkSource[] derived;
   private final ChunkCache derivedCache;
   private final int[] blockFirst = new int[1];
+  /** Whether a batch is cold, and reading it ahead, over this reader's resident columns. */
+  private final ColdReads coldReads;
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
@@ -84,6 +84,7 @@ public final class TieredReader implements AutoCloseable {
     this.leases = new SegmentSource.Lease[features.size()][chunks];
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
+    this.coldReads = new ColdReads(columns, features.size());
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
   }
 
@@ -240,11 +241,11 @@ public final class TieredReader implements AutoCloseable {
   public boolean readAheadIfCold(long[] starts, int[] offsets, int units) throws IOException {
     refreshResidency();
     Pieces ps = pieces(starts, offsets, units);
-    if (ps == null || ps.n == 0 || !cold(ps.n, ps.chunk, ps.local, ps.count)) {
+    if (ps == null || ps.n == 0 || !coldReads.cold(ps.n, ps.chunk, ps.local, ps.count)) {
       return false;
     }
     try {
-      readAhead(ps.n, ps.chunk, ps.local, ps.count);
+      coldReads.readAhead(ps.n, ps.chunk, ps.local, ps.count);
     } catch (IndexOutOfBoundsException | InternalError fault) {
       // A segment went bad after it was mapped (offsets out of range, a truncated file): the copy
       // finds it and reads the chunk from ORC; advice is all this was.
@@ -292,163 +293,6 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
-   * Whether a sample of a batch's ranges (at most {@link #COLD_SAMPLES}, spread over the ranges, each
-   * feature in turn) finds pages of the segments not in memory: a cold batch, whose ranges are then
-   * all read ahead. A few {@code mincore} calls a batch; a warm batch pays nothing more.
-   */
-  private boolean cold(int pieces, int[] chunk, int[] local, int[] count) {
-    int samples = (int) Math.min(COLD_SAMPLES, (long) pieces * features.size());
-    for (int k = 0; k < samples; k++) {
-      int i = k % features.size();
-      int p = (int) ((long) k * pieces / samples);
-      if (count[p] > 0 && !firstBuffersResident(columns[i][chunk[p]], local[p], count[p])) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Ranges a batch samples to tell whether it is cold. */
-  private static final int COLD_SAMPLES = 16;
-
-  /**
-   * Asks the kernel to read every byte the ranges occupy in every feature's segments, all at once
-   * and only those ({@link PageMappings#willNeed}), before they are copied: without it, each first
-   * touch of a page not in memory waits for its own read, of the device's whole read-around window.
-   * First the buffers a row's position locates (validity, fixed-width values, offsets), then, with
-   * the offsets read, the bytes of strings and the elements of lists.
-   */
-  private void readAhead(int pieces, int[] chunk, int[] local, int[] count) {
-    for (int i = 0; i < features.size(); i++) {
-      for (int p = 0; p < pieces; p++) {
-        if (count[p] > 0) {
-          readAheadDirect(columns[i][chunk[p]], local[p], count[p]);
-        }
-      }
-    }
-    for (int i = 0; i < features.size(); i++) {
-      for (int p = 0; p < pieces; p++) {
-        if (count[p] > 0 && columns[i][chunk[p]].type().kind().width() < 0) {
-          readAheadData(columns[i][chunk[p]], local[p], count[p]);
-        }
-      }
-    }
-  }
-
-  /**
-   * Whether a sample of a batch of single rows finds a row's page not in memory: at most
-   * {@link #COLD_SAMPLES} rows, each feature in turn, or, after a batch found warm, one row a
-   * feature (each probe is a system call, about 1.3 µs: 16 of them were 1.5 % of a warm batch of
-   * 16,384 rows).
-   */
-  private boolean coldRows(GatherOrder order) {
-    int samples = Math.min(lastRowsWarm ? Math.max(4, features.size()) : COLD_SAMPLES, order.size());
-    for (int k = 0; k < samples; k++) {
-      int j = (int) ((long) k * order.size() / samples);
-      if (!firstBuffersResident(columns[k % features.size()][order.runChunk(order.runOf(j))], order.localRow(j), 1)) {
-        lastRowsWarm = false;
-        return true;
-      }
-    }
-    lastRowsWarm = true;
-    return false;
-  }
-
-  /** Whether the last batch of single rows was found warm (its sample all in memory). */
-  private boolean lastRowsWarm;
-
-  /** Pages a read-ahead of single rows reads through rather than cutting its span there. */
-  private static final int GAP_PAGES = 4;
-
-  /**
-   * Reads ahead the pages a batch of single rows touches, in every feature (values, and validity
-   * bits where there are nulls): in gather order the rows' pages mostly ascend, so the pages of a
-   * run of one chunk are read as a few spans (a gap of up to {@link #GAP_PAGES} pages read through).
-   */
-  private void readAheadRows(GatherOrder order) {
-    for (int i = 0; i < features.size(); i++) {
-      for (int r = 0; r < order.runs(); r++) {
-        Column c = columns[i][order.runChunk(r)];
-        readAheadPages(c.values(), c.offset(), c.type().kind().width(), order, r);
-        if (c.validity() != MemorySegment.NULL) {
-          readAheadPages(c.validity(), c.offset(), 0, order, r);
-        }
-      }
-    }
-  }
-
-  /** The pages of run {@code r}'s rows in a buffer of values {@code width} bytes wide (0: bits), as spans. */
-  private static void readAheadPages(MemorySegment buffer, long base, int width, GatherOrder order, int r) {
-    long lo = -1;
-    long hi = -1;
-    for (int j = order.runStart(r); j < order.runStart(r + 1); j++) {
-      long row = base + order.localRow(j);
-      long first = (width > 0 ? row * width : row >>> 3) >>> 12;
-      long last = (width > 0 ? row * width + width - 1 : row >>> 3) >>> 12;
-      if (lo >= 0 && first >= lo - GAP_PAGES && last <= hi + GAP_PAGES) {
-        lo = Math.min(lo, first);
-        hi = Math.max(hi, last);
-        continue;
-      }
-      if (lo >= 0) {
-        PageMappings.willNeed(buffer, lo << 12, (hi - lo + 1) << 12);
-      }
-      lo = first;
-      hi = last;
-    }
-    if (lo >= 0) {
-      PageMappings.willNeed(buffer, lo << 12, (hi - lo + 1) << 12);
-    }
-  }
-
-  /** Whether the first buffer rows {@code [from, from + n)} of {@code c} start in is in memory. */
-  private static boolean firstBuffersResident(Column c, int from, int n) {
-    long at = (long) c.offset() + from;
-    int width = c.type().kind().width();
-    if (width > 0) {
-      return PageMappings.resident(c.values(), at * width, (long) n * width);
-    }
-    if (width == 0) {
-      return PageMappings.resident(c.values(), at >>> 3, (n + 7L) / 8 + 1);
-    }
-    return PageMappings.resident(c.offsets(), at * 4, (n + 1L) * 4);
-  }
-
-  /** Reads ahead the validity bits of rows {@code [from, from + n)} of {@code c}, and their values or offsets. */
-  private static void readAheadDirect(Column c, int from, int n) {
-    long at = (long) c.offset() + from;
-    if (c.validity() != MemorySegment.NULL) {
-      PageMappings.willNeed(c.validity(), at >>> 3, (n + 7L) / 8 + 1);
-    }
-    int width = c.type().kind().width();
-    if (width > 0) {
-      PageMappings.willNeed(c.values(), at * width, (long) n * width);
-    } else if (width == 0) {
-      PageMappings.willNeed(c.values(), at >>> 3, (n + 7L) / 8 + 1);
-    } else {
-      PageMappings.willNeed(c.offsets(), at * 4, (n + 1L) * 4);
-    }
-  }
-
-  /** Reads ahead the string bytes or list elements of rows {@code [from, from + n)} of a variable-width {@code c}. */
-  private static void readAheadData(Column c, int from, int n) {
-    int start = c.start(from);
-    int end = c.end(from + n - 1);
-    if (end <= start) {
-      return;
-    }
-    Column child = c.child();
-    if (child == null) {
-      PageMappings.willNeed(c.values(), start, end - start);
-      return;
-    }
-    readAheadDirect(child, start, end - start);
-    if (child.type().kind().width() < 0) {
-      readAheadData(child, start, end - start);
-    }
-  }
-
-  /**
    * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
    * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. {@code order} is the
    * rows' gather order ({@link GatherOrder#compute}; the parts of one batch share it). When every
@@ -473,8 +317,8 @@ public final class TieredReader implements AutoCloseable {
       }
       return;
     }
-    if (coldRows(order)) {
-      readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
+    if (coldReads.coldRows(order)) {
+      coldReads.readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
     boolean done = byFeature(out, (i, into, read) -> {
