@@ -7,7 +7,6 @@ import io.strata.sdk.internal.Le;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.Objects;
 
 /**
@@ -362,7 +361,7 @@ public final class ColumnBuilder {
         throw new IllegalStateException(
             "a " + type + " column holds at most 2 GiB of data per column; split it into chunks");
       }
-      rebaseOffsets(srcOffsets, srcRow + 1, offsets, rows + 1L, count, (int) delta);
+      CopyLoops.rebaseOffsets(srcOffsets, srcRow + 1, offsets, rows + 1L, count, (int) delta);
       if (type.kind() == FeatureType.Kind.LIST) {
         child.appendRange(src.child(), first, last - first);
       } else {
@@ -420,7 +419,7 @@ public final class ColumnBuilder {
         if (v == MemorySegment.NULL || c.nullCount() == 0) {
           continue;
         }
-        nulls += clearInvalid(v, c.offset(), validity, at, local, pos, order.runStart(r), order.runStart(r + 1));
+        nulls += CopyLoops.clearInvalid(v, c.offset(), validity, at, local, pos, order.runStart(r), order.runStart(r + 1));
       }
     } else if (validity != MemorySegment.NULL) {
       Bits.fill(validity, at, n);
@@ -428,7 +427,6 @@ public final class ColumnBuilder {
     rows += n;
   }
 
-  private static final boolean NATIVE_LE = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
   /**
    * Copies rows {@code row[j]} of {@code src} (values from element {@code base} on) to positions
@@ -440,93 +438,16 @@ public final class ColumnBuilder {
     // inlining budget and left every access on the generic path (alignment checked per access,
     // 2.5x slower), by chance, from one process start to the next.
     switch (width) {
-      case 0 -> gatherBits(src, base, values, at, row, pos, from, to);
-      case 1 -> gather1(src.asSlice(base), values.asSlice(at), row, pos, from, to);
-      case 2 -> gather2(src.asSlice(base * 2), values.asSlice(at * 2), row, pos, from, to);
-      case 4 -> gather4(src.asSlice(base * 4), values.asSlice(at * 4), row, pos, from, to);
-      case 8 -> gather8(src.asSlice(base * 8), values.asSlice(at * 8), row, pos, from, to);
+      case 0 -> CopyLoops.gatherBits(src, base, values, at, row, pos, from, to);
+      case 1 -> CopyLoops.gather1(src.asSlice(base), values.asSlice(at), row, pos, from, to);
+      case 2 -> CopyLoops.gather2(src.asSlice(base * 2), values.asSlice(at * 2), row, pos, from, to);
+      case 4 -> CopyLoops.gather4(src.asSlice(base * 4), values.asSlice(at * 4), row, pos, from, to);
+      case 8 -> CopyLoops.gather8(src.asSlice(base * 8), values.asSlice(at * 8), row, pos, from, to);
       default -> {
         for (int j = from; j < to; j++) {
           MemorySegment.copy(src, (base + row[j]) * width, values, (at + pos[j]) * width, width);
         }
       }
-    }
-  }
-
-  /** Clears the bits at {@code at + pos[j]} of {@code dst} whose source bit {@code base + row[j]} is clear; returns how many. */
-  private static int clearInvalid(MemorySegment src, long base, MemorySegment dst, long at, int[] row, int[] pos, int from, int to) {
-    int cleared = 0;
-    for (int j = from; j < to; j++) {
-      if (!Bits.get(src, base + row[j])) {
-        Bits.set(dst, at + pos[j], false);
-        cleared++;
-      }
-    }
-    return cleared;
-  }
-
-  private static void gatherBits(MemorySegment s, long base, MemorySegment d, long at, int[] row, int[] pos, int from, int to) {
-    for (int j = from; j < to; j++) {
-      Bits.set(d, at + pos[j], Bits.get(s, base + row[j]));
-    }
-  }
-
-  private static void gather1(MemorySegment s, MemorySegment d, int[] row, int[] pos, int from, int to) {
-    for (int j = from; j < to; j++) {
-      d.set(ValueLayout.JAVA_BYTE, pos[j], s.get(ValueLayout.JAVA_BYTE, row[j]));
-    }
-  }
-
-  private static void gather2(MemorySegment s, MemorySegment d, int[] row, int[] pos, int from, int to) {
-    for (int j = from; j < to; j++) {
-      d.setAtIndex(Le.SHORT, pos[j], s.getAtIndex(Le.SHORT, row[j]));
-    }
-  }
-
-  private static void gather4(MemorySegment s, MemorySegment d, int[] row, int[] pos, int from, int to) {
-    for (int j = from; j < to; j++) {
-      d.setAtIndex(Le.INT, pos[j], s.getAtIndex(Le.INT, row[j]));
-    }
-  }
-
-  private static void gather8(MemorySegment s, MemorySegment d, int[] row, int[] pos, int from, int to) {
-    for (int j = from; j < to; j++) {
-      d.setAtIndex(Le.LONG, pos[j], s.getAtIndex(Le.LONG, row[j]));
-    }
-  }
-
-  /** {@code dst[dstIndex + k] = src[srcIndex + k] + delta} for {@code k < count} (int32 offsets). */
-  private static void rebaseOffsets(
-      MemorySegment src, long srcIndex, MemorySegment dst, long dstIndex, int count, int delta) {
-    long s = srcIndex * 4;
-    long d = dstIndex * 4;
-    if (delta == 0) {
-      MemorySegment.copy(src, s, dst, d, 4L * count);
-      return;
-    }
-    if (NATIVE_LE && ((src.address() + s) & 3) == 0 && ((dst.address() + d) & 3) == 0) {
-      // Aligned native-order accesses: a bulk copy, then an add in place (one segment, so the JIT
-      // vectorizes it without having to prove that two segments do not overlap).
-      MemorySegment to = dst.asSlice(d, 4L * count);
-      MemorySegment.copy(src, s, to, 0, 4L * count);
-      addInPlace(to, count, delta);
-      return;
-    }
-    rebaseLe(src.asSlice(s), dst.asSlice(d), count, delta);
-  }
-
-  // The loops of rebaseOffsets, each a small method of its own with a layout that checks no
-  // alignment: inside the larger method the JIT sometimes left every access on its generic path
-  // (an alignment check per value, seen in a profile of the slow starts of seed 000's batches).
-  private static void addInPlace(MemorySegment to, int count, int delta) {
-    for (int k = 0; k < count; k++) {
-      to.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, k, to.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, k) + delta);
-    }
-  }
-
-  private static void rebaseLe(MemorySegment src, MemorySegment dst, int count, int delta) {
-    for (int k = 0; k < count; k++) {
-      dst.setAtIndex(Le.INT, k, src.getAtIndex(Le.INT, k) + delta);
     }
   }
 
