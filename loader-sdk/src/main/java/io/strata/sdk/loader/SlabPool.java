@@ -26,7 +26,10 @@ import java.util.List;
  * closes once and the slabs go back. A buffer of a closed batch thus stays readable, with that
  * batch's data, until its generation ends, and is never reused while readable; the batch's
  * {@link io.strata.sdk.Column}s refuse use at once (the batch guards them). Large batches (a slab
- * over half of {@link #SCOPE_BYTES}) get a scope each, as before.
+ * over half of {@link #SCOPE_BYTES}) get a scope each, as before. The bytes bound the memory a
+ * scope holds; the count of 32 (8 until 2026-11-26) only stops tiny batches from making a scope
+ * endless: at 8, the closes still cost shuffled batches of 16,384 rows (0.4 MB) about a tenth of
+ * their time at two threads (BENCHMARKS.md, the gather floor).
  *
  * <p>Threads: prefetch threads take and fill memory, the job's thread closes batches and so
  * gives slabs back; the idle stack and the generations are guarded by the pool's monitor, and
@@ -51,7 +54,7 @@ final class SlabPool implements AutoCloseable {
   /** Bytes of slabs one scope spans at most. */
   static final long SCOPE_BYTES = 16L << 20;
   /** Batches one scope spans at most. */
-  static final int MAX_SPAN = 8;
+  static final int MAX_SPAN = 32;
 
   /**
    * Consecutive batches that share one arena: it closes, and their slabs go back to the pool,
@@ -72,6 +75,11 @@ final class SlabPool implements AutoCloseable {
   @GuardedBy("this")
   private int span() {
     return slabBytes <= 0 ? 1 : (int) Math.max(1, Math.min(MAX_SPAN, SCOPE_BYTES / Math.max(1, slabBytes + slabBytes / 2)));
+  }
+
+  /** Batches one scope spans now ({@link #span}; for tests). */
+  synchronized int batchesPerScope() {
+    return span();
   }
 
   SlabPool(int maxIdle, BatchMemory source) {
