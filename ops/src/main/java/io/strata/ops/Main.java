@@ -129,7 +129,7 @@ public final class Main implements Runnable {
   }
 
   /** One line naming the problem, without a stack trace (see {@link Messages#describe}). */
-  public static String describe(Throwable ex) {
+  static String describe(Throwable ex) {
     return Messages.describe(ex);
   }
 
