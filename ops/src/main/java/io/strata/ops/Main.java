@@ -123,11 +123,6 @@ public final class Main implements Runnable {
     return FAILURE;
   }
 
-  /** A path as messages name it (see {@link Messages#clean}). */
-  static String clean(String file) {
-    return Messages.clean(file);
-  }
-
   /** One line naming the problem, without a stack trace (see {@link Messages#describe}). */
   static String describe(Throwable ex) {
     return Messages.describe(ex);

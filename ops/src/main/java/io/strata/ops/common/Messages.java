@@ -21,7 +21,7 @@ public final class Messages {
   private Messages() {}
 
   /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path). */
-  public static String clean(String file) {
+  private static String clean(String file) {
     try {
       return Path.of(file).toAbsolutePath().normalize().toString();
     } catch (InvalidPathException e) {
