@@ -13,13 +13,16 @@
  * store interface a job passes a feature store as). Formats, dataset files, tiers and internals
  * are exported to Strata's own modules alone.
  *
- * <p>The ORC and Hadoop libraries are automatic modules (their jars declare no module), and the
+ * <p>The ORC, Parquet and Hadoop libraries are automatic modules (their jars declare no module), and the
  * qualified exports name Strata's modules, which are compiled after this one: the two warnings
  * those give are expected, and suppressed here alone.
  */
 @SuppressWarnings({"requires-automatic", "module"})
 module io.strata.sdk {
   requires orc.core;
+  // parquet-hadoop, -common and -encoding patched into parquet-column (they split packages among
+  // them); the two packages only parquet-hadoop's jar holds are exported to this module by the build.
+  requires parquet.column;
   requires hive.storage.api;
   requires hadoop.client.api;
   requires transitive com.fasterxml.jackson.databind;

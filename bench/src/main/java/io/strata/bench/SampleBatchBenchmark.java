@@ -2,7 +2,7 @@ package io.strata.bench;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
-import io.strata.sdk.dataset.OrcTable;
+import io.strata.sdk.dataset.HddTable;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.loader.Batch;
@@ -69,7 +69,7 @@ public class SampleBatchBenchmark {
   private List<long[][]> batches;
   private long batchBytes;
   private int nextOrc;
-  private OrcTable.Cursor cursor;
+  private HddTable.Cursor cursor;
   private Arena arena;
   private MemorySegment[] memSrc;
   private MemorySegment[] memDst;
@@ -109,7 +109,7 @@ public class SampleBatchBenchmark {
     loader = newLoader(1_000_000);
     loader2 = Loader.builder(dataset).features(dataset.featureNames()).segments(store).sampleBatches(samples).seed(5)
         .dropLast(true).epochs(1_000_000).prefetch(4, 2).name("bench2").build();
-    cursor = dataset.orc().cursor(dataset.featureNames());
+    cursor = dataset.table().cursor(dataset.featureNames());
     arena = Arena.ofShared();
     memSrc = new MemorySegment[perFeature.length];
     memDst = new MemorySegment[perFeature.length];

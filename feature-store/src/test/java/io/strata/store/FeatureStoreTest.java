@@ -61,7 +61,7 @@ class FeatureStoreTest {
   static Derivation.SourceReader orc(AtomicInteger reads) {
     return (features, first, count, arena) -> {
       reads.incrementAndGet();
-      return ds.orc().readRows(first, count, features, arena);
+      return ds.table().readRows(first, count, features, arena);
     };
   }
 
@@ -239,7 +239,7 @@ class FeatureStoreTest {
       if (reads.incrementAndGet() >= failAt) {
         throw new IOException("simulated crash while reading rows at " + first);
       }
-      return ds.orc().readRows(first, count, features, arena);
+      return ds.table().readRows(first, count, features, arena);
     };
     String fp;
     try (FeatureStore store = FeatureStore.openWriter(dir)) {

@@ -1,7 +1,7 @@
 package io.strata.sdk;
 
 import io.strata.sdk.dataset.Manifest;
-import io.strata.sdk.dataset.OrcTable;
+import io.strata.sdk.dataset.HddTable;
 import io.strata.sdk.dataset.SampleIndex;
 import io.strata.sdk.dataset.VersionLeases;
 import io.strata.sdk.internal.Confinement;
@@ -13,22 +13,22 @@ import java.util.Optional;
 import java.util.SequencedMap;
 
 /**
- * A dataset on the HDD tier: a directory of ORC files plus its manifest, and the optional sample
- * index. Opening reads the manifest only; ORC files are opened on first read. While open it leases
+ * A dataset on the HDD tier: its ORC or Parquet files, its manifest, and the optional sample
+ * index. Opening reads the manifest only; the files are opened on first read. While open it leases
  * its version, so that a relayout keeps that version's files until it is closed. Thread-safe.
  */
 public final class Dataset implements AutoCloseable {
   private final Path dir;
   private final Manifest manifest;
-  private final OrcTable orc;
+  private final HddTable table;
   private final SampleIndex samples;
   /** This process reads {@link #version()}: a relayout keeps its files until every reader closes (VersionLeases). */
   private final AutoCloseable lease;
 
-  private Dataset(Path dir, Manifest manifest, OrcTable orc, SampleIndex samples) {
+  private Dataset(Path dir, Manifest manifest, HddTable table, SampleIndex samples) {
     this.dir = dir;
     this.manifest = manifest;
-    this.orc = orc;
+    this.table = table;
     this.samples = samples;
     this.lease = VersionLeases.acquire(dir, manifest.version());
   }
@@ -39,7 +39,7 @@ public final class Dataset implements AutoCloseable {
   }
 
   /**
-   * Opens the dataset in {@code dir}, every file it ever opens (manifest, sample index, ORC files,
+   * Opens the dataset in {@code dir}, every file it ever opens (manifest, sample index, data files,
    * their sidecars) confined by {@code confinement}; Strata's own modules only (the node, which
    * reads datasets for others): its type is in a package exported to them alone.
    */
@@ -48,7 +48,7 @@ public final class Dataset implements AutoCloseable {
     Path abs = dir.toAbsolutePath().normalize();
     Manifest m = Manifest.read(abs, confinement);
     SampleIndex idx = m.sampleIndex() == null ? null : SampleIndex.open(abs.resolve(m.sampleIndex().path()), confinement);
-    return new Dataset(abs, m, new OrcTable(abs, m, confinement), idx);
+    return new Dataset(abs, m, HddTable.open(abs, m, confinement), idx);
   }
 
   public Path directory() {
@@ -104,7 +104,7 @@ public final class Dataset implements AutoCloseable {
 
   /** Index of the chunk that holds global row {@code row}. */
   public int chunkOf(long row) {
-    return orc.chunkOf(row);
+    return table.chunkOf(row);
   }
 
   /** The sample index, when the dataset has one; Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
@@ -113,22 +113,22 @@ public final class Dataset implements AutoCloseable {
     return Optional.ofNullable(samples);
   }
 
-  /** The ORC reader of this dataset (HDD tier); Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
+  /** The reader of this dataset's files (HDD tier: ORC or Parquet); Strata's own modules only: its type is in a package exported to them alone (a job on the module path cannot name it). */
   @SuppressWarnings("exports")
-  public OrcTable orc() {
-    return orc;
+  public HddTable table() {
+    return table;
   }
 
-  /** Decodes chunk {@code chunk} of {@code features} from ORC into {@code arena}. */
+  /** Decodes chunk {@code chunk} (an ORC stripe, a Parquet row group) of {@code features} into {@code arena}. */
   public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena) throws IOException {
-    return orc.readChunk(chunk, features, arena);
+    return table.readChunk(chunk, features, arena);
   }
 
-  /** Closes the ORC files, then the sample index, then the version lease, each even when one before failed. */
+  /** Closes the data files, then the sample index, then the version lease, each even when one before failed. */
   @Override
   public void close() throws IOException {
     try {
-      orc.close();
+      table.close();
     } finally {
       try {
         if (samples != null) {

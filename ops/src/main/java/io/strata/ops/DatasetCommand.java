@@ -124,7 +124,7 @@ final class DatasetCommand implements Runnable {
   }
 
   @Command(name = "import", mixinStandardHelpOptions = true,
-      description = "Register ORC files written elsewhere as a dataset (files stay where they are).")
+      description = "Register ORC or Parquet files written elsewhere as a dataset (files stay where they are).")
   static final class Import implements Callable<Integer> {
     @Spec CommandSpec spec;
 
@@ -143,7 +143,7 @@ final class DatasetCommand implements Runnable {
     @Option(names = "--replace", description = "Replace an existing manifest.")
     boolean replace;
 
-    @Parameters(arity = "1..*", paramLabel = "ORC", description = "ORC files or directories of them.")
+    @Parameters(arity = "1..*", paramLabel = "FILE", description = "ORC or Parquet files, or directories of them (one format a dataset).")
     List<Path> inputs;
 
     @Option(names = "--json", description = "Print the result as JSON.")
@@ -309,7 +309,8 @@ final class DatasetCommand implements Runnable {
         return 0;
       }
       w.printf("dataset %s  version %s%n", m.name(), m.version());
-      w.printf("%s rows, %d ORC files (%s), %d chunks%n", Terminal.count(m.rows()), m.files().size(), Terminal.bytes(bytes), m.chunks().size());
+      w.printf("%s rows, %d %s files (%s), %d chunks%n", Terminal.count(m.rows()), m.files().size(),
+          m.fileFormat() == Manifest.FileFormat.PARQUET ? "Parquet" : "ORC", Terminal.bytes(bytes), m.chunks().size());
       if (m.sampleIndex() != null) {
         w.printf("sample index on %s: %s samples, mean %.1f rows%n", m.sampleIndex().column(),
             Terminal.count(m.sampleIndex().samples()), (double) m.rows() / Math.max(1, m.sampleIndex().samples()));
@@ -350,7 +351,7 @@ final class DatasetCommand implements Runnable {
   }
 
   @Command(name = "verify", mixinStandardHelpOptions = true,
-      description = "Check a dataset's ORC files against the checksums recorded when they were written (every byte: each"
+      description = "Check a dataset's ORC or Parquet files against the checksums recorded when they were written (every byte: each"
           + " file's CRC32C, and every stream's where the dataset records them), and with --ssd every segment of it on the"
           + " SSD tier against ORC, value by value.")
   static final class Verify implements Callable<Integer> {
@@ -374,8 +375,10 @@ final class DatasetCommand implements Runnable {
       long start = System.nanoTime();
       long orcBytes;
       boolean streamSums;
+      String format;
       try (Dataset ds = Dataset.open(dir)) {
-        orcBytes = ds.orc().verifyChecksums();
+        format = ds.manifest().fileFormat() == Manifest.FileFormat.PARQUET ? "Parquet" : "ORC";
+        orcBytes = ds.table().verifyChecksums();
         streamSums = ds.manifest().streamChecksums() != null;
       }
       if (ssd != null) {
@@ -397,8 +400,8 @@ final class DatasetCommand implements Runnable {
                 int diff = Columns.firstDifference(fromOrc, fromSegment);
                 if (diff >= 0) {
                   throw new IllegalStateException(
-                      "segment " + ref.path() + " differs from ORC in column " + f + " at chunk row " + diff
-                          + ": ORC " + (diff < fromOrc.length() ? fromOrc.getObject(diff) : "<end>")
+                      "segment " + ref.path() + " differs from the dataset's files in column " + f + " at chunk row " + diff
+                          + ": files " + (diff < fromOrc.length() ? fromOrc.getObject(diff) : "<end>")
                           + ", segment " + (diff < fromSegment.length() ? fromSegment.getObject(diff) : "<end>"));
                 }
                 bytes += Columns.dataBytes(fromSegment);
@@ -418,11 +421,12 @@ final class DatasetCommand implements Runnable {
             .put("seconds", (System.nanoTime() - start) / 1e9)));
         return 0;
       }
-      w.printf("ORC files: %s checked, every byte as recorded (%s)%n", Terminal.bytes(orcBytes),
-          streamSums ? "each file's CRC32C and every stream's" : "each file's CRC32C; no stream checksums recorded: a relayout or"
-              + " a new import records them");
+      w.printf("%s files: %s checked, every byte as recorded (%s)%n", format, Terminal.bytes(orcBytes),
+          streamSums ? "each file's CRC32C and every stream's" : format.equals("Parquet")
+              ? "each file's CRC32C; page checksums where the writer wrote them, when a file differs"
+              : "each file's CRC32C; no stream checksums recorded: a relayout or a new import records them");
       if (ssd != null) {
-        w.printf("verified %d segments, %s rows, %s of column data: identical to ORC (%s, heap max %s)%n", segments,
+        w.printf("verified %d segments, %s rows, %s of column data: identical to the dataset's files (%s, heap max %s)%n", segments,
             Terminal.count(rows), Terminal.bytes(bytes), Terminal.seconds((System.nanoTime() - start) / 1e9),
             Terminal.bytes(Runtime.getRuntime().maxMemory()));
       }
@@ -431,7 +435,7 @@ final class DatasetCommand implements Runnable {
   }
 
   @Command(name = "truth", mixinStandardHelpOptions = true,
-      description = "Compute the checksum of every sample of every feature from the ORC files (orc-core only, no cache), for 'loader run --verify-against'.")
+      description = "Compute the checksum of every sample of every feature from the dataset's files (orc-core or parquet-java only, no cache), for 'loader run --verify-against'.")
   static final class Truth implements Callable<Integer> {
     @Spec CommandSpec spec;
 
@@ -458,7 +462,7 @@ final class DatasetCommand implements Runnable {
         w.println(Json.compact(Json.object().put("file", outFile.toString()).put("samples", t.samples)
             .put("features", t.features.size()).put("seconds", seconds)));
       } else {
-        w.printf("ground truth of %s: %s samples x %d features from ORC in %s -> %s%n", t.dataset, Terminal.count(t.samples),
+        w.printf("ground truth of %s: %s samples x %d features from the dataset's files in %s -> %s%n", t.dataset, Terminal.count(t.samples),
             t.features.size(), Terminal.seconds(seconds), outFile);
       }
       return 0;

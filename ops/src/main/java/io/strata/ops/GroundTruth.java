@@ -76,14 +76,14 @@ public final class GroundTruth {
           }
           arena = Arena.ofConfined();
           chunk = ds.chunkOf(start);
-          cols = ds.orc().readChunk(chunk, features, arena);
+          cols = ds.table().readChunk(chunk, features, arena);
           chunkFirst = ds.chunks().get(chunk).firstRow();
           chunkEnd = ds.chunks().get(chunk).endRow();
           from = cols;
           offset = (int) (start - chunkFirst);
         } else {
           own = Arena.ofConfined();
-          from = ds.orc().readRows(start, (int) (end - start), features, own);
+          from = ds.table().readRows(start, (int) (end - start), features, own);
           offset = 0;
         }
         for (int k = 0; k < f; k++) {

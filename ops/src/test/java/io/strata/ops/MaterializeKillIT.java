@@ -80,7 +80,7 @@ class MaterializeKillIT {
       FeatureMeta m = fs.meta(fp).orElseThrow();
       assertTrue(m.complete());
       Derivation der = Derivation.of(Spec.parse(SPEC), d);
-      Derivation.SourceReader orc = (features, first, count, arena) -> d.orc().readRows(first, count, features, arena);
+      Derivation.SourceReader orc = (features, first, count, arena) -> d.table().readRows(first, count, features, arena);
       Derivation.Statistics stats = der.statistics(orc);
       for (int c = 0; c < m.chunks(); c++) {
         try (Arena arena = Arena.ofConfined()) {

@@ -25,7 +25,7 @@ import org.apache.orc.StripeInformation;
 import org.apache.orc.TypeDescription;
 
 /**
- * Registers ORC files written elsewhere as a dataset: checks that they share one schema, records
+ * Registers ORC or Parquet files written elsewhere as a dataset: checks that they share one schema, records
  * the columns (supported or not, with the reason), the stripe map and a content version, builds
  * the optional sample index and, by default, decodes every stripe once so that a damaged file is
  * rejected at import rather than in the middle of a training job. The files stay where they are.
@@ -37,7 +37,7 @@ public final class DatasetImporter {
    * What to import.
    *
    * @param name dataset name
-   * @param inputs ORC files, or directories whose {@code *.orc} files are taken in name order
+   * @param inputs ORC or Parquet files, or directories whose {@code *.orc} or {@code *.parquet} files are taken in name order
    * @param datasetDir where the manifest goes (created if missing)
    * @param sampleColumn integer column identifying samples, for the sample index; null for none
    * @param verify decode every stripe of every served column during import
@@ -50,7 +50,7 @@ public final class DatasetImporter {
       inputs = List.copyOf(inputs);
       Objects.requireNonNull(datasetDir, "datasetDir");
       if (inputs.isEmpty()) {
-        throw new IllegalArgumentException("no input ORC files given");
+        throw new IllegalArgumentException("no input ORC or Parquet files given");
       }
     }
   }
@@ -58,6 +58,7 @@ public final class DatasetImporter {
   /** Imports and returns the manifest written. */
   public static Manifest importFiles(Options o, Progress progress) throws IOException {
     List<Path> files = expand(o.inputs());
+    Manifest.FileFormat format = formatOf(files);
     if (Files.exists(o.datasetDir().resolve(Manifest.FILE_NAME)) && !o.replace()) {
       throw new FileAlreadyExistsException(
           o.datasetDir().resolve(Manifest.FILE_NAME).toString(), null, "a dataset already exists there (use --replace)");
@@ -67,9 +68,11 @@ public final class DatasetImporter {
     Files.createDirectories(o.datasetDir());
     boolean ok = false;
     try {
-      Manifest m = importInto(o, files, progress);
+      Manifest m = format == Manifest.FileFormat.PARQUET ? importParquet(o, files, progress) : importInto(o, files, progress);
       ok = true;
-      writeSidecars(o.datasetDir(), m);
+      if (format == Manifest.FileFormat.ORC) {
+        writeSidecars(o.datasetDir(), m);
+      }
       return m;
     } finally {
       if (!ok && created) {
@@ -166,6 +169,119 @@ public final class DatasetImporter {
     return manifest;
   }
 
+  /**
+   * The format of {@code files}, all of which must share it: by name ({@code .orc}, {@code
+   * .parquet}), else by the first bytes ("ORC", "PAR1").
+   */
+  static Manifest.FileFormat formatOf(List<Path> files) throws IOException {
+    Manifest.FileFormat format = null;
+    Path first = null;
+    for (Path f : files) {
+      Manifest.FileFormat ff = sniff(f);
+      if (format == null) {
+        format = ff;
+        first = f;
+      } else if (ff != format) {
+        throw new IllegalArgumentException("format mismatch: " + f + " is " + ff.text() + " but " + first + " is "
+            + format.text() + " (a dataset's files share one format)");
+      }
+    }
+    return format;
+  }
+
+  private static Manifest.FileFormat sniff(Path f) throws IOException {
+    String name = f.getFileName().toString();
+    if (name.endsWith(".parquet")) {
+      return Manifest.FileFormat.PARQUET;
+    }
+    if (name.endsWith(".orc") || !Files.isRegularFile(f)) {
+      return Manifest.FileFormat.ORC;
+    }
+    byte[] head = new byte[4];
+    int n;
+    try (java.io.InputStream in = Files.newInputStream(f)) {
+      n = in.readNBytes(head, 0, 4);
+    }
+    return n == 4 && (head[0] == 'P' && head[1] == 'A' && head[2] == 'R' && (head[3] == '1' || head[3] == 'E'))
+        ? Manifest.FileFormat.PARQUET
+        : Manifest.FileFormat.ORC;
+  }
+
+  /** As {@link #importInto}, for Parquet files: a row group is a chunk; no sidecars (Parquet keeps its page checksums inside the file). */
+  private static Manifest importParquet(Options o, List<Path> files, Progress progress) throws IOException {
+    org.apache.parquet.schema.MessageType schema = null;
+    Path schemaFile = null;
+    List<Manifest.OrcFileInfo> fileInfos = new ArrayList<>();
+    List<ChunkInfo> chunks = new ArrayList<>();
+    // Field name to why its column chunks cannot be read (Parquet modular encryption, plaintext footer).
+    Map<String, String> encrypted = new TreeMap<>();
+    long row = 0;
+    long totalBytes = 0;
+    for (Path f : files) {
+      totalBytes += Files.size(f);
+    }
+    long doneBytes = 0;
+    for (int fi = 0; fi < files.size(); fi++) {
+      Path f = files.get(fi);
+      org.apache.parquet.hadoop.metadata.ParquetMetadata footer = ParquetIo.footer(f, io.strata.sdk.internal.Confinement.NONE);
+      org.apache.parquet.schema.MessageType s = footer.getFileMetaData().getSchema();
+      if (schema == null) {
+        schema = s;
+        schemaFile = f;
+      } else if (!schema.equals(s)) {
+        throw new IllegalArgumentException(
+            "schema mismatch: " + f + " has " + ParquetTypes.describe(s) + " but " + schemaFile + " has " + ParquetTypes.describe(schema));
+      }
+      long fileRows = 0;
+      List<org.apache.parquet.hadoop.metadata.BlockMetaData> groups = footer.getBlocks();
+      for (int g = 0; g < groups.size(); g++) {
+        org.apache.parquet.hadoop.metadata.BlockMetaData b = groups.get(g);
+        // The row group's bytes, from its readable column chunks (an encrypted one's offsets are encrypted too).
+        long start = Long.MAX_VALUE;
+        long end = 0;
+        for (org.apache.parquet.hadoop.metadata.ColumnChunkMetaData c : b.getColumns()) {
+          if (!c.isEncrypted() && !ParquetIo.DECOMPRESSES.contains(c.getCodec())) {
+            throw new CorruptFileException(f, "column '" + c.getPath().toDotString() + "' is compressed with " + c.getCodec()
+                + ", which this build cannot decompress (it reads " + ParquetIo.DECOMPRESSES + ")");
+          }
+          if (c.isEncrypted()) {
+            encrypted.putIfAbsent(c.getPath().toArray()[0], "not served: encrypted with Parquet modular encryption; Strata"
+                + " reads no keys, and without them its pages cannot be read");
+            continue;
+          }
+          start = Math.min(start, c.getStartingPos());
+          end = Math.max(end, c.getStartingPos() + c.getTotalSize());
+        }
+        if (start == Long.MAX_VALUE) {
+          if (!b.getColumns().isEmpty()) {
+            throw new CorruptFileException(f, "every column is encrypted with Parquet modular encryption: not served;"
+                + " Strata reads no keys, and without them nothing of the file can be read");
+          }
+          start = 4;
+          end = 4;
+        }
+        chunks.add(new ChunkInfo(chunks.size(), fi, g, start, end - start, row + fileRows, b.getRowCount()));
+        fileRows += b.getRowCount();
+      }
+      row += fileRows;
+      fileInfos.add(new Manifest.OrcFileInfo(
+          DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f)));
+      doneBytes += Files.size(f);
+      progress.update(doneBytes, totalBytes, "bytes");
+    }
+    List<FeatureInfo> features = ParquetTypes.features(schema, encrypted);
+    Manifest draft = new Manifest(o.name(), DatasetFiles.version(fileInfos), row, features, fileInfos, chunks, null)
+        .withFileFormat(Manifest.FileFormat.PARQUET);
+    Manifest.SampleIndexInfo sampleInfo = null;
+    if (o.verify() || o.sampleColumn() != null) {
+      sampleInfo = scan(o, draft, progress);
+    }
+    Manifest manifest = new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo)
+        .withFileFormat(Manifest.FileFormat.PARQUET);
+    manifest.write(o.datasetDir());
+    return manifest;
+  }
+
   /** Appends file {@code file}'s stripes to the stripe map, from global row {@code firstRow}; returns its rows. */
   static long addStripes(Reader reader, int file, long firstRow, List<ChunkInfo> chunks) {
     long rows = 0;
@@ -214,16 +330,22 @@ public final class DatasetImporter {
     for (Path in : inputs) {
       if (Files.isDirectory(in)) {
         try (Stream<Path> s = Files.list(in)) {
-          List<Path> orc = s.filter(p -> p.getFileName().toString().endsWith(".orc")).sorted().toList();
-          if (orc.isEmpty()) {
-            throw new NoSuchFileException(in.toString(), null, "directory holds no .orc files");
+          List<Path> all = s.sorted().toList();
+          List<Path> orc = all.stream().filter(p -> p.getFileName().toString().endsWith(".orc")).toList();
+          List<Path> parquet = all.stream().filter(p -> p.getFileName().toString().endsWith(".parquet")).toList();
+          if (!orc.isEmpty() && !parquet.isEmpty()) {
+            throw new IllegalArgumentException("directory " + in + " holds both .orc and .parquet files: a dataset's files"
+                + " share one format (import them as two datasets)");
           }
-          files.addAll(orc);
+          if (orc.isEmpty() && parquet.isEmpty()) {
+            throw new NoSuchFileException(in.toString(), null, "directory holds no .orc or .parquet files");
+          }
+          files.addAll(orc.isEmpty() ? parquet : orc);
         }
       } else if (Files.isRegularFile(in)) {
         files.add(in);
       } else {
-        throw new NoSuchFileException(in.toString(), null, "no such ORC file or directory");
+        throw new NoSuchFileException(in.toString(), null, "no such ORC or Parquet file or directory");
       }
     }
     return files;
@@ -253,7 +375,7 @@ public final class DatasetImporter {
     long[] starts = new long[1024];
     long[] ends = new long[1024];
     int samples = 0;
-    try (OrcTable table = new OrcTable(o.datasetDir(), m)) {
+    try (HddTable table = HddTable.open(o.datasetDir(), m, io.strata.sdk.internal.Confinement.NONE)) {
       for (ChunkInfo c : m.chunks()) {
         try (Arena arena = Arena.ofConfined()) {
           Column ids0 = table.readChunk(c.index(), columns, arena).get(sampleColumn);

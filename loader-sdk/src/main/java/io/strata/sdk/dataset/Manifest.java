@@ -37,6 +37,38 @@ public final class Manifest {
    * the wrong columns, so it must refuse such a dataset.
    */
   public static final int FORMAT_VERSION_REPLICAS = 2;
+  /**
+   * The format version of a manifest whose files are Parquet ({@link #fileFormat}): a build that
+   * knows only ORC datasets must refuse it by its version, not fail inside an ORC reader.
+   */
+  public static final int FORMAT_VERSION_PARQUET = 3;
+
+  /** The format of a dataset's files on the HDD tier. */
+  public enum FileFormat {
+    ORC("orc"),
+    PARQUET("parquet");
+
+    private final String text;
+
+    FileFormat(String text) {
+      this.text = text;
+    }
+
+    /** The manifest's and the CLI's name of the format. */
+    public String text() {
+      return text;
+    }
+
+    /** The format named {@code text} ({@code orc} or {@code parquet}). */
+    public static FileFormat of(String text) {
+      for (FileFormat f : values()) {
+        if (f.text.equals(text)) {
+          return f;
+        }
+      }
+      throw new IllegalArgumentException("unknown file format '" + text + "' (expected orc or parquet)");
+    }
+  }
   private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]{0,127}");
 
   /**
@@ -82,6 +114,7 @@ public final class Manifest {
   private final SampleIndexInfo sampleIndex;
   private final List<ReplicaInfo> replicas;
   private final StreamChecksumsInfo streamChecksums;
+  private final FileFormat fileFormat;
 
   public Manifest(
       String name,
@@ -103,7 +136,7 @@ public final class Manifest {
       List<ChunkInfo> chunks,
       SampleIndexInfo sampleIndex,
       List<ReplicaInfo> replicas) {
-    this(name, version, rows, features, files, chunks, sampleIndex, replicas, null);
+    this(name, version, rows, features, files, chunks, sampleIndex, replicas, null, FileFormat.ORC);
   }
 
   private Manifest(
@@ -115,8 +148,10 @@ public final class Manifest {
       List<ChunkInfo> chunks,
       SampleIndexInfo sampleIndex,
       List<ReplicaInfo> replicas,
-      StreamChecksumsInfo streamChecksums) {
+      StreamChecksumsInfo streamChecksums,
+      FileFormat fileFormat) {
     this.streamChecksums = streamChecksums;
+    this.fileFormat = Objects.requireNonNull(fileFormat, "fileFormat");
     this.name = checkName(name);
     this.version = Objects.requireNonNull(version, "version");
     this.rows = rows;
@@ -130,7 +165,17 @@ public final class Manifest {
 
   /** This manifest naming {@code info} as its stream checksums (null: none recorded). */
   public Manifest withStreamChecksums(StreamChecksumsInfo info) {
-    return new Manifest(name, version, rows, features, files, chunks, sampleIndex, replicas, info);
+    return new Manifest(name, version, rows, features, files, chunks, sampleIndex, replicas, info, fileFormat);
+  }
+
+  /** This manifest with its files in {@code format}. */
+  public Manifest withFileFormat(FileFormat format) {
+    return new Manifest(name, version, rows, features, files, chunks, sampleIndex, replicas, streamChecksums, format);
+  }
+
+  /** The format of the dataset's files: ORC unless the manifest says Parquet. */
+  public FileFormat fileFormat() {
+    return fileFormat;
   }
 
   /** The stream checksums recorded for the dataset's files, or null (a dataset written before they were). */
@@ -148,6 +193,9 @@ public final class Manifest {
   }
 
   private void validate() {
+    if (fileFormat != FileFormat.ORC && (!replicas.isEmpty() || streamChecksums != null)) {
+      throw new IllegalArgumentException("replicas and stream checksums are ORC's alone, and the files are " + fileFormat.text());
+    }
     Set<String> names = new HashSet<>();
     for (FeatureInfo f : features) {
       if (!names.add(f.name())) {
@@ -238,7 +286,11 @@ public final class Manifest {
   public void write(Path dir) throws IOException {
     ObjectNode root = Json.object();
     root.put("format", FORMAT);
-    root.put("formatVersion", replicas.isEmpty() ? FORMAT_VERSION : FORMAT_VERSION_REPLICAS);
+    root.put("formatVersion",
+        fileFormat == FileFormat.PARQUET ? FORMAT_VERSION_PARQUET : replicas.isEmpty() ? FORMAT_VERSION : FORMAT_VERSION_REPLICAS);
+    if (fileFormat != FileFormat.ORC) {
+      root.put("fileFormat", fileFormat.text());
+    }
     root.put("name", name);
     root.put("version", version);
     root.put("rows", rows);
@@ -313,9 +365,14 @@ public final class Manifest {
         throw new CorruptFileException(file, "not a Strata dataset manifest (format is not '" + FORMAT + "')");
       }
       int formatVersion = (int) number(root, "formatVersion");
-      if (formatVersion != FORMAT_VERSION && formatVersion != FORMAT_VERSION_REPLICAS) {
-        throw new CorruptFileException(
-            file, "manifest format version " + formatVersion + " is not supported (this build reads " + FORMAT_VERSION + " and " + FORMAT_VERSION_REPLICAS + ")");
+      if (formatVersion != FORMAT_VERSION && formatVersion != FORMAT_VERSION_REPLICAS && formatVersion != FORMAT_VERSION_PARQUET) {
+        throw new CorruptFileException(file, "manifest format version " + formatVersion + " is not supported (this build reads "
+            + FORMAT_VERSION + ", " + FORMAT_VERSION_REPLICAS + " and " + FORMAT_VERSION_PARQUET + ")");
+      }
+      FileFormat fileFormat = root.has("fileFormat") ? FileFormat.of(text(root, "fileFormat")) : FileFormat.ORC;
+      if ((fileFormat == FileFormat.PARQUET) != (formatVersion == FORMAT_VERSION_PARQUET)) {
+        throw new IllegalArgumentException("format version " + formatVersion + " does not match the file format '"
+            + fileFormat.text() + "'");
       }
       List<FeatureInfo> features = new ArrayList<>();
       for (JsonNode n : array(root, "features")) {
@@ -352,7 +409,7 @@ public final class Manifest {
           replicas.add(new ReplicaInfo(text(n, "field"), text(n, "feature"), (int) number(n, "position")));
         }
       }
-      if (replicas.isEmpty() != (formatVersion == FORMAT_VERSION)) {
+      if (fileFormat == FileFormat.ORC && replicas.isEmpty() != (formatVersion == FORMAT_VERSION)) {
         throw new IllegalArgumentException("format version " + formatVersion + " does not match its replicas ("
             + replicas.size() + ")");
       }
@@ -362,7 +419,8 @@ public final class Manifest {
         sums = new StreamChecksumsInfo(text(c, "path"), text(c, "crc32c"));
       }
       return new Manifest(
-          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample, replicas, sums);
+          text(root, "name"), text(root, "version"), number(root, "rows"), features, files, chunks, sample, replicas, sums,
+          fileFormat);
     } catch (IllegalArgumentException e) {
       throw new CorruptFileException(file, "invalid manifest: " + e.getMessage(), e);
     }

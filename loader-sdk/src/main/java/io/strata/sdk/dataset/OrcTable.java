@@ -38,7 +38,7 @@ import org.apache.orc.TypeDescription;
  * <p>Thread-safe: file readers are opened once and shared; every read uses its own record reader.
  * A {@link Cursor} keeps record readers open for repeated row-range reads by one thread.
  */
-public final class OrcTable implements AutoCloseable {
+public final class OrcTable implements HddTable {
   private static final int BATCH_ROWS = 4096;
 
   private final Path dir;
@@ -91,6 +91,7 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** The absolute path of ORC file {@code index}. */
+  @Override
   public Path filePath(int index) {
     return dir.resolve(manifest.files().get(index).path());
   }
@@ -127,6 +128,7 @@ public final class OrcTable implements AutoCloseable {
    * dataset has them, its stream checksums (which name the stripe, column and stream that
    * differ). Returns the bytes checked; a {@link CorruptFileException} names the first damage.
    */
+  @Override
   public long verifyChecksums() throws IOException {
     StreamChecksums s = manifest.streamChecksums() == null ? null : StreamChecksums.load(dir, manifest, confinement);
     long bytes = 0;
@@ -256,6 +258,7 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** Decodes the requested features of chunk {@code chunk} into memory of {@code arena}. */
+  @Override
   public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena)
       throws IOException {
     ChunkInfo c = chunkInfo(chunk);
@@ -309,6 +312,7 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** Decodes rows {@code [firstRow, firstRow + count)} of the requested features. */
+  @Override
   public SequencedMap<String, Column> readRows(long firstRow, int count, List<String> features, Arena arena)
       throws IOException {
     try (Cursor cursor = cursor(features)) {
@@ -317,6 +321,7 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** A single-threaded reader of row ranges that keeps stripe readers open between calls. */
+  @Override
   public Cursor cursor(List<String> features) {
     return new Cursor(features, resolve(features));
   }
@@ -330,22 +335,25 @@ public final class OrcTable implements AutoCloseable {
   }
 
   /** Rows between ORC row-index entries in file {@code file} (0 when the file has no row index). */
+  @Override
   public int rowIndexStride(int file) throws IOException {
     return reader(file).getRowIndexStride();
   }
 
   /** Index of the chunk holding global row {@code row} (a binary search of the chunks' first rows; a shuffled batch asks once a row). */
+  @Override
   public int chunkOf(long row) {
     return Chunks.of(chunkFirstRows, row);
   }
 
   /** The first row of each chunk, ascending (the table's own array: read it, never write it). */
+  @Override
   public long[] chunkFirstRows() {
     return chunkFirstRows;
   }
 
   /** Reads row ranges of a fixed projection; not thread-safe. */
-  public final class Cursor implements AutoCloseable {
+  public final class Cursor implements HddTable.Cursor {
     private final List<String> names;
     private final List<Integer> columns;
     private final Map<Integer, RecordReader> open = new HashMap<>();
@@ -362,6 +370,7 @@ public final class OrcTable implements AutoCloseable {
     }
 
     /** Decodes rows {@code [firstRow, firstRow + count)}, which may span chunks. */
+    @Override
     public SequencedMap<String, Column> readRows(long firstRow, int count, Arena arena) throws IOException {
       if (firstRow < 0 || count < 0 || firstRow + count > manifest.rows()) {
         throw new IllegalArgumentException(

@@ -186,7 +186,7 @@ public final class Relayout {
    * storing it twice would cost.
    */
   public static Map<String, Long> columnBytes(Path dir) throws IOException {
-    Manifest m = Manifest.read(dir);
+    Manifest m = requireOrc(Manifest.read(dir));
     Map<String, Long> out = new LinkedHashMap<>();
     for (Manifest.OrcFileInfo info : m.files()) {
       Path file = dir.resolve(info.path());
@@ -211,9 +211,21 @@ public final class Relayout {
     return out;
   }
 
-  /** The dataset's manifest, once its columns and {@code order} allow a relayout. */
+  /**
+   * Refuses a dataset whose files are not ORC: a relayout rewrites ORC files (with orc-core,
+   * stream checksums and all); rewriting Parquet files is not built (docs/FORMAT.md).
+   */
+  static Manifest requireOrc(Manifest m) {
+    if (m.fileFormat() != Manifest.FileFormat.ORC) {
+      throw new IllegalArgumentException("dataset " + m.name() + " is " + m.fileFormat().text() + ": a relayout rewrites"
+          + " ORC files only; rewriting Parquet files is not built");
+    }
+    return m;
+  }
+
+  /** The dataset's manifest, once its format, its columns and {@code order} allow a relayout. */
   private static Manifest checked(Path dir, List<String> order) throws IOException {
-    Manifest old = Manifest.read(dir);
+    Manifest old = requireOrc(Manifest.read(dir));
     for (FeatureInfo f : old.features()) {
       if (!f.supported() && f.unsupportedReason() != null && f.unsupportedReason().contains("encrypted")) {
         throw new IllegalArgumentException("dataset " + old.name() + " has a column under ORC column encryption ('"

@@ -42,7 +42,7 @@ public final class Derivation {
 
     /** Reads the source columns from the dataset's ORC files (the HDD tier). */
     static SourceReader orc(Dataset ds) {
-      return (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+      return (features, first, count, arena) -> ds.table().readRows(first, count, features, arena);
     }
   }
 

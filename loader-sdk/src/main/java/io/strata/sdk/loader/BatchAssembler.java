@@ -104,7 +104,7 @@ final class BatchAssembler implements Prefetcher.Producer {
           t -> Thread.ofPlatform().name("strata-assemble-" + assemblerNames.incrementAndGet()).daemon(true).unstarted(t));
     }
     this.writeCache = writeCache;
-    this.chunkFirstRows = dataset.orc().chunkFirstRows();
+    this.chunkFirstRows = dataset.table().chunkFirstRows();
   }
 
   /**

@@ -4,7 +4,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.dataset.OrcTable;
+import io.strata.sdk.dataset.HddTable;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -41,7 +41,7 @@ final class OrcBlockCache implements AutoCloseable {
    * cursor per list keeps each positioned in its stripe instead of reopening (and re-reading the
    * stripe) at every change.
    */
-  private final LinkedHashMap<List<String>, OrcTable.Cursor> cursors = new LinkedHashMap<>(8, 0.75f, true);
+  private final LinkedHashMap<List<String>, HddTable.Cursor> cursors = new LinkedHashMap<>(8, 0.75f, true);
   static final int MAX_CURSORS = 4;
   private long bytes;
   private long decodedBytes;
@@ -59,7 +59,7 @@ final class OrcBlockCache implements AutoCloseable {
   private int blockRows(ChunkInfo c) throws IOException {
     Integer s = strideByFile.get(c.file());
     if (s == null) {
-      int stride = dataset.orc().rowIndexStride(c.file());
+      int stride = dataset.table().rowIndexStride(c.file());
       s = stride > 0 ? stride : DEFAULT_BLOCK_ROWS;
       strideByFile.put(c.file(), s);
     }
@@ -105,15 +105,15 @@ final class OrcBlockCache implements AutoCloseable {
     return b.columns;
   }
 
-  private OrcTable.Cursor cursor(List<String> features) throws IOException {
-    OrcTable.Cursor c = cursors.get(features);
+  private HddTable.Cursor cursor(List<String> features) throws IOException {
+    HddTable.Cursor c = cursors.get(features);
     if (c == null) {
       if (cursors.size() >= MAX_CURSORS) {
-        Iterator<Map.Entry<List<String>, OrcTable.Cursor>> eldest = cursors.entrySet().iterator();
+        Iterator<Map.Entry<List<String>, HddTable.Cursor>> eldest = cursors.entrySet().iterator();
         eldest.next().getValue().close();
         eldest.remove();
       }
-      c = dataset.orc().cursor(features);
+      c = dataset.table().cursor(features);
       cursors.put(List.copyOf(features), c);
     }
     return c;
@@ -140,7 +140,7 @@ final class OrcBlockCache implements AutoCloseable {
     blocks.clear();
     bytes = 0;
     IOException first = null;
-    for (OrcTable.Cursor c : cursors.values()) {
+    for (HddTable.Cursor c : cursors.values()) {
       try {
         c.close();
       } catch (IOException e) {

@@ -284,7 +284,7 @@ class OrcConformanceTest {
         long first = Math.max(0, ds.chunks().getFirst().endRow() - 3);
         int count = (int) Math.min(ds.rows() - first, 1000);
         try (Arena arena = Arena.ofConfined()) {
-          compare(ds, ds.orc().readRows(first, count, served, arena), expected, first, "ORC rows " + base);
+          compare(ds, ds.table().readRows(first, count, served, arena), expected, first, "ORC rows " + base);
         }
       }
     }

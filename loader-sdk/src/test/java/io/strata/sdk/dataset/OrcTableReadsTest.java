@@ -63,14 +63,14 @@ class OrcTableReadsTest {
       List<FeatureInfo> cols = ds.columns();
       // The first column of the file (the one a seeking reader's search argument names) and its neighbour: one run.
       List<String> adjacent = List.of(cols.get(0).name(), cols.get(1).name());
-      ds.orc().readChunk(0, adjacent, arena); // opens the file: its tail and statistics
+      ds.table().readChunk(0, adjacent, arena); // opens the file: its tail and statistics
       long r0 = OrcReads.requests();
-      ds.orc().readChunk(1, adjacent, arena);
+      ds.table().readChunk(1, adjacent, arena);
       assertEquals(2, OrcReads.requests() - r0, "stripe footer + one run of two adjacent columns");
       // Two columns apart: two runs.
       List<String> apart = List.of(cols.get(0).name(), cols.get(2).name());
       long r1 = OrcReads.requests();
-      ds.orc().readChunk(2, apart, arena);
+      ds.table().readChunk(2, apart, arena);
       assertEquals(3, OrcReads.requests() - r1, "stripe footer + two runs");
     }
   }
@@ -82,14 +82,14 @@ class OrcTableReadsTest {
       List<FeatureInfo> cols = ds.columns();
       List<String> adjacent = List.of(cols.get(0).name(), cols.get(1).name());
       long r = OrcReads.requests();
-      ds.orc().readChunk(0, adjacent, arena);
+      ds.table().readChunk(0, adjacent, arena);
       // Opening the file: its tail, its sidecar; then the chunk's one run.
       assertEquals(3, OrcReads.requests() - r, "open + one run");
       long r0 = OrcReads.requests();
-      ds.orc().readChunk(1, adjacent, arena);
+      ds.table().readChunk(1, adjacent, arena);
       assertEquals(1, OrcReads.requests() - r0, "one run of two adjacent columns, the footer from the sidecar");
       long r1 = OrcReads.requests();
-      ds.orc().readChunk(2, List.of(cols.get(0).name(), cols.get(2).name()), arena);
+      ds.table().readChunk(2, List.of(cols.get(0).name(), cols.get(2).name()), arena);
       assertEquals(2, OrcReads.requests() - r1, "two runs");
     }
   }
@@ -105,11 +105,11 @@ class OrcTableReadsTest {
       try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofShared()) {
         List<FeatureInfo> cols = ds.columns();
         List<String> apart = List.of(cols.get(0).name(), cols.get(3).name(), cols.get(7).name());
-        ds.orc().readChunk(2, apart, arena); // opens the file (and then chunk 1: not in order, nothing read ahead)
+        ds.table().readChunk(2, apart, arena); // opens the file (and then chunk 1: not in order, nothing read ahead)
         try (OrcReads.Recording rec = OrcReads.record()) {
           long r = OrcReads.requests();
           long b = OrcReads.bytes();
-          got.add(ds.orc().readChunk(1, apart, Arena.global()));
+          got.add(ds.table().readChunk(1, apart, Arena.global()));
           requests[pass] = OrcReads.requests() - r;
           recorded.add(rec.requests());
           assertEquals(requests[pass], recorded.get(pass).size(), "every request recorded");
@@ -151,7 +151,7 @@ class OrcTableReadsTest {
       chunks = ds.chunks().size();
       long mine = OrcReads.bytesOnThisThread();
       for (int c = 0; c < chunks; c++) {
-        values.add(ds.orc().readChunk(c, some, Arena.global()));
+        values.add(ds.table().readChunk(c, some, Arena.global()));
       }
       inOrder = rec.requests();
       // This thread's bytes: its own requests and the stripes it took from the read-ahead (all of
@@ -163,8 +163,8 @@ class OrcTableReadsTest {
         assertEquals(0, OrcReads.aheadWaiting(f), "every chunk read ahead was taken: " + f);
       }
       // One more read ahead, never taken: the table's close forgets it.
-      ds.orc().readChunk(0, some, Arena.global());
-      ds.orc().readChunk(1, some, Arena.global());
+      ds.table().readChunk(0, some, Arena.global());
+      ds.table().readChunk(1, some, Arena.global());
     }
     for (Path f : files) {
       assertEquals(0, OrcReads.aheadWaiting(f), "forgotten with its table: " + f);
@@ -173,7 +173,7 @@ class OrcTableReadsTest {
     List<OrcReads.Request> backwards;
     try (Dataset ds = Dataset.open(dir); OrcReads.Recording rec = OrcReads.record()) {
       for (int c = chunks - 1; c >= 0; c--) {
-        Map<String, Column> got = ds.orc().readChunk(c, some, Arena.global());
+        Map<String, Column> got = ds.table().readChunk(c, some, Arena.global());
         for (String n : some) {
           assertSame(values.get(c).get(n), got.get(n), n + " of chunk " + c);
         }
@@ -218,7 +218,7 @@ class OrcTableReadsTest {
       Map<String, Column> expected;
       try (Dataset ds = Dataset.open(dir)) { // closed before the damage: its footers go with it
         names = ds.featureNames();
-        expected = ds.orc().readChunk(4, names, arena);
+        expected = ds.table().readChunk(4, names, arena);
       }
       Manifest m = Manifest.read(dir);
       Path first = StripeFooters.sidecar(dir.resolve(m.files().get(0).path()));
@@ -230,13 +230,13 @@ class OrcTableReadsTest {
       Files.write(first, damaged);
       for (int chunk : new int[] {1, 4}) { // chunk 1 is in file 0, chunk 4 in file 1
         try (Dataset fresh = Dataset.open(dir); Arena a = Arena.ofConfined()) {
-          fresh.orc().readChunk(chunk - 1, names.subList(0, 1), a); // opens the file
+          fresh.table().readChunk(chunk - 1, names.subList(0, 1), a); // opens the file
           long r = OrcReads.requests();
-          Map<String, Column> got = fresh.orc().readChunk(chunk, names.subList(0, 2), a);
+          Map<String, Column> got = fresh.table().readChunk(chunk, names.subList(0, 2), a);
           assertEquals(2, OrcReads.requests() - r, "chunk " + chunk + ": the footer read from the file again");
           if (chunk == 4) {
             for (String n : names) {
-              assertSame(expected.get(n), fresh.orc().readChunk(4, names, a).get(n), n);
+              assertSame(expected.get(n), fresh.table().readChunk(4, names, a).get(n), n);
             }
           } else {
             assertEquals(2, got.size());
@@ -281,17 +281,17 @@ class OrcTableReadsTest {
     Path dir = generate();
     try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
       List<String> names = ds.featureNames();
-      try (OrcTable.Cursor cursor = ds.orc().cursor(names)) {
+      try (HddTable.Cursor cursor = ds.table().cursor(names)) {
         // Opened to read from the start of chunk 0 (no seeking), then asked for rows behind and ahead.
         Map<String, Column> head = cursor.readRows(0, 1_000, arena);
         Map<String, Column> back = cursor.readRows(200, 300, arena);
         Map<String, Column> ahead = cursor.readRows(3_000, 1_500, arena);
         Map<String, Column> next = cursor.readRows(4_500, 1_000, arena); // continues into chunk 1
         for (String n : names) {
-          assertSame(ds.orc().readRows(0, 1_000, List.of(n), arena).get(n), head.get(n), n + " head");
-          assertSame(ds.orc().readRows(200, 300, List.of(n), arena).get(n), back.get(n), n + " back");
-          assertSame(ds.orc().readRows(3_000, 1_500, List.of(n), arena).get(n), ahead.get(n), n + " ahead");
-          assertSame(ds.orc().readRows(4_500, 1_000, List.of(n), arena).get(n), next.get(n), n + " next");
+          assertSame(ds.table().readRows(0, 1_000, List.of(n), arena).get(n), head.get(n), n + " head");
+          assertSame(ds.table().readRows(200, 300, List.of(n), arena).get(n), back.get(n), n + " back");
+          assertSame(ds.table().readRows(3_000, 1_500, List.of(n), arena).get(n), ahead.get(n), n + " ahead");
+          assertSame(ds.table().readRows(4_500, 1_000, List.of(n), arena).get(n), next.get(n), n + " next");
         }
       }
     }

@@ -240,9 +240,9 @@ class RelayoutTest {
     try (Arena arena = Arena.ofConfined()) {
       for (Path d : new Path[] {original, dir}) {
         try (Dataset ds = Dataset.open(d)) {
-          ds.orc().readChunk(0, pair, arena); // opens the file
+          ds.table().readChunk(0, pair, arena); // opens the file
           long r0 = OrcReads.requests();
-          Map<String, Column> v = ds.orc().readChunk(1, pair, arena);
+          Map<String, Column> v = ds.table().readChunk(1, pair, arena);
           requests[d == original ? 0 : 1] = OrcReads.requests() - r0;
           if (values == null) {
             values = v;

@@ -38,7 +38,7 @@ class StreamChecksumsTest {
       for (int c = 0; c < ds.chunks().size(); c++) {
         ds.readChunk(c, all, arena); // every stream of every stripe read and checked: nothing fires
       }
-      bytes = ds.orc().verifyChecksums();
+      bytes = ds.table().verifyChecksums();
     }
     assertEquals(m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum(), bytes);
 
@@ -77,11 +77,11 @@ class StreamChecksumsTest {
           && e.getMessage().contains("stream is damaged"), e.getMessage());
       // The other stripes read as ever.
       ds.readChunk(0, all, arena);
-      CorruptFileException v = assertThrows(CorruptFileException.class, () -> ds.orc().verifyChecksums());
+      CorruptFileException v = assertThrows(CorruptFileException.class, () -> ds.table().verifyChecksums());
       assertTrue(v.getMessage().contains("stripe 1 column"), v.getMessage());
     }
     // A row-range reader (a cursor, as jobs reading ORC use) is refused too.
-    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined(); OrcTable.Cursor cur = ds.orc().cursor(all)) {
+    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined(); HddTable.Cursor cur = ds.table().cursor(all)) {
       long first = m.chunks().get(chunk).firstRow();
       assertThrows(CorruptFileException.class, () -> cur.readRows(first, 100, arena));
     }

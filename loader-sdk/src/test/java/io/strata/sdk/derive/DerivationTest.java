@@ -56,7 +56,7 @@ class DerivationTest {
     ds.close();
   }
 
-  static final Derivation.SourceReader ORC = (features, first, count, arena) -> ds.orc().readRows(first, count, features, arena);
+  static final Derivation.SourceReader ORC = (features, first, count, arena) -> ds.table().readRows(first, count, features, arena);
 
   // ---------------- an independent implementation of the documented hashes (docs/FORMAT.md §4)
   static long mix(long z) {

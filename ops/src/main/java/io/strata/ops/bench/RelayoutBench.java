@@ -453,7 +453,7 @@ final class RelayoutBench implements Callable<Integer> {
       try (Arena arena = Arena.ofConfined()) {
         try (Dataset jd = Dataset.open(dir)) {
           for (int c = 0; c < jd.chunks().size(); c++) {
-            read.add(jd.orc().readChunk(c, j.features(), arena));
+            read.add(jd.table().readChunk(c, j.features(), arena));
           }
         } finally {
           seconds += (System.nanoTime() - t0) / 1e9;

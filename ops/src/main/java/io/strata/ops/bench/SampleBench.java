@@ -151,7 +151,7 @@ final class SampleBench implements Callable<Integer> {
           .epochs(1_000_000).prefetch(2, 1).name("bench-1").build();
       Loader two = Loader.builder(ds).features(features).segments(store).sampleBatches(samples).seed(9).dropLast(true)
           .epochs(1_000_000).prefetch(4, 2).name("bench-2").build();
-      var cursor = ds.orc().cursor(features);
+      var cursor = ds.table().cursor(features);
       Map<String, List<Double>> perRound = new LinkedHashMap<>();
       for (String p : List.of("memcpy", "strata", "strata2threads", "numpy", "orc")) {
         perRound.put(p, new ArrayList<>());

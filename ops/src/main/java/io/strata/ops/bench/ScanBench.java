@@ -75,14 +75,14 @@ final class ScanBench implements Callable<Integer> {
         t = System.nanoTime();
         for (int c = 0; c < ds.chunks().size(); c++) {
           try (Arena a = Arena.ofConfined()) {
-            ds.orc().readChunk(c, picked, a);
+            ds.table().readChunk(c, picked, a);
           }
         }
         secs.get("orcProjection").add((System.nanoTime() - t) / 1e9);
         t = System.nanoTime();
         for (int c = 0; c < ds.chunks().size(); c++) {
           try (Arena a = Arena.ofConfined()) {
-            ds.orc().readChunk(c, all, a);
+            ds.table().readChunk(c, all, a);
           }
         }
         secs.get("orcNoProjection").add((System.nanoTime() - t) / 1e9);

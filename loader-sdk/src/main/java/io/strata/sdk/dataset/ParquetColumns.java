@@ -1,0 +1,198 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.format.ColumnBuilder;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.io.api.Binary;
+
+/**
+ * Appends the values of one Parquet column chunk to an Arrow-layout column builder, from its
+ * definition and repetition levels: a scalar feature's nulls, a list feature's null lists, empty
+ * lists and null elements. Counts what the writer's statistics can be checked against.
+ */
+final class ParquetColumns {
+  private ParquetColumns() {}
+
+  /** The Julian day of 1970-01-01 (INT96 timestamps count days from the Julian epoch). */
+  private static final long JULIAN_EPOCH_DAY = 2_440_588L;
+  private static final long NANOS_PER_DAY = 86_400L * 1_000_000_000L;
+
+  /** What one chunk held: its level entries whose value is null (Parquet's null count) and, for integer-valued leaves, the least and greatest value. */
+  static final class Seen {
+    long nulls;
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    boolean any;
+
+    void value(long v) {
+      any = true;
+      if (v < min) {
+        min = v;
+      }
+      if (v > max) {
+        max = v;
+      }
+    }
+  }
+
+  /**
+   * Appends {@code rows} rows of {@code r}, a reader of {@code leaf}'s column chunk of {@code
+   * total} level entries (its pages' count), to {@code b}.
+   * Throws {@link OrcColumns.UnrepresentableValueException} for a value the feature type cannot
+   * hold and {@link IllegalStateException} where the levels do not describe {@code rows} rows.
+   */
+  static Seen append(ColumnReader r, long total, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b) {
+    Seen seen = new Seen();
+    long read = 0;
+    if (!leaf.list()) {
+      if (total != rows) {
+        throw new IllegalStateException("the column chunk holds " + total + " values for " + rows + " rows");
+      }
+      b.reserve(rows, 0);
+      for (int row = 0; row < rows; row++) {
+        if (r.getCurrentDefinitionLevel() < leaf.valueDef()) {
+          b.appendNull();
+          seen.nulls++;
+        } else {
+          value(r, leaf.decode(), b, seen);
+        }
+        r.consume();
+      }
+      return seen;
+    }
+    ColumnBuilder child = b.child();
+    for (int row = 0; row < rows; row++) {
+      if (read >= total) {
+        throw new IllegalStateException("the column chunk's levels end after " + row + " of " + rows + " rows");
+      }
+      if (r.getCurrentRepetitionLevel() != 0) {
+        throw new IllegalStateException("row " + row + " does not start at repetition level 0");
+      }
+      int def = r.getCurrentDefinitionLevel();
+      if (def < leaf.listDef()) {
+        b.appendNull();
+        seen.nulls++;
+        r.consume();
+        read++;
+        continue;
+      }
+      if (def < leaf.elementDef()) {
+        seen.nulls++;
+        r.consume();
+        read++;
+        b.endList();
+        continue;
+      }
+      do {
+        if (r.getCurrentDefinitionLevel() < leaf.valueDef()) {
+          child.appendNull();
+          seen.nulls++;
+        } else {
+          value(r, leaf.decode(), child, seen);
+        }
+        r.consume();
+        read++;
+      } while (read < total && r.getCurrentRepetitionLevel() > 0);
+      b.endList();
+    }
+    if (read != total) {
+      throw new IllegalStateException("the column chunk holds " + total + " level entries, " + (total - read) + " past its " + rows + " rows");
+    }
+    return seen;
+  }
+
+  private static void value(ColumnReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {
+    switch (decode) {
+      case BOOL -> b.appendBoolean(r.getBoolean());
+      case INT32 -> {
+        long v = r.getInteger();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT32 -> b.appendLong(Integer.toUnsignedLong(r.getInteger()));
+      case INT64 -> {
+        long v = r.getLong();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT64 -> b.appendDecimal(r.getLong(), 0L);
+      case FLOAT -> b.appendDouble(r.getFloat());
+      case DOUBLE -> b.appendDouble(r.getDouble());
+      case FLOAT16 -> {
+        ByteBuffer h = r.getBinary().toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        b.appendDouble(Float.float16ToFloat(h.getShort(h.position())));
+      }
+      case BYTES -> {
+        ByteBuffer v = r.getBinary().toByteBuffer();
+        b.appendBytes(MemorySegment.ofBuffer(v), 0, v.remaining());
+      }
+      case DECIMAL_INT32 -> {
+        long v = r.getInteger();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_INT64 -> {
+        long v = r.getLong();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_BYTES -> decimal(r.getBinary(), b);
+      case MILLIS -> b.appendLong(scale(r.getLong(), 1_000_000L, "milliseconds"));
+      case MICROS -> b.appendLong(scale(r.getLong(), 1_000L, "microseconds"));
+      case NANOS -> b.appendLong(r.getLong());
+      case INT96 -> b.appendLong(int96(r.getBinary()));
+    }
+  }
+
+  private static long scale(long v, long factor, String unit) {
+    try {
+      return Math.multiplyExact(v, factor);
+    } catch (ArithmeticException e) {
+      throw new OrcColumns.UnrepresentableValueException(
+          "timestamp " + v + " " + unit + " lies outside the nanosecond range (years 1677..2262)");
+    }
+  }
+
+  /** An INT96 timestamp (Impala's and old Spark's): nanoseconds of the day, then the Julian day, little-endian. */
+  static long int96(Binary v) {
+    ByteBuffer b = v.toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    if (b.remaining() != 12) {
+      throw new IllegalStateException("an INT96 value of " + b.remaining() + " bytes");
+    }
+    long nanosOfDay = b.getLong(b.position());
+    long julianDay = Integer.toUnsignedLong(b.getInt(b.position() + 8));
+    try {
+      return Math.addExact(Math.multiplyExact(julianDay - JULIAN_EPOCH_DAY, NANOS_PER_DAY), nanosOfDay);
+    } catch (ArithmeticException e) {
+      throw new OrcColumns.UnrepresentableValueException(
+          "INT96 timestamp of Julian day " + julianDay + " lies outside the nanosecond range (years 1677..2262)");
+    }
+  }
+
+  /** A big-endian two's-complement unscaled decimal, as the 128-bit value Arrow keeps. */
+  private static void decimal(Binary v, ColumnBuilder b) {
+    ByteBuffer bytes = v.toByteBuffer();
+    int n = bytes.remaining();
+    int at = bytes.position();
+    if (n == 0) {
+      b.appendDecimal(0L, 0L);
+      return;
+    }
+    long fill = bytes.get(at) < 0 ? -1L : 0L;
+    int skip = Math.max(0, n - 16);
+    for (int i = 0; i < skip; i++) {
+      if (bytes.get(at + i) != (byte) fill) {
+        throw new OrcColumns.UnrepresentableValueException("a decimal of " + n + " bytes does not fit in 128 bits");
+      }
+    }
+    long high = fill;
+    long low = fill;
+    for (int i = skip; i < n; i++) {
+      high = (high << 8) | (low >>> 56);
+      low = (low << 8) | (bytes.get(at + i) & 0xffL);
+    }
+    b.appendDecimal(low, high);
+  }
+}

@@ -1,0 +1,399 @@
+package io.strata.sdk.dataset;
+
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.Column;
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.internal.Chunks;
+import io.strata.sdk.internal.Confinement;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SequencedMap;
+import java.util.zip.CRC32C;
+import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.column.impl.ColumnReadStoreImpl;
+import org.apache.parquet.column.page.PageReadStore;
+import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.io.InputFile;
+import org.apache.parquet.io.api.Converter;
+import org.apache.parquet.io.api.GroupConverter;
+import org.apache.parquet.io.api.PrimitiveConverter;
+import org.apache.parquet.schema.GroupType;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.Type;
+
+/**
+ * The HDD tier of a dataset whose files are Parquet: a row group is a chunk, read with column
+ * projection (only the requested fields' column chunks are read) and decoded into Arrow-layout
+ * {@link Column}s; page checksums are verified where the writer wrote them, and each decoded
+ * chunk is checked against the writer's column statistics (null counts; bounds of integer
+ * columns).
+ *
+ * <p>Threads: thread-safe. A file's footer is read once, under this table's monitor, and shared;
+ * every read opens a reader of its own over that footer (parquet-java's readers are not
+ * thread-safe), so reads of any chunks run in parallel. A {@link Cursor} belongs to one thread
+ * and keeps the row group it decoded last, for row ranges read in order.
+ */
+public final class ParquetTable implements HddTable {
+  private final Path dir;
+  private final Manifest manifest;
+  private final Confinement confinement;
+  /** Per file, its footer and input (null until first read); guarded by this table's monitor. */
+  private final ParquetMetadata[] footers;
+  private final InputFile[] inputs;
+  private final long[] chunkFirstRows;
+  private final Map<String, Integer> columnIndex = new HashMap<>();
+  private volatile boolean closed;
+
+  ParquetTable(Path dir, Manifest manifest, Confinement confinement) {
+    this.dir = dir;
+    this.manifest = manifest;
+    this.confinement = confinement;
+    this.footers = new ParquetMetadata[manifest.files().size()];
+    this.inputs = new InputFile[manifest.files().size()];
+    for (int i = 0; i < manifest.features().size(); i++) {
+      columnIndex.put(manifest.features().get(i).name(), i);
+    }
+    this.chunkFirstRows = manifest.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
+  }
+
+  @Override
+  public Path filePath(int index) {
+    return dir.resolve(manifest.files().get(index).path());
+  }
+
+  /** File {@code file}'s footer, read on first use and checked against the manifest's row groups. */
+  private synchronized ParquetMetadata footer(int file) throws IOException {
+    if (closed) {
+      throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
+    }
+    if (footers[file] == null) {
+      Path path = filePath(file);
+      ParquetMetadata f = ParquetIo.footer(path, confinement);
+      List<BlockMetaData> groups = f.getBlocks();
+      for (ChunkInfo c : manifest.chunks()) {
+        if (c.file() == file && (c.stripe() >= groups.size() || groups.get(c.stripe()).getRowCount() != c.rows())) {
+          throw new CorruptFileException(path, "changed since it was imported: row group " + c.stripe() + " is not the one"
+              + " the manifest records (" + c.rows() + " rows); import the dataset again");
+        }
+      }
+      inputs[file] = ParquetIo.inputFile(path, confinement);
+      footers[file] = f;
+    }
+    return footers[file];
+  }
+
+  private synchronized InputFile input(int file) {
+    return inputs[file];
+  }
+
+  private List<Integer> resolve(List<String> features) {
+    List<Integer> idx = new ArrayList<>(features.size());
+    for (String f : features) {
+      Integer i = columnIndex.get(f);
+      if (i == null) {
+        throw new IllegalArgumentException("dataset " + manifest.name() + " has no column '" + f + "'");
+      }
+      FeatureInfo info = manifest.features().get(i);
+      if (!info.supported()) {
+        throw new IllegalArgumentException(info.notServed(manifest.name()));
+      }
+      idx.add(i);
+    }
+    return idx;
+  }
+
+  private ChunkInfo chunkInfo(int chunk) {
+    if (chunk < 0 || chunk >= manifest.chunks().size()) {
+      throw new IllegalArgumentException(
+          "chunk " + chunk + " is outside dataset " + manifest.name() + " (" + manifest.chunks().size() + " chunks)");
+    }
+    return manifest.chunks().get(chunk);
+  }
+
+  @Override
+  public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena) throws IOException {
+    ChunkInfo c = chunkInfo(chunk);
+    resolve(features);
+    return decode(c, features, arena);
+  }
+
+  /** Decodes row group {@code c} of {@code features} whole, checked against its column statistics. */
+  private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, Arena arena) throws IOException {
+    Path path = filePath(c.file());
+    ParquetMetadata footer = footer(c.file());
+    MessageType schema = footer.getFileMetaData().getSchema();
+    int rows = Math.toIntExact(c.rows());
+    try (ParquetFileReader reader = ParquetIo.reader(input(c.file()), footer)) {
+      List<ParquetTypes.Leaf> leaves = new ArrayList<>(features.size());
+      List<Type> fields = new ArrayList<>(features.size());
+      for (String f : features) {
+        try {
+          leaves.add(ParquetTypes.leaf(schema, f));
+        } catch (IllegalArgumentException e) {
+          throw new CorruptFileException(path, e.getMessage() + " although the manifest lists it as served");
+        }
+        if (!fields.contains(schema.getType(f))) {
+          fields.add(schema.getType(f));
+        }
+      }
+      MessageType projection = new MessageType(schema.getName(), fields);
+      reader.setRequestedSchema(projection);
+      PageReadStore pages = reader.readRowGroup(c.stripe());
+      if (pages == null || pages.getRowCount() != c.rows()) {
+        throw new CorruptFileException(path, "row group " + c.stripe() + " holds " + (pages == null ? 0 : pages.getRowCount())
+            + " rows, the manifest records " + c.rows());
+      }
+      ColumnReadStoreImpl store =
+          new ColumnReadStoreImpl(pages, new Ignore(projection), projection, footer.getFileMetaData().getCreatedBy());
+      BlockMetaData group = footer.getBlocks().get(c.stripe());
+      SequencedMap<String, Column> out = new LinkedHashMap<>();
+      for (int i = 0; i < features.size(); i++) {
+        ParquetTypes.Leaf leaf = leaves.get(i);
+        ColumnBuilder b = new ColumnBuilder(manifest.features().get(columnIndex.get(features.get(i))).type(), arena, rows);
+        ColumnReader cr = store.getColumnReader(leaf.descriptor());
+        ParquetColumns.Seen seen =
+            ParquetColumns.append(cr, pages.getPageReader(leaf.descriptor()).getTotalValueCount(), leaf, rows, b);
+        check(path, c, features.get(i), leaf, seen, group);
+        out.put(features.get(i), b.build());
+      }
+      return out;
+    } catch (NoSuchFileException | FileNotFoundException e) {
+      throw new NoSuchFileException(path.toString(), null, "Parquet file of dataset " + manifest.name() + " vanished");
+    } catch (CorruptFileException e) {
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      if (e instanceof OrcColumns.UnrepresentableValueException) {
+        throw new CorruptFileException(path, "row group " + c.stripe() + " (columns " + features + "): " + e.getMessage(), e);
+      }
+      if (e instanceof IllegalArgumentException && e.getMessage() != null && e.getMessage().startsWith("dataset ")) {
+        throw e;
+      }
+      throw new CorruptFileException(
+          path, "cannot decode row group " + c.stripe() + " (columns " + features + "): " + ParquetIo.describe(e), e);
+    }
+  }
+
+  /** Checks a decoded column chunk against the writer's statistics of it, where it wrote them. */
+  private static void check(Path path, ChunkInfo c, String feature, ParquetTypes.Leaf leaf, ParquetColumns.Seen seen,
+      BlockMetaData group) throws CorruptFileException {
+    ColumnChunkMetaData meta = null;
+    for (ColumnChunkMetaData m : group.getColumns()) {
+      if (m.getPath().equals(org.apache.parquet.hadoop.metadata.ColumnPath.get(leaf.descriptor().getPath()))) {
+        meta = m;
+      }
+    }
+    if (meta == null) {
+      return;
+    }
+    Statistics<?> stats = meta.getStatistics();
+    if (stats == null || stats.isEmpty()) {
+      return;
+    }
+    // A list's null count differs between writers (null lists, empty ones, null elements): checked for scalars alone.
+    if (!leaf.list() && stats.isNumNullsSet() && stats.getNumNulls() != seen.nulls) {
+      throw new CorruptFileException(path, "row group " + c.stripe() + ", column '" + feature + "': " + seen.nulls
+          + " nulls decoded, the writer's statistics record " + stats.getNumNulls() + " (the file is damaged)");
+    }
+    if (seen.any && stats.hasNonNullValue() && stats.genericGetMin() instanceof Number lo
+        && stats.genericGetMax() instanceof Number hi) {
+      if (seen.min < lo.longValue() || seen.max > hi.longValue()) {
+        throw new CorruptFileException(path, "row group " + c.stripe() + ", column '" + feature + "': values " + seen.min
+            + ".." + seen.max + " decoded, outside the writer's statistics " + lo + ".." + hi + " (the file is damaged)");
+      }
+    }
+  }
+
+  @Override
+  public SequencedMap<String, Column> readRows(long firstRow, int count, List<String> features, Arena arena) throws IOException {
+    try (Cursor cursor = cursor(features)) {
+      return cursor.readRows(firstRow, count, arena);
+    }
+  }
+
+  @Override
+  public Cursor cursor(List<String> features) {
+    resolve(features);
+    return new Cursor(features);
+  }
+
+  @Override
+  public long verifyChecksums() throws IOException {
+    long bytes = 0;
+    for (int i = 0; i < manifest.files().size(); i++) {
+      Path path = filePath(i);
+      Manifest.OrcFileInfo info = manifest.files().get(i);
+      CRC32C crc = new CRC32C();
+      long at = 0;
+      try (FileChannel ch = confinement.openRead(path)) {
+        if (ch.size() != info.bytes()) {
+          throw new CorruptFileException(path, "is " + ch.size() + " bytes, the manifest records " + info.bytes());
+        }
+        ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
+        int n;
+        while ((n = ch.read(b.clear(), at)) > 0) {
+          crc.update(b.flip());
+          at += n;
+        }
+      }
+      String got = HexFormat.of().toHexDigits((int) crc.getValue());
+      if (!got.equals(info.crc32c())) {
+        // Say where: decoding every row group verifies the page checksums the writer wrote.
+        List<String> served = manifest.features().stream().filter(FeatureInfo::supported).map(FeatureInfo::name).toList();
+        for (ChunkInfo c : manifest.chunks()) {
+          if (c.file() == i) {
+            try (Arena a = Arena.ofConfined()) {
+              decode(c, served, a);
+            }
+          }
+        }
+        throw new CorruptFileException(path, "is damaged: its CRC32C is " + got + ", the manifest records " + info.crc32c()
+            + " (every row group still decodes and matches its page checksums and statistics: the damage is elsewhere,"
+            + " or in a page without a checksum)");
+      }
+      bytes += at;
+    }
+    return bytes;
+  }
+
+  /** Parquet has no row index of the kind ORC's stride is: a cold read decodes the row group (see {@link Cursor}). */
+  @Override
+  public int rowIndexStride(int file) {
+    return 0;
+  }
+
+  @Override
+  public int chunkOf(long row) {
+    return Chunks.of(chunkFirstRows, row);
+  }
+
+  @Override
+  public long[] chunkFirstRows() {
+    return chunkFirstRows;
+  }
+
+  @Override
+  public synchronized void close() {
+    closed = true;
+    java.util.Arrays.fill(footers, null);
+    java.util.Arrays.fill(inputs, null);
+  }
+
+  /**
+   * Reads row ranges of a fixed projection; keeps the last row group it decoded (in memory of its
+   * own, freed when it moves on or closes), so that ranges read in order decode each row group
+   * once. Not thread-safe.
+   */
+  public final class Cursor implements HddTable.Cursor {
+    private final List<String> names;
+    private int chunk = -1;
+    private Arena arena;
+    private SequencedMap<String, Column> decoded;
+
+    private Cursor(List<String> names) {
+      this.names = List.copyOf(names);
+    }
+
+    @Override
+    public SequencedMap<String, Column> readRows(long firstRow, int count, Arena out) throws IOException {
+      if (firstRow < 0 || count < 0 || firstRow + count > manifest.rows()) {
+        throw new IllegalArgumentException(
+            "rows [" + firstRow + ", " + (firstRow + count) + ") are outside dataset " + manifest.name()
+                + " (" + manifest.rows() + " rows)");
+      }
+      List<ColumnBuilder> builders = new ArrayList<>(names.size());
+      for (String n : names) {
+        builders.add(new ColumnBuilder(manifest.features().get(columnIndex.get(n)).type(), out, count));
+      }
+      long row = firstRow;
+      long end = firstRow + count;
+      while (row < end) {
+        ChunkInfo c = manifest.chunks().get(chunkOf(row));
+        int n = (int) (Math.min(end, c.endRow()) - row);
+        SequencedMap<String, Column> group = group(c);
+        for (int i = 0; i < names.size(); i++) {
+          builders.get(i).appendRange(group.get(names.get(i)), (int) (row - c.firstRow()), n);
+        }
+        row += n;
+      }
+      SequencedMap<String, Column> result = new LinkedHashMap<>();
+      for (int i = 0; i < names.size(); i++) {
+        result.put(names.get(i), builders.get(i).build());
+      }
+      return result;
+    }
+
+    private SequencedMap<String, Column> group(ChunkInfo c) throws IOException {
+      if (chunk != c.index()) {
+        release();
+        Arena a = Arena.ofShared();
+        boolean ok = false;
+        try {
+          decoded = decode(c, names, a);
+          ok = true;
+        } finally {
+          if (!ok) {
+            a.close();
+          }
+        }
+        arena = a;
+        chunk = c.index();
+      }
+      return decoded;
+    }
+
+    private void release() {
+      if (arena != null) {
+        arena.close();
+        arena = null;
+        decoded = null;
+        chunk = -1;
+      }
+    }
+
+    @Override
+    public void close() {
+      release();
+    }
+  }
+
+  /** The converter parquet-java's column readers ask for: values are taken from the readers directly, never pushed to it. */
+  private static final class Ignore extends GroupConverter {
+    private final Converter[] children;
+
+    Ignore(GroupType type) {
+      children = new Converter[type.getFieldCount()];
+      for (int i = 0; i < children.length; i++) {
+        Type t = type.getType(i);
+        children[i] = t.isPrimitive() ? new PrimitiveConverter() {} : new Ignore(t.asGroupType());
+      }
+    }
+
+    @Override
+    public Converter getConverter(int fieldIndex) {
+      return children[fieldIndex];
+    }
+
+    @Override
+    public void start() {}
+
+    @Override
+    public void end() {}
+  }
+}
