@@ -94,7 +94,7 @@ public final class BenchAll implements Callable<Integer> {
         case "sample" -> args.addAll(List.of("--dataset", big.resolve("hdd").toString(), "--ssd", big.resolve("ssd").toString(),
             "--rounds", quick ? "2" : "5", "--batches", quick ? "4" : "24"));
         case "scan" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString(),
-            "--rounds", quick ? "1" : "3"));
+            "--parquet", mid.resolve("parquet").toString(), "--rounds", quick ? "1" : "3"));
         case "memory" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString(),
             "--processes", quick ? "1,2" : "1,2,4,8"));
         case "policy" -> args.addAll(quick ? List.of("--seeds", "1", "--speed-jobs", "100") : List.of());

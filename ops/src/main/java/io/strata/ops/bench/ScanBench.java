@@ -13,6 +13,7 @@ import io.strata.sdk.loader.Loader;
 import io.strata.sdk.tier.SegmentStore;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,7 +26,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 @Command(name = "scan", mixinStandardHelpOptions = true,
-    description = "An epoch scan of 30%% of the features: Strata from segments vs ORC with projection vs ORC without projection.")
+    description = "An epoch scan of 30%% of the features: Strata from segments vs ORC with projection vs ORC without projection"
+        + " (and, with --parquet, vs the same rows as Parquet, written by pyarrow and read through Strata's HDD tier).")
 final class ScanBench implements Callable<Integer> {
   @Spec CommandSpec spec;
 
@@ -44,6 +46,14 @@ final class ScanBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
+  @Option(names = "--parquet", description = "A Parquet copy of the dataset as an HDD-tier peer: a dataset directory, made"
+      + " here when it holds none (pyarrow rewrites each ORC file as Parquet, a row group per stripe, snappy, its defaults;"
+      + " then 'dataset import').")
+  Path parquet;
+
+  @Option(names = "--python", description = "Python with pyarrow, to make the Parquet copy (default: target/pyvenv/bin/python of the checkout).")
+  String python;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -58,6 +68,18 @@ final class ScanBench implements Callable<Integer> {
       Map<String, List<Double>> secs = new LinkedHashMap<>();
       for (String p : List.of("strata", "orcProjection", "orcNoProjection")) {
         secs.put(p, new ArrayList<>());
+      }
+      String py = python != null ? python : io.strata.ops.Processes.defaultPython();
+      String noParquet = parquet == null ? "no --parquet given"
+          : Files.exists(parquet.resolve("manifest.json")) ? null : ParquetCopy.unavailable(py);
+      if (parquet != null && noParquet != null) {
+        log.printf("no Parquet peer: %s%n", noParquet);
+      }
+      Dataset pq = noParquet != null ? null : ParquetCopy.open(ds, parquet, py, log);
+      if (pq != null) {
+        ParquetCopy.checkSame(ds, pq, picked);
+        secs.put("parquetProjection", new ArrayList<>());
+        secs.put("parquetNoProjection", new ArrayList<>());
       }
       long scanBytes = 0;
       for (int r = 0; r < rounds; r++) {
@@ -86,6 +108,22 @@ final class ScanBench implements Callable<Integer> {
           }
         }
         secs.get("orcNoProjection").add((System.nanoTime() - t) / 1e9);
+        if (pq != null) {
+          t = System.nanoTime();
+          for (int c = 0; c < pq.chunks().size(); c++) {
+            try (Arena a = Arena.ofConfined()) {
+              pq.table().readChunk(c, picked, a);
+            }
+          }
+          secs.get("parquetProjection").add((System.nanoTime() - t) / 1e9);
+          t = System.nanoTime();
+          for (int c = 0; c < pq.chunks().size(); c++) {
+            try (Arena a = Arena.ofConfined()) {
+              pq.table().readChunk(c, all, a);
+            }
+          }
+          secs.get("parquetNoProjection").add((System.nanoTime() - t) / 1e9);
+        }
         log.printf("round %d/%d: %s%n", r + 1, rounds, secs.entrySet().stream()
             .map(e -> e.getKey() + " " + f2(e.getValue().getLast()) + " s").toList());
         log.flush();
@@ -104,6 +142,15 @@ final class ScanBench implements Callable<Integer> {
       res.putObject("ratios").put("strataVsOrcProjection", med.get("orcProjection") / med.get("strata"))
           .put("strataVsOrcNoProjection", med.get("orcNoProjection") / med.get("strata"))
           .put("projectionGain", med.get("orcNoProjection") / med.get("orcProjection"));
+      if (pq != null) {
+        ((ObjectNode) res.get("ratios")).put("strataVsParquetProjection", med.get("parquetProjection") / med.get("strata"))
+            .put("parquetVsOrcProjection", med.get("orcProjection") / med.get("parquetProjection"));
+        res.put("parquetBytes", pq.manifest().files().stream().mapToLong(f -> f.bytes()).sum())
+            .put("orcBytes", ds.manifest().files().stream().mapToLong(f -> f.bytes()).sum());
+        pq.close();
+      } else {
+        res.put("parquetSkipped", noParquet);
+      }
       if (json) {
         out.println(Json.compact(res));
       } else {
