@@ -10,20 +10,16 @@ import io.strata.sdk.internal.Confinement;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
 import java.util.Set;
-import java.util.zip.CRC32C;
 import org.apache.hadoop.hive.ql.exec.vector.VectorizedRowBatch;
 import org.apache.orc.ColumnStatistics;
 import org.apache.orc.Reader;
@@ -135,28 +131,17 @@ public final class OrcTable implements HddTable {
     for (int i = 0; i < manifest.files().size(); i++) {
       Path path = filePath(i);
       Manifest.OrcFileInfo info = manifest.files().get(i);
-      try (FileChannel ch = confinement.openRead(path)) {
-        if (ch.size() != info.bytes()) {
-          throw new CorruptFileException(path, "is " + ch.size() + " bytes, the manifest records " + info.bytes());
-        }
+      int file = i;
+      HddTables.Read read = HddTables.readWhole(path, info, confinement, ch -> {
         if (s != null) {
-          s.file(i).checkAll(path, ch);
+          s.file(file).checkAll(path, ch);
         }
-        CRC32C crc = new CRC32C();
-        ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
-        long at = 0;
-        int n;
-        while ((n = ch.read(b.clear(), at)) > 0) {
-          crc.update(b.flip());
-          at += n;
-        }
-        String got = HexFormat.of().toHexDigits((int) crc.getValue());
-        if (!got.equals(info.crc32c())) {
-          throw new CorruptFileException(path, "is damaged: its CRC32C is " + got + ", the manifest records " + info.crc32c()
-              + (s == null ? " (the dataset has no stream checksums to say where)" : " (outside every stream: a footer or the file's tail)"));
-        }
-        bytes += at;
+      });
+      if (!read.crc32c().equals(info.crc32c())) {
+        throw new CorruptFileException(path, "is damaged: its CRC32C is " + read.crc32c() + ", the manifest records " + info.crc32c()
+            + (s == null ? " (the dataset has no stream checksums to say where)" : " (outside every stream: a footer or the file's tail)"));
       }
+      bytes += read.bytes();
     }
     return bytes;
   }
@@ -180,19 +165,7 @@ public final class OrcTable implements HddTable {
   }
 
   private List<Integer> resolve(List<String> features) {
-    List<Integer> idx = new ArrayList<>(features.size());
-    for (String f : features) {
-      Integer i = columnIndex.get(f);
-      if (i == null) {
-        throw new IllegalArgumentException("dataset " + manifest.name() + " has no column '" + f + "'");
-      }
-      FeatureInfo info = manifest.features().get(i);
-      if (!info.supported()) {
-        throw new IllegalArgumentException(info.notServed(manifest.name()));
-      }
-      idx.add(i);
-    }
-    return idx;
+    return HddTables.resolve(manifest, columnIndex, features);
   }
 
   /**
@@ -327,11 +300,7 @@ public final class OrcTable implements HddTable {
   }
 
   private ChunkInfo chunkInfo(int chunk) {
-    if (chunk < 0 || chunk >= manifest.chunks().size()) {
-      throw new IllegalArgumentException(
-          "chunk " + chunk + " is outside dataset " + manifest.name() + " (" + manifest.chunks().size() + " chunks)");
-    }
-    return manifest.chunks().get(chunk);
+    return HddTables.chunk(manifest, chunk);
   }
 
   /** Rows between ORC row-index entries in file {@code file} (0 when the file has no row index). */
@@ -372,11 +341,7 @@ public final class OrcTable implements HddTable {
     /** Decodes rows {@code [firstRow, firstRow + count)}, which may span chunks. */
     @Override
     public SequencedMap<String, Column> readRows(long firstRow, int count, Arena arena) throws IOException {
-      if (firstRow < 0 || count < 0 || firstRow + count > manifest.rows()) {
-        throw new IllegalArgumentException(
-            "rows [" + firstRow + ", " + (firstRow + count) + ") are outside dataset " + manifest.name()
-                + " (" + manifest.rows() + " rows)");
-      }
+      HddTables.checkRows(manifest, firstRow, count);
       List<ColumnBuilder> builders = builders(count, arena);
       long row = firstRow;
       long end = firstRow + count;

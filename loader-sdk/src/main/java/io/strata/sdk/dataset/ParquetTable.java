@@ -10,18 +10,14 @@ import io.strata.sdk.internal.Confinement;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SequencedMap;
-import java.util.zip.CRC32C;
 import org.apache.parquet.column.ColumnReader;
 import org.apache.parquet.column.impl.ColumnReadStoreImpl;
 import org.apache.parquet.column.page.PageReadStore;
@@ -104,32 +100,12 @@ public final class ParquetTable implements HddTable {
   }
 
   private List<Integer> resolve(List<String> features) {
-    List<Integer> idx = new ArrayList<>(features.size());
-    for (String f : features) {
-      Integer i = columnIndex.get(f);
-      if (i == null) {
-        throw new IllegalArgumentException("dataset " + manifest.name() + " has no column '" + f + "'");
-      }
-      FeatureInfo info = manifest.features().get(i);
-      if (!info.supported()) {
-        throw new IllegalArgumentException(info.notServed(manifest.name()));
-      }
-      idx.add(i);
-    }
-    return idx;
-  }
-
-  private ChunkInfo chunkInfo(int chunk) {
-    if (chunk < 0 || chunk >= manifest.chunks().size()) {
-      throw new IllegalArgumentException(
-          "chunk " + chunk + " is outside dataset " + manifest.name() + " (" + manifest.chunks().size() + " chunks)");
-    }
-    return manifest.chunks().get(chunk);
+    return HddTables.resolve(manifest, columnIndex, features);
   }
 
   @Override
   public SequencedMap<String, Column> readChunk(int chunk, List<String> features, Arena arena) throws IOException {
-    ChunkInfo c = chunkInfo(chunk);
+    ChunkInfo c = HddTables.chunk(manifest, chunk);
     resolve(features);
     return decode(c, features, arena);
   }
@@ -239,21 +215,8 @@ public final class ParquetTable implements HddTable {
     for (int i = 0; i < manifest.files().size(); i++) {
       Path path = filePath(i);
       Manifest.OrcFileInfo info = manifest.files().get(i);
-      CRC32C crc = new CRC32C();
-      long at = 0;
-      try (FileChannel ch = confinement.openRead(path)) {
-        if (ch.size() != info.bytes()) {
-          throw new CorruptFileException(path, "is " + ch.size() + " bytes, the manifest records " + info.bytes());
-        }
-        ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
-        int n;
-        while ((n = ch.read(b.clear(), at)) > 0) {
-          crc.update(b.flip());
-          at += n;
-        }
-      }
-      String got = HexFormat.of().toHexDigits((int) crc.getValue());
-      if (!got.equals(info.crc32c())) {
+      HddTables.Read read = HddTables.readWhole(path, info, confinement, ch -> { });
+      if (!read.crc32c().equals(info.crc32c())) {
         // Say where: decoding every row group verifies the page checksums the writer wrote.
         List<String> served = manifest.features().stream().filter(FeatureInfo::supported).map(FeatureInfo::name).toList();
         for (ChunkInfo c : manifest.chunks()) {
@@ -263,11 +226,11 @@ public final class ParquetTable implements HddTable {
             }
           }
         }
-        throw new CorruptFileException(path, "is damaged: its CRC32C is " + got + ", the manifest records " + info.crc32c()
+        throw new CorruptFileException(path, "is damaged: its CRC32C is " + read.crc32c() + ", the manifest records " + info.crc32c()
             + " (every row group still decodes and matches its page checksums and statistics: the damage is elsewhere,"
             + " or in a page without a checksum)");
       }
-      bytes += at;
+      bytes += read.bytes();
     }
     return bytes;
   }
@@ -312,11 +275,7 @@ public final class ParquetTable implements HddTable {
 
     @Override
     public SequencedMap<String, Column> readRows(long firstRow, int count, Arena out) throws IOException {
-      if (firstRow < 0 || count < 0 || firstRow + count > manifest.rows()) {
-        throw new IllegalArgumentException(
-            "rows [" + firstRow + ", " + (firstRow + count) + ") are outside dataset " + manifest.name()
-                + " (" + manifest.rows() + " rows)");
-      }
+      HddTables.checkRows(manifest, firstRow, count);
       List<ColumnBuilder> builders = new ArrayList<>(names.size());
       for (String n : names) {
         builders.add(new ColumnBuilder(manifest.features().get(columnIndex.get(n)).type(), out, count));
