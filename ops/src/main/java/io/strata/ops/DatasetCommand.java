@@ -6,10 +6,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.Dataset;
 import io.strata.sdk.FeatureInfo;
+import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.DatasetGenerator;
 import io.strata.sdk.dataset.DatasetImporter;
 import io.strata.sdk.dataset.Locations;
 import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.ParquetExport;
 import io.strata.sdk.dataset.Relayout;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
@@ -25,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -57,7 +60,7 @@ final class DatasetCommand implements Runnable {
   }
 
   @Command(name = "generate", mixinStandardHelpOptions = true,
-      description = "Generate a realistic event dataset (rows grouped and sorted by sample) as ORC files.")
+      description = "Generate a realistic event dataset (rows grouped and sorted by sample) as ORC files, or Parquet files with --format parquet.")
   static final class Generate implements Callable<Integer> {
     @Spec CommandSpec spec;
 
@@ -97,8 +100,21 @@ final class DatasetCommand implements Runnable {
     @Option(names = "--json", description = "Print the result as JSON.")
     boolean json;
 
+    @Option(names = "--format", defaultValue = "orc", description = "orc, or parquet (the ORC dataset written first, then"
+        + " its rows as Parquet: one file of one row group per chunk, snappy, page checksums); default ${DEFAULT-VALUE}.")
+    String format;
+
     @Override
     public Integer call() throws Exception {
+      Manifest.FileFormat ff;
+      try {
+        ff = Manifest.FileFormat.of(format);
+      } catch (IllegalArgumentException e) {
+        throw new CommandLine.ParameterException(spec.commandLine(), "--format: " + e.getMessage());
+      }
+      if (ff == Manifest.FileFormat.PARQUET) {
+        return parquet();
+      }
       String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
       DatasetGenerator.Options o =
           new DatasetGenerator.Options(n, rows, features, seed, meanSampleLength, rowsPerChunk, chunksPerFile, embeddingDim,
@@ -120,6 +136,48 @@ final class DatasetCommand implements Runnable {
         w.printf("write rate: %s rows/s, %.1f MB/s%n", Terminal.count(r.rowsPerSecond()), r.megabytesPerSecond());
       }
       return 0;
+    }
+
+    /** The ORC dataset in a directory of its own inside {@code out}, its rows written as Parquet into {@code out}, the ORC removed. */
+    private int parquet() throws Exception {
+      if (Files.exists(out.resolve(Manifest.FILE_NAME))) {
+        if (!replace) {
+          throw new java.nio.file.FileAlreadyExistsException(
+              out.resolve(Manifest.FILE_NAME).toString(), null, "a dataset already exists there (use --replace)");
+        }
+        Files.delete(out.resolve(Manifest.FILE_NAME));
+      }
+      String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
+      Path orc = out.resolve(".orc-source-" + ProcessHandle.current().pid());
+      boolean created = !Files.exists(out);
+      boolean ok = false;
+      long t0 = System.nanoTime();
+      try {
+        DatasetGenerator.generate(orc, new DatasetGenerator.Options(n, rows, features, seed, meanSampleLength, rowsPerChunk,
+            chunksPerFile, embeddingDim, threads != null ? threads : Runtime.getRuntime().availableProcessors(), true), Progress.NONE);
+        Terminal.Bar bar = new Terminal.Bar("generate", spec.commandLine().getErr());
+        Manifest m;
+        try (Dataset src = Dataset.open(orc)) {
+          m = ParquetExport.export(src, out, n, bar);
+        }
+        bar.done();
+        long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+        double secs = (System.nanoTime() - t0) / 1e9;
+        PrintWriter w = spec.commandLine().getOut();
+        if (json) {
+          w.println(Json.pretty(Json.object().put("dataset", n).put("directory", out.toAbsolutePath().toString())
+              .put("format", "parquet").put("version", m.version()).put("rows", m.rows()).put("features", features)
+              .put("chunks", m.chunks().size()).put("bytes", bytes).put("seconds", secs)));
+        } else {
+          w.printf("generated %s (%s): %s rows, %d columns, %d chunks, %s of Parquet in %s%n", n, m.version(),
+              Terminal.count(m.rows()), features, m.chunks().size(), Terminal.bytes(bytes), Terminal.seconds(secs));
+        }
+        ok = true;
+        return 0;
+      } finally {
+        // A failed run leaves nothing behind: the ORC source always goes, the directory too when this run made it.
+        io.strata.sdk.internal.AtomicFiles.deleteTree(!ok && created ? out : orc);
+      }
     }
   }
 

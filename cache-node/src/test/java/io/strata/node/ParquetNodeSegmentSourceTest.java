@@ -1,0 +1,23 @@
+package io.strata.node;
+
+import io.strata.sdk.Dataset;
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.ParquetExport;
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * The segment-source contract for a cache node serving a Parquet dataset: the generated rows
+ * written as Parquet beside the node's HDD root, registered, promoted from Parquet and read by a
+ * job through the node, every value compared with the Parquet files' own.
+ */
+class ParquetNodeSegmentSourceTest extends NodeSegmentSourceTest {
+  @Override
+  Dataset open(Path generated) throws IOException {
+    Path pq = generated.resolveSibling("events-parquet");
+    try (Dataset orc = Dataset.open(generated)) {
+      ParquetExport.export(orc, pq, "events", Progress.NONE);
+    }
+    return Dataset.open(pq);
+  }
+}
