@@ -39,7 +39,8 @@ final class ParquetColumns {
 
   /**
    * Appends {@code rows} rows of {@code r}, a reader of {@code leaf}'s column chunk of {@code
-   * total} level entries (its pages' count), to {@code b}.
+   * total} level entries (its pages' count; -1 for a reader of some rows of it, which stops after
+   * the last of them), to {@code b}.
    * Throws {@link OrcColumns.UnrepresentableValueException} for a value the feature type cannot
    * hold and {@link IllegalStateException} where the levels do not describe {@code rows} rows.
    */
@@ -47,7 +48,7 @@ final class ParquetColumns {
     Seen seen = new Seen();
     long read = 0;
     if (!leaf.list()) {
-      if (total != rows) {
+      if (total >= 0 && total != rows) {
         throw new IllegalStateException("the column chunk holds " + total + " values for " + rows + " rows");
       }
       b.reserve(rows, 0);
@@ -63,8 +64,9 @@ final class ParquetColumns {
       return seen;
     }
     ColumnBuilder child = b.child();
+    long limit = total >= 0 ? total : Long.MAX_VALUE;
     for (int row = 0; row < rows; row++) {
-      if (read >= total) {
+      if (read >= limit) {
         throw new IllegalStateException("the column chunk's levels end after " + row + " of " + rows + " rows");
       }
       if (r.getCurrentRepetitionLevel() != 0) {
@@ -94,10 +96,10 @@ final class ParquetColumns {
         }
         r.consume();
         read++;
-      } while (read < total && r.getCurrentRepetitionLevel() > 0);
+      } while (read < limit && r.getCurrentRepetitionLevel() > 0);
       b.endList();
     }
-    if (read != total) {
+    if (total >= 0 && read != total) {
       throw new IllegalStateException("the column chunk holds " + total + " level entries, " + (total - read) + " past its " + rows + " rows");
     }
     return seen;

@@ -112,10 +112,43 @@ public final class ParquetTable implements HddTable {
 
   /** Decodes row group {@code c} of {@code features} whole, checked against its column statistics. */
   private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, Arena arena) throws IOException {
+    return decode(c, features, 0, Math.toIntExact(c.rows()), arena);
+  }
+
+  /**
+   * Whether every column chunk of {@code features} in row group {@code c} has an offset index (a
+   * page's first row and place), so that a range of its rows reads only the pages that hold them.
+   * parquet-java writes one by default, pyarrow when asked ({@code write_page_index}).
+   */
+  private boolean pageIndexed(ChunkInfo c, List<String> features) throws IOException {
+    ParquetMetadata footer = footer(c.file());
+    MessageType schema = footer.getFileMetaData().getSchema();
+    for (String f : features) {
+      org.apache.parquet.hadoop.metadata.ColumnPath want =
+          org.apache.parquet.hadoop.metadata.ColumnPath.get(ParquetTypes.leaf(schema, f).descriptor().getPath());
+      boolean indexed = false;
+      for (ColumnChunkMetaData m : footer.getBlocks().get(c.stripe()).getColumns()) {
+        indexed |= m.getPath().equals(want) && m.getOffsetIndexReference() != null;
+      }
+      if (!indexed) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Decodes rows {@code [from, from + count)} of row group {@code c} (local rows): the whole row
+   * group checked against its column statistics, or a part of it through the offset index (only
+   * the pages holding those rows are read; parquet-java's reader then yields those rows alone).
+   */
+  private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, int from, int count, Arena arena)
+      throws IOException {
     Path path = filePath(c.file());
     ParquetMetadata footer = footer(c.file());
     MessageType schema = footer.getFileMetaData().getSchema();
-    int rows = Math.toIntExact(c.rows());
+    boolean whole = from == 0 && count == c.rows();
+    int rows = count;
     try (ParquetFileReader reader = ParquetIo.reader(input(c.file()), footer)) {
       List<ParquetTypes.Leaf> leaves = new ArrayList<>(features.size());
       List<Type> fields = new ArrayList<>(features.size());
@@ -131,8 +164,10 @@ public final class ParquetTable implements HddTable {
       }
       MessageType projection = new MessageType(schema.getName(), fields);
       reader.setRequestedSchema(projection);
-      PageReadStore pages = reader.readRowGroup(c.stripe());
-      if (pages == null || pages.getRowCount() != c.rows()) {
+      PageReadStore pages = whole ? reader.readRowGroup(c.stripe())
+          : reader.readFilteredRowGroup(c.stripe(),
+              org.apache.parquet.filter2.columnindex.RowRanges.builder().addSelectedRange(from, from + count - 1L).build());
+      if (pages == null || (whole && pages.getRowCount() != c.rows())) {
         throw new CorruptFileException(path, "row group " + c.stripe() + " holds " + (pages == null ? 0 : pages.getRowCount())
             + " rows, the manifest records " + c.rows());
       }
@@ -144,9 +179,12 @@ public final class ParquetTable implements HddTable {
         ParquetTypes.Leaf leaf = leaves.get(i);
         ColumnBuilder b = new ColumnBuilder(manifest.features().get(columnIndex.get(features.get(i))).type(), arena, rows);
         ColumnReader cr = store.getColumnReader(leaf.descriptor());
+        // A part of a row group: the reader stops after the last row asked for; its pages' count is not the rows'.
         ParquetColumns.Seen seen =
-            ParquetColumns.append(cr, pages.getPageReader(leaf.descriptor()).getTotalValueCount(), leaf, rows, b);
-        check(path, c, features.get(i), leaf, seen, group);
+            ParquetColumns.append(cr, whole ? pages.getPageReader(leaf.descriptor()).getTotalValueCount() : -1, leaf, rows, b);
+        if (whole) {
+          check(path, c, features.get(i), leaf, seen, group);
+        }
         out.put(features.get(i), b.build());
       }
       return out;
@@ -259,9 +297,10 @@ public final class ParquetTable implements HddTable {
   }
 
   /**
-   * Reads row ranges of a fixed projection; keeps the last row group it decoded (in memory of its
-   * own, freed when it moves on or closes), so that ranges read in order decode each row group
-   * once. Not thread-safe.
+   * Reads row ranges of a fixed projection. A range that is a small part of a row group is read
+   * through the offset index where the file has one (only its pages); otherwise the row group is
+   * decoded whole and kept (in memory of the cursor's own, freed when it moves on or closes), so
+   * that ranges read in order decode each row group once. Not thread-safe.
    */
   public final class Cursor implements HddTable.Cursor {
     private final List<String> names;
@@ -285,9 +324,21 @@ public final class ParquetTable implements HddTable {
       while (row < end) {
         ChunkInfo c = manifest.chunks().get(chunkOf(row));
         int n = (int) (Math.min(end, c.endRow()) - row);
+        int local = (int) (row - c.firstRow());
+        if (chunk != c.index() && 2L * n < c.rows() && pageIndexed(c, names)) {
+          // A small part of a row group not at hand: its pages alone, not kept.
+          try (Arena part = Arena.ofConfined()) {
+            SequencedMap<String, Column> rows = decode(c, names, local, n, part);
+            for (int i = 0; i < names.size(); i++) {
+              builders.get(i).appendRange(rows.get(names.get(i)), 0, n);
+            }
+          }
+          row += n;
+          continue;
+        }
         SequencedMap<String, Column> group = group(c);
         for (int i = 0; i < names.size(); i++) {
-          builders.get(i).appendRange(group.get(names.get(i)), (int) (row - c.firstRow()), n);
+          builders.get(i).appendRange(group.get(names.get(i)), local, n);
         }
         row += n;
       }

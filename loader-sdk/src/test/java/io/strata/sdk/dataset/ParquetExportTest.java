@@ -43,6 +43,21 @@ class ParquetExportTest {
           assertEquals(-1, Columns.firstDifference(a.get(f), b.get(f)), f);
         }
         assertTrue(pq.sampleIndex().isPresent(), "the sample index comes along");
+        // Short ranges anywhere (parquet-java wrote offset indexes: read page by page), at row groups' ends and across them.
+        java.util.Random rnd = new java.util.Random(3);
+        try (HddTable.Cursor co = orc.table().cursor(orc.featureNames()); HddTable.Cursor cp = pq.table().cursor(pq.featureNames())) {
+          for (int k = 0; k < 300; k++) {
+            int count = 1 + rnd.nextInt(k % 3 == 0 ? 5 : 900);
+            long first = k % 10 == 0 ? m.chunks().get(k % m.chunks().size()).endRow() - count : rnd.nextLong(orc.rows() - count);
+            try (Arena part = Arena.ofConfined()) {
+              Map<String, Column> x = co.readRows(first, count, part);
+              Map<String, Column> y = cp.readRows(first, count, part);
+              for (String f : orc.featureNames()) {
+                assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), f + " rows [" + first + ", " + (first + count) + ")");
+              }
+            }
+          }
+        }
         // Whole samples, shuffled: the same batches from both formats.
         List<String> features = List.of("sample_id", "amount", "embedding", "merchant_category");
         try (Loader x = Loader.builder(orc).features(features).sampleBatches(4).seed(9).build();

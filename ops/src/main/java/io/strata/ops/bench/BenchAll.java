@@ -92,6 +92,7 @@ public final class BenchAll implements Callable<Integer> {
       List<String> args = new ArrayList<>(List.of("bench", n));
       switch (n) {
         case "sample" -> args.addAll(List.of("--dataset", big.resolve("hdd").toString(), "--ssd", big.resolve("ssd").toString(),
+            "--parquet", big.resolve("parquet").toString(),
             "--rounds", quick ? "2" : "5", "--batches", quick ? "4" : "24"));
         case "scan" -> args.addAll(List.of("--dataset", mid.resolve("hdd").toString(), "--ssd", mid.resolve("ssd").toString(),
             "--parquet", mid.resolve("parquet").toString(), "--rounds", quick ? "1" : "3"));

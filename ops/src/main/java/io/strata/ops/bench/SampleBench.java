@@ -73,6 +73,10 @@ final class SampleBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
+  @Option(names = "--parquet", description = "A Parquet copy of the dataset as a second HDD-tier peer (made there by pyarrow"
+      + " when the directory holds no dataset, as 'bench scan --parquet' makes it).")
+  Path parquet;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -156,6 +160,17 @@ final class SampleBench implements Callable<Integer> {
       for (String p : List.of("memcpy", "strata", "strata2threads", "numpy", "orc")) {
         perRound.put(p, new ArrayList<>());
       }
+      String noParquet = parquet == null ? "no --parquet given"
+          : Files.exists(parquet.resolve("manifest.json")) ? null : ParquetCopy.unavailable(io.strata.ops.Processes.defaultPython());
+      if (parquet != null && noParquet != null) {
+        log.printf("no Parquet peer: %s%n", noParquet);
+      }
+      Dataset pq = noParquet != null ? null : ParquetCopy.open(ds, parquet, io.strata.ops.Processes.defaultPython(), log);
+      var pqCursor = pq == null ? null : pq.table().cursor(features);
+      if (pq != null) {
+        ParquetCopy.checkSame(ds, pq, features);
+        perRound.put("parquet", new ArrayList<>());
+      }
       int next = 0;
       try {
         for (int r = -1; r < rounds; r++) { // round -1 warms up every peer
@@ -195,6 +210,18 @@ final class SampleBench implements Callable<Integer> {
             }
           }
           record(perRound, "orc", r, orcN, t);
+          if (pqCursor != null) {
+            t = System.nanoTime();
+            for (int i = 0; i < orcN; i++) {
+              long[][] units = batches.get((next + i) % batches.size());
+              try (Arena a = Arena.ofConfined()) {
+                for (long[] u : units) {
+                  pqCursor.readRows(u[0], (int) u[1], a);
+                }
+              }
+            }
+            record(perRound, "parquet", r, orcN, t);
+          }
           next += n;
           if (r >= 0) {
             log.printf("round %d/%d: %s%n", r + 1, rounds, perRound.entrySet().stream()
@@ -206,6 +233,10 @@ final class SampleBench implements Callable<Integer> {
         one.close();
         two.close();
         cursor.close();
+        if (pq != null) {
+          pqCursor.close();
+          pq.close();
+        }
       }
       ObjectNode res = Json.object();
       res.put("benchmark", "sample").put("rows", ds.rows()).put("features", features.size()).put("samples", samples)
@@ -224,6 +255,12 @@ final class SampleBench implements Callable<Integer> {
       ratios.put("strataVsMemcpy", bps.get("strata") / bps.get("memcpy"));
       ratios.put("strata2threadsVsMemcpy", bps.get("strata2threads") / bps.get("memcpy"));
       ratios.put("strataVsOrc", bps.get("strata") / bps.get("orc"));
+      if (bps.containsKey("parquet")) {
+        ratios.put("strataVsParquet", bps.get("strata") / bps.get("parquet"));
+        ratios.put("parquetVsOrc", bps.get("parquet") / bps.get("orc"));
+      } else {
+        res.put("parquetSkipped", noParquet);
+      }
       ratios.put("strataVsNumpy", bps.get("strata") / bps.get("numpy"));
       ratios.put("numpyVsMemcpy", bps.get("numpy") / bps.get("memcpy"));
       if (json) {

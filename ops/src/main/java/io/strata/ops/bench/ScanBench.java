@@ -47,8 +47,8 @@ final class ScanBench implements Callable<Integer> {
   boolean json;
 
   @Option(names = "--parquet", description = "A Parquet copy of the dataset as an HDD-tier peer: a dataset directory, made"
-      + " here when it holds none (pyarrow rewrites each ORC file as Parquet, a row group per stripe, snappy, its defaults;"
-      + " then 'dataset import').")
+      + " here when it holds none (pyarrow rewrites each ORC file as Parquet, a row group per stripe, its defaults with"
+      + " its page index on; then 'dataset import').")
   Path parquet;
 
   @Option(names = "--python", description = "Python with pyarrow, to make the Parquet copy (default: target/pyvenv/bin/python of the checkout).")
