@@ -308,4 +308,25 @@ class DerivationTest {
       }
     }
   }
+
+  @Test
+  void theSameRowsAsParquetDeriveTheSameBits() throws IOException {
+    Path pqDir = tmp.resolve("events-parquet");
+    io.strata.sdk.dataset.ParquetExport.export(ds, pqDir, "events", Progress.NONE);
+    try (Dataset pq = Dataset.open(pqDir)) {
+      Derivation.SourceReader fromParquet = (features, first, count, arena) -> pq.table().readRows(first, count, features, arena);
+      for (String spec : List.of("seq_mean(zscore(amount), last=7)", "log1p(amount)", "hash_bucket(merchant_category, 1000)")) {
+        Derivation a = Derivation.of(Spec.parse(spec), ds);
+        Derivation b = Derivation.of(Spec.parse(spec), pq);
+        Derivation.Statistics sa = a.statistics(ORC);
+        Derivation.Statistics sb = b.statistics(fromParquet);
+        for (ChunkInfo c : ds.chunks()) {
+          try (Arena arena = Arena.ofConfined()) {
+            assertEquals(Columns.checksum(a.computeChunk(c.index(), sa, ORC, arena)),
+                Columns.checksum(b.computeChunk(c.index(), sb, fromParquet, arena)), spec + " chunk " + c.index());
+          }
+        }
+      }
+    }
+  }
 }
