@@ -112,7 +112,7 @@ public final class ParquetTable implements HddTable {
 
   /** Decodes row group {@code c} of {@code features} whole, checked against its column statistics. */
   private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, Arena arena) throws IOException {
-    return decode(c, features, 0, Math.toIntExact(c.rows()), arena);
+    return decode(c, features, 0, Math.toIntExact(c.rows()), arena, null);
   }
 
   /**
@@ -141,15 +141,18 @@ public final class ParquetTable implements HddTable {
    * Decodes rows {@code [from, from + count)} of row group {@code c} (local rows): the whole row
    * group checked against its column statistics, or a part of it through the offset index (only
    * the pages holding those rows are read; parquet-java's reader then yields those rows alone).
+   * {@code kept}: a reader of the chunk's file the caller keeps open between reads (it keeps the
+   * offset indexes it read), or null for one of this read's own.
    */
-  private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, int from, int count, Arena arena)
-      throws IOException {
+  private SequencedMap<String, Column> decode(ChunkInfo c, List<String> features, int from, int count, Arena arena,
+      ParquetFileReader kept) throws IOException {
     Path path = filePath(c.file());
     ParquetMetadata footer = footer(c.file());
     MessageType schema = footer.getFileMetaData().getSchema();
     boolean whole = from == 0 && count == c.rows();
     int rows = count;
-    try (ParquetFileReader reader = ParquetIo.reader(input(c.file()), footer)) {
+    try (ParquetFileReader own = kept == null ? ParquetIo.reader(input(c.file()), footer) : null) {
+      ParquetFileReader reader = kept != null ? kept : own;
       List<ParquetTypes.Leaf> leaves = new ArrayList<>(features.size());
       List<Type> fields = new ArrayList<>(features.size());
       for (String f : features) {
@@ -305,6 +308,7 @@ public final class ParquetTable implements HddTable {
   public final class Cursor implements HddTable.Cursor {
     private final List<String> names;
     private int chunk = -1;
+    private final Map<Integer, ParquetFileReader> readers = new HashMap<>();
     private Arena arena;
     private SequencedMap<String, Column> decoded;
 
@@ -328,7 +332,13 @@ public final class ParquetTable implements HddTable {
         if (chunk != c.index() && 2L * n < c.rows() && pageIndexed(c, names)) {
           // A small part of a row group not at hand: its pages alone, not kept.
           try (Arena part = Arena.ofConfined()) {
-            SequencedMap<String, Column> rows = decode(c, names, local, n, part);
+            SequencedMap<String, Column> rows;
+            try {
+              rows = decode(c, names, local, n, part, reader(c.file()));
+            } catch (IOException | RuntimeException e) {
+              forget(c.file()); // its state after a failure is not to be trusted
+              throw e;
+            }
             for (int i = 0; i < names.size(); i++) {
               builders.get(i).appendRange(rows.get(names.get(i)), 0, n);
             }
@@ -347,6 +357,27 @@ public final class ParquetTable implements HddTable {
         result.put(names.get(i), builders.get(i).build());
       }
       return result;
+    }
+
+    /** This cursor's reader of file {@code file} for short ranges (it keeps the offset indexes it read). */
+    private ParquetFileReader reader(int file) throws IOException {
+      ParquetFileReader r = readers.get(file);
+      if (r == null) {
+        r = ParquetIo.reader(input(file), footer(file));
+        readers.put(file, r);
+      }
+      return r;
+    }
+
+    private void forget(int file) {
+      ParquetFileReader r = readers.remove(file);
+      if (r != null) {
+        try {
+          r.close();
+        } catch (IOException ignored) {
+          // Already failing; the original error is reported.
+        }
+      }
     }
 
     private SequencedMap<String, Column> group(ChunkInfo c) throws IOException {
@@ -378,8 +409,20 @@ public final class ParquetTable implements HddTable {
     }
 
     @Override
-    public void close() {
+    public void close() throws IOException {
       release();
+      IOException first = null;
+      for (ParquetFileReader r : readers.values()) {
+        try {
+          r.close();
+        } catch (IOException e) {
+          first = first == null ? e : first;
+        }
+      }
+      readers.clear();
+      if (first != null) {
+        throw first;
+      }
     }
   }
 
