@@ -160,4 +160,27 @@ class ParquetIntegrityTest {
     assertTrue(e.getMessage().contains("both .orc and .parquet"), e.getMessage());
     assertFalse(Files.exists(tmp.resolve("dsm")));
   }
+
+  @Test
+  void aParquetFileThatLeadsOutsideTheRootsIsNeverOpened() throws IOException {
+    // The dataset lies inside the root; its file is a link to a file outside: every open is refused.
+    Path root = Files.createDirectories(tmp.resolve("root"));
+    Path outside = Files.copy(pyarrowFile("dict-snappy.parquet"), tmp.resolve("outside.parquet"));
+    Path ds = root.resolve("ds");
+    DatasetImporter.importFiles(new DatasetImporter.Options("c", List.of(outside), ds, null, false, false), Progress.NONE);
+    Files.createSymbolicLink(ds.resolve("part.parquet"), outside);
+    String manifest = Files.readString(ds.resolve(Manifest.FILE_NAME));
+    Files.writeString(ds.resolve(Manifest.FILE_NAME), manifest.replace("\"../../outside.parquet\"", "\"part.parquet\""));
+    assertTrue(Files.readString(ds.resolve(Manifest.FILE_NAME)).contains("\"part.parquet\""), "the manifest names the link");
+    Confinement roots = Confinement.within(List.of(root), "the test root");
+    try (Dataset d = Dataset.open(ds, roots); Arena arena = Arena.ofConfined()) {
+      java.nio.file.AccessDeniedException e = assertThrows(java.nio.file.AccessDeniedException.class,
+          () -> d.readChunk(0, List.of("i64"), arena));
+      assertTrue(e.getMessage().contains("part.parquet"), e.getMessage());
+      assertThrows(java.nio.file.AccessDeniedException.class, () -> d.table().verifyChecksums());
+    }
+    try (Dataset d = Dataset.open(ds); Arena arena = Arena.ofConfined()) {
+      assertEquals(600, d.readChunk(0, List.of("i64"), arena).get("i64").length(), "unconfined, the same dataset reads");
+    }
+  }
 }
