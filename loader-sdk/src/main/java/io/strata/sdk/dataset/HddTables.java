@@ -18,6 +18,15 @@ import java.util.zip.CRC32C;
 final class HddTables {
   private HddTables() {}
 
+  /** Each column's index in the manifest, by name. */
+  static Map<String, Integer> columnIndex(Manifest manifest) {
+    Map<String, Integer> index = new java.util.HashMap<>();
+    for (int i = 0; i < manifest.features().size(); i++) {
+      index.put(manifest.features().get(i).name(), i);
+    }
+    return index;
+  }
+
   /** The manifest indexes of {@code features}; an unknown or unserved name is an IllegalArgumentException naming the dataset. */
   static List<Integer> resolve(Manifest manifest, Map<String, Integer> columnIndex, List<String> features) {
     List<Integer> idx = new ArrayList<>(features.size());

@@ -47,7 +47,7 @@ public final class OrcTable implements HddTable {
   private final long[] fileFirstRow;
   /** Each chunk's first row, for {@link #chunkOf}. */
   private final long[] chunkFirstRows;
-  private final Map<String, Integer> columnIndex = new HashMap<>();
+  private final Map<String, Integer> columnIndex;
   private volatile boolean closed;
   /** The chunk {@link #readChunk} read last (read-ahead follows reads in order). */
   private volatile int lastChunk = -2;
@@ -80,9 +80,7 @@ public final class OrcTable implements HddTable {
       fileFirstRow[i] = row;
       row += manifest.files().get(i).rows();
     }
-    for (int i = 0; i < manifest.features().size(); i++) {
-      columnIndex.put(manifest.features().get(i).name(), i);
-    }
+    this.columnIndex = HddTables.columnIndex(manifest);
     this.chunkFirstRows = manifest.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
   }
 

@@ -54,7 +54,7 @@ public final class ParquetTable implements HddTable {
   private final ParquetMetadata[] footers;
   private final InputFile[] inputs;
   private final long[] chunkFirstRows;
-  private final Map<String, Integer> columnIndex = new HashMap<>();
+  private final Map<String, Integer> columnIndex;
   private volatile boolean closed;
 
   ParquetTable(Path dir, Manifest manifest, Confinement confinement) {
@@ -63,9 +63,7 @@ public final class ParquetTable implements HddTable {
     this.confinement = confinement;
     this.footers = new ParquetMetadata[manifest.files().size()];
     this.inputs = new InputFile[manifest.files().size()];
-    for (int i = 0; i < manifest.features().size(); i++) {
-      columnIndex.put(manifest.features().get(i).name(), i);
-    }
+    this.columnIndex = HddTables.columnIndex(manifest);
     this.chunkFirstRows = manifest.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
   }
 
