@@ -349,7 +349,7 @@ final class DatasetCommand implements Runnable {
       if (json) {
         ObjectNode j = Json.object();
         j.put("name", m.name()).put("version", m.version()).put("rows", m.rows()).put("bytes", bytes);
-        j.put("files", m.files().size()).put("chunks", m.chunks().size());
+        j.put("format", m.fileFormat().text()).put("files", m.files().size()).put("chunks", m.chunks().size());
         ArrayNode cols = j.putArray("columns");
         for (FeatureInfo f : m.features()) {
           ObjectNode c = cols.addObject();

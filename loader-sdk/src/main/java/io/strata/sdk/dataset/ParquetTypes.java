@@ -90,7 +90,9 @@ final class ParquetTypes {
 
   /** A field as the manifest's type text shows it: repetition, physical type and annotation. */
   static String describe(Type f) {
-    return f.toString().replaceAll("\\s+", " ").replace(" " + f.getName() + " ", " ").strip();
+    // The field's name follows its physical type (or "group"): taken out, the rest is its type.
+    return f.toString().replaceAll("\\s+", " ").replaceFirst(" " + java.util.regex.Pattern.quote(f.getName()) + "(?= |$)", "")
+        .strip();
   }
 
   private static Mapping map(MessageType schema, Type f) {
