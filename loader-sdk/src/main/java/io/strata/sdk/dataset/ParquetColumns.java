@@ -4,6 +4,7 @@ import io.strata.sdk.format.ColumnBuilder;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.function.IntSupplier;
 import org.apache.parquet.column.ColumnReader;
 import org.apache.parquet.io.api.Binary;
 
@@ -103,6 +104,136 @@ final class ParquetColumns {
       throw new IllegalStateException("the column chunk holds " + total + " level entries, " + (total - read) + " past its " + rows + " rows");
     }
     return seen;
+  }
+
+  /** The encodings {@link #appendPages} decodes (every page decodes on its own; not the delta byte arrays old writers got wrong across pages). */
+  @SuppressWarnings("deprecation") // PLAIN_DICTIONARY and BIT_PACKED: deprecated for writers, still in files old writers wrote
+  static final java.util.Set<org.apache.parquet.column.Encoding> PAGE_BY_PAGE = java.util.EnumSet.of(
+      org.apache.parquet.column.Encoding.PLAIN, org.apache.parquet.column.Encoding.PLAIN_DICTIONARY,
+      org.apache.parquet.column.Encoding.RLE_DICTIONARY, org.apache.parquet.column.Encoding.RLE,
+      org.apache.parquet.column.Encoding.BIT_PACKED, org.apache.parquet.column.Encoding.DELTA_BINARY_PACKED,
+      org.apache.parquet.column.Encoding.BYTE_STREAM_SPLIT);
+
+  /**
+   * As {@link #append} for a scalar leaf's whole column chunk, from its pages directly: each
+   * page's definition levels and values decoded by parquet-java's page decoders, without the
+   * column reader's per-value level bookkeeping. The pages' checksums are verified as the page
+   * reader hands them over.
+   */
+  static Seen appendPages(org.apache.parquet.column.page.PageReader pages, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b)
+      throws java.io.IOException {
+    Seen seen = new Seen();
+    org.apache.parquet.column.ColumnDescriptor d = leaf.descriptor();
+    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
+    org.apache.parquet.column.Dictionary dict = dp == null ? null : dp.getEncoding().initDictionary(d, dp);
+    int maxDef = d.getMaxDefinitionLevel();
+    b.reserve(rows, 0);
+    int done = 0;
+    for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
+      int n = page.getValueCount();
+      if (done + n > rows) {
+        throw new IllegalStateException("the column chunk's pages hold more than its " + rows + " rows");
+      }
+      org.apache.parquet.column.values.ValuesReader values;
+      IntSupplier levels;
+      if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {
+        org.apache.parquet.bytes.ByteBufferInputStream in = v1.getBytes().toInputStream();
+        v1.getRlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.REPETITION_LEVEL).initFromPage(n, in);
+        org.apache.parquet.column.values.ValuesReader dl =
+            v1.getDlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.DEFINITION_LEVEL);
+        dl.initFromPage(n, in);
+        levels = dl::readInteger;
+        values = reader(v1.getValueEncoding(), d, dict);
+        values.initFromPage(n, in);
+      } else if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
+        if (maxDef == 0) {
+          levels = () -> 0;
+        } else {
+          org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder dl =
+              new org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder(
+                  org.apache.parquet.bytes.BytesUtils.getWidthFromMaxInt(maxDef), v2.getDefinitionLevels().toInputStream());
+          levels = () -> {
+            try {
+              return dl.readInt();
+            } catch (java.io.IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          };
+        }
+        values = reader(v2.getDataEncoding(), d, dict);
+        values.initFromPage(n, v2.getData().toInputStream());
+      } else {
+        throw new IllegalStateException("a data page of an unknown kind: " + page);
+      }
+      for (int i = 0; i < n; i++) {
+        if (levels.getAsInt() < maxDef) {
+          b.appendNull();
+          seen.nulls++;
+        } else {
+          value(values, leaf.decode(), b, seen);
+        }
+      }
+      done += n;
+    }
+    if (done != rows) {
+      throw new IllegalStateException("the column chunk's pages hold " + done + " values for " + rows + " rows");
+    }
+    return seen;
+  }
+
+  private static org.apache.parquet.column.values.ValuesReader reader(org.apache.parquet.column.Encoding e,
+      org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict) {
+    if (e.usesDictionary()) {
+      if (dict == null) {
+        throw new IllegalStateException("a dictionary-encoded page without a dictionary page");
+      }
+      return e.getDictionaryBasedValuesReader(d, org.apache.parquet.column.ValuesType.VALUES, dict);
+    }
+    return e.getValuesReader(d, org.apache.parquet.column.ValuesType.VALUES);
+  }
+
+  /** One value of a page's values reader, as {@link #value(ColumnReader, ParquetTypes.Decode, ColumnBuilder, Seen)} takes one of a column reader. */
+  private static void value(org.apache.parquet.column.values.ValuesReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {
+    switch (decode) {
+      case BOOL -> b.appendBoolean(r.readBoolean());
+      case INT32 -> {
+        long v = r.readInteger();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT32 -> b.appendLong(Integer.toUnsignedLong(r.readInteger()));
+      case INT64 -> {
+        long v = r.readLong();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT64 -> b.appendDecimal(r.readLong(), 0L);
+      case FLOAT -> b.appendDouble(r.readFloat());
+      case DOUBLE -> b.appendDouble(r.readDouble());
+      case FLOAT16 -> {
+        ByteBuffer h = r.readBytes().toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        b.appendDouble(Float.float16ToFloat(h.getShort(h.position())));
+      }
+      case BYTES -> {
+        ByteBuffer v = r.readBytes().toByteBuffer();
+        b.appendBytes(MemorySegment.ofBuffer(v), 0, v.remaining());
+      }
+      case DECIMAL_INT32 -> {
+        long v = r.readInteger();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_INT64 -> {
+        long v = r.readLong();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_BYTES -> decimal(r.readBytes(), b);
+      case MILLIS -> b.appendLong(scale(r.readLong(), 1_000_000L, "milliseconds"));
+      case MICROS -> b.appendLong(scale(r.readLong(), 1_000L, "microseconds"));
+      case NANOS -> b.appendLong(r.readLong());
+      case INT96 -> b.appendLong(int96(r.readBytes()));
+    }
   }
 
   private static void value(ColumnReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {

@@ -179,10 +179,14 @@ public final class ParquetTable implements HddTable {
       for (int i = 0; i < features.size(); i++) {
         ParquetTypes.Leaf leaf = leaves.get(i);
         ColumnBuilder b = new ColumnBuilder(manifest.features().get(columnIndex.get(features.get(i))).type(), arena, rows);
-        ColumnReader cr = store.getColumnReader(leaf.descriptor());
-        // A part of a row group: the reader stops after the last row asked for; its pages' count is not the rows'.
-        ParquetColumns.Seen seen =
-            ParquetColumns.append(cr, whole ? pages.getPageReader(leaf.descriptor()).getTotalValueCount() : -1, leaf, rows, b);
+        ParquetColumns.Seen seen;
+        if (whole && !leaf.list() && ParquetColumns.PAGE_BY_PAGE.containsAll(meta(group, leaf).getEncodings())) {
+          seen = ParquetColumns.appendPages(pages.getPageReader(leaf.descriptor()), leaf, rows, b);
+        } else {
+          ColumnReader cr = store.getColumnReader(leaf.descriptor());
+          // A part of a row group: the reader stops after the last row asked for; its pages' count is not the rows'.
+          seen = ParquetColumns.append(cr, whole ? pages.getPageReader(leaf.descriptor()).getTotalValueCount() : -1, leaf, rows, b);
+        }
         if (whole) {
           check(path, c, features.get(i), leaf, seen, group);
         }
@@ -205,18 +209,21 @@ public final class ParquetTable implements HddTable {
     }
   }
 
+  /** The metadata of {@code leaf}'s column chunk in {@code group}. */
+  private static ColumnChunkMetaData meta(BlockMetaData group, ParquetTypes.Leaf leaf) {
+    org.apache.parquet.hadoop.metadata.ColumnPath want = org.apache.parquet.hadoop.metadata.ColumnPath.get(leaf.descriptor().getPath());
+    for (ColumnChunkMetaData m : group.getColumns()) {
+      if (m.getPath().equals(want)) {
+        return m;
+      }
+    }
+    throw new IllegalStateException("the row group has no column chunk " + want.toDotString());
+  }
+
   /** Checks a decoded column chunk against the writer's statistics of it, where it wrote them. */
   private static void check(Path path, ChunkInfo c, String feature, ParquetTypes.Leaf leaf, ParquetColumns.Seen seen,
       BlockMetaData group) throws CorruptFileException {
-    ColumnChunkMetaData meta = null;
-    for (ColumnChunkMetaData m : group.getColumns()) {
-      if (m.getPath().equals(org.apache.parquet.hadoop.metadata.ColumnPath.get(leaf.descriptor().getPath()))) {
-        meta = m;
-      }
-    }
-    if (meta == null) {
-      return;
-    }
+    ColumnChunkMetaData meta = meta(group, leaf);
     Statistics<?> stats = meta.getStatistics();
     if (stats == null || stats.isEmpty()) {
       return;
