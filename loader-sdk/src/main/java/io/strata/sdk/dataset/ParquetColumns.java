@@ -47,6 +47,7 @@ final class ParquetColumns {
    */
   static Seen append(ColumnReader r, long total, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b) {
     Seen seen = new Seen();
+    Current current = new Current(r);
     long read = 0;
     if (!leaf.list()) {
       if (total >= 0 && total != rows) {
@@ -58,7 +59,7 @@ final class ParquetColumns {
           b.appendNull();
           seen.nulls++;
         } else {
-          value(r, leaf.decode(), b, seen);
+          value(current, leaf.decode(), b, seen);
         }
         r.consume();
       }
@@ -93,7 +94,7 @@ final class ParquetColumns {
           child.appendNull();
           seen.nulls++;
         } else {
-          value(r, leaf.decode(), child, seen);
+          value(current, leaf.decode(), child, seen);
         }
         r.consume();
         read++;
@@ -192,7 +193,7 @@ final class ParquetColumns {
     return e.getValuesReader(d, org.apache.parquet.column.ValuesType.VALUES);
   }
 
-  /** One value of a page's values reader, as {@link #value(ColumnReader, ParquetTypes.Decode, ColumnBuilder, Seen)} takes one of a column reader. */
+  /** One value, from a page's values reader or a column reader's current value ({@link Current}), appended as its feature type holds it. */
   private static void value(org.apache.parquet.column.values.ValuesReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {
     switch (decode) {
       case BOOL -> b.appendBoolean(r.readBoolean());
@@ -236,46 +237,47 @@ final class ParquetColumns {
     }
   }
 
-  private static void value(ColumnReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {
-    switch (decode) {
-      case BOOL -> b.appendBoolean(r.getBoolean());
-      case INT32 -> {
-        long v = r.getInteger();
-        seen.value(v);
-        b.appendLong(v);
-      }
-      case UINT32 -> b.appendLong(Integer.toUnsignedLong(r.getInteger()));
-      case INT64 -> {
-        long v = r.getLong();
-        seen.value(v);
-        b.appendLong(v);
-      }
-      case UINT64 -> b.appendDecimal(r.getLong(), 0L);
-      case FLOAT -> b.appendDouble(r.getFloat());
-      case DOUBLE -> b.appendDouble(r.getDouble());
-      case FLOAT16 -> {
-        ByteBuffer h = r.getBinary().toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-        b.appendDouble(Float.float16ToFloat(h.getShort(h.position())));
-      }
-      case BYTES -> {
-        ByteBuffer v = r.getBinary().toByteBuffer();
-        b.appendBytes(MemorySegment.ofBuffer(v), 0, v.remaining());
-      }
-      case DECIMAL_INT32 -> {
-        long v = r.getInteger();
-        seen.value(v);
-        b.appendDecimal(v, v < 0 ? -1L : 0L);
-      }
-      case DECIMAL_INT64 -> {
-        long v = r.getLong();
-        seen.value(v);
-        b.appendDecimal(v, v < 0 ? -1L : 0L);
-      }
-      case DECIMAL_BYTES -> decimal(r.getBinary(), b);
-      case MILLIS -> b.appendLong(scale(r.getLong(), 1_000_000L, "milliseconds"));
-      case MICROS -> b.appendLong(scale(r.getLong(), 1_000L, "microseconds"));
-      case NANOS -> b.appendLong(r.getLong());
-      case INT96 -> b.appendLong(int96(r.getBinary()));
+  /** A column reader's current value, read as a page's values are: one conversion of values serves both paths. */
+  private static final class Current extends org.apache.parquet.column.values.ValuesReader {
+    private final ColumnReader r;
+
+    Current(ColumnReader r) {
+      this.r = r;
+    }
+
+    @Override
+    public boolean readBoolean() {
+      return r.getBoolean();
+    }
+
+    @Override
+    public int readInteger() {
+      return r.getInteger();
+    }
+
+    @Override
+    public long readLong() {
+      return r.getLong();
+    }
+
+    @Override
+    public float readFloat() {
+      return r.getFloat();
+    }
+
+    @Override
+    public double readDouble() {
+      return r.getDouble();
+    }
+
+    @Override
+    public Binary readBytes() {
+      return r.getBinary();
+    }
+
+    @Override
+    public void skip() {
+      r.skip();
     }
   }
 
