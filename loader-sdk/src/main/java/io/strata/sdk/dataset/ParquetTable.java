@@ -93,7 +93,11 @@ public final class ParquetTable implements HddTable {
     return footers[file];
   }
 
+  /** File {@code file}'s input (after {@link #footer} opened it); a read after {@link #close} is refused, as ORC's is. */
   private synchronized InputFile input(int file) {
+    if (closed) {
+      throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
+    }
     return inputs[file];
   }
 

@@ -183,4 +183,18 @@ class ParquetIntegrityTest {
       assertEquals(600, d.readChunk(0, List.of("i64"), arena).get("i64").length(), "unconfined, the same dataset reads");
     }
   }
+
+  @Test
+  void aReadAfterCloseIsRefusedNamingTheDataset() throws IOException {
+    Path ds = tmp.resolve("closed");
+    DatasetImporter.importFiles(new DatasetImporter.Options("closed", List.of(pyarrowFile("v2-zstd.parquet")), ds, null, false,
+        false), Progress.NONE);
+    Dataset d = Dataset.open(ds);
+    try (Arena arena = Arena.ofConfined()) {
+      d.readChunk(0, List.of("i64"), arena);
+      d.close();
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> d.readChunk(1, List.of("i64"), arena));
+      assertTrue(e.getMessage().contains("closed") && e.getMessage().contains("already closed"), e.getMessage());
+    }
+  }
 }
