@@ -78,11 +78,20 @@ final class ParquetIo {
    * truncated, encrypted or non-Parquet file is a {@link CorruptFileException} saying which.
    */
   static ParquetMetadata footer(Path file, Confinement confinement) throws IOException {
+    return footer(file, open(file, confinement));
+  }
+
+  /** The input of an existing file whose shape is Parquet's (see {@link #checkShape}), read through {@code confinement}. */
+  static InputFile open(Path file, Confinement confinement) throws IOException {
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(file.toString(), null, "Parquet file does not exist");
     }
     checkShape(file, confinement);
-    InputFile in = inputFile(file, confinement);
+    return inputFile(file, confinement);
+  }
+
+  /** As {@link #footer(Path, Confinement)}, through {@code in} (from {@link #inputFile}), the file's shape checked already. */
+  static ParquetMetadata footer(Path file, InputFile in) throws IOException {
     try (ParquetFileReader r = ParquetFileReader.open(in, OPTIONS)) {
       return r.getFooter();
     } catch (AccessDeniedException e) {

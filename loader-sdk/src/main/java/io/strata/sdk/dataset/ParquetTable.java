@@ -79,7 +79,8 @@ public final class ParquetTable implements HddTable {
     }
     if (footers[file] == null) {
       Path path = filePath(file);
-      ParquetMetadata f = ParquetIo.footer(path, confinement);
+      InputFile in = ParquetIo.open(path, confinement); // one open for the footer and every read after
+      ParquetMetadata f = ParquetIo.footer(path, in);
       List<BlockMetaData> groups = f.getBlocks();
       for (ChunkInfo c : manifest.chunks()) {
         if (c.file() == file && (c.stripe() >= groups.size() || groups.get(c.stripe()).getRowCount() != c.rows())) {
@@ -87,7 +88,7 @@ public final class ParquetTable implements HddTable {
               + " the manifest records (" + c.rows() + " rows); import the dataset again");
         }
       }
-      inputs[file] = ParquetIo.inputFile(path, confinement);
+      inputs[file] = in;
       footers[file] = f;
     }
     return footers[file];
@@ -318,6 +319,8 @@ public final class ParquetTable implements HddTable {
     private final List<String> names;
     private int chunk = -1;
     private final Map<Integer, ParquetFileReader> readers = new HashMap<>();
+    /** Per chunk, whether every column of this projection has an offset index there (looked up once, not a range). */
+    private final Map<Integer, Boolean> indexed = new HashMap<>();
     private Arena arena;
     private SequencedMap<String, Column> decoded;
 
@@ -338,7 +341,7 @@ public final class ParquetTable implements HddTable {
         ChunkInfo c = manifest.chunks().get(chunkOf(row));
         int n = (int) (Math.min(end, c.endRow()) - row);
         int local = (int) (row - c.firstRow());
-        if (chunk != c.index() && 2L * n < c.rows() && pageIndexed(c, names)) {
+        if (chunk != c.index() && 2L * n < c.rows() && indexed.computeIfAbsent(c.index(), k -> pageIndexedOrFalse(c))) {
           // A small part of a row group not at hand: its pages alone, not kept.
           try (Arena part = Arena.ofConfined()) {
             SequencedMap<String, Column> rows;
@@ -366,6 +369,14 @@ public final class ParquetTable implements HddTable {
         result.put(names.get(i), builders.get(i).build());
       }
       return result;
+    }
+
+    private boolean pageIndexedOrFalse(ChunkInfo c) {
+      try {
+        return pageIndexed(c, names);
+      } catch (IOException e) {
+        return false; // the whole row group is read then, and its read says what is wrong
+      }
     }
 
     /** This cursor's reader of file {@code file} for short ranges (it keeps the offset indexes it read). */
