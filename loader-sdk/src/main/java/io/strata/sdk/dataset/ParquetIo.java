@@ -27,16 +27,22 @@ final class ParquetIo {
   private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
   private static final byte[] ENCRYPTED_MAGIC = {'P', 'A', 'R', 'E'};
 
-  /** Page checksums verified where present; no statistics, dictionary, bloom or record filtering. */
-  static final ParquetReadOptions OPTIONS =
-      ParquetReadOptions.builder()
-          .usePageChecksumVerification(true)
-          .useStatsFilter(false)
-          .useDictionaryFilter(false)
-          .useRecordFilter(false)
-          .useBloomFilter(false)
-          .useColumnIndexFilter(false)
-          .build();
+  /**
+   * Options for one reader: page checksums verified where present; no statistics, dictionary,
+   * bloom or record filtering. One set a reader, never shared: the options carry the codec
+   * factory, whose decompressors keep state (two threads decompressing through one corrupt each
+   * other's pages) and which a reader's close releases.
+   */
+  static ParquetReadOptions options() {
+    return ParquetReadOptions.builder()
+        .usePageChecksumVerification(true)
+        .useStatsFilter(false)
+        .useDictionaryFilter(false)
+        .useRecordFilter(false)
+        .useBloomFilter(false)
+        .useColumnIndexFilter(false)
+        .build();
+  }
 
   /** The codecs parquet-java decompresses with what this build brings (not BROTLI, LZO: their codecs are separate libraries). */
   static final java.util.Set<org.apache.parquet.hadoop.metadata.CompressionCodecName> DECOMPRESSES = java.util.EnumSet.of(
@@ -92,7 +98,7 @@ final class ParquetIo {
 
   /** As {@link #footer(Path, Confinement)}, through {@code in} (from {@link #inputFile}), the file's shape checked already. */
   static ParquetMetadata footer(Path file, InputFile in) throws IOException {
-    try (ParquetFileReader r = ParquetFileReader.open(in, OPTIONS)) {
+    try (ParquetFileReader r = ParquetFileReader.open(in, options())) {
       return r.getFooter();
     } catch (AccessDeniedException e) {
       throw e;
@@ -109,7 +115,7 @@ final class ParquetIo {
     SeekableInputStream s = in.newStream();
     boolean ok = false;
     try {
-      ParquetFileReader r = new ParquetFileReader(in, footer, OPTIONS, s);
+      ParquetFileReader r = new ParquetFileReader(in, footer, options(), s);
       ok = true;
       return r;
     } finally {

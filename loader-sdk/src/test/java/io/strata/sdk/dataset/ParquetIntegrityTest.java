@@ -197,4 +197,46 @@ class ParquetIntegrityTest {
       assertTrue(e.getMessage().contains("closed") && e.getMessage().contains("already closed"), e.getMessage());
     }
   }
+
+  @Test
+  void chunksDecodedByManyThreadsAtOnceHoldTheSameValues() throws Exception {
+    // Readers decompress in parallel: each with its own codec state (a shared one corrupts pages).
+    Path ds = tmp.resolve("threads");
+    DatasetImporter.importFiles(new DatasetImporter.Options("threads", List.of(pyarrowFile("dict-snappy.parquet")), ds, null,
+        false, false), Progress.NONE);
+    try (Dataset d = Dataset.open(ds)) {
+      List<String> features = List.of("i64", "s", "f64", "l_s", "dec38");
+      long[] expected = new long[d.chunks().size()];
+      for (int c = 0; c < expected.length; c++) {
+        try (Arena arena = Arena.ofConfined()) {
+          expected[c] = checksum(d.readChunk(c, features, arena));
+        }
+      }
+      try (var pool = java.util.concurrent.Executors.newFixedThreadPool(4)) {
+        List<java.util.concurrent.Future<?>> runs = new java.util.ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+          runs.add(pool.submit(() -> {
+            for (int i = 0; i < 30; i++) {
+              int c = i % expected.length;
+              try (Arena arena = Arena.ofConfined()) {
+                assertEquals(expected[c], checksum(d.readChunk(c, features, arena)), "chunk " + c);
+              }
+            }
+            return null;
+          }));
+        }
+        for (var r : runs) {
+          r.get();
+        }
+      }
+    }
+  }
+
+  private static long checksum(java.util.Map<String, io.strata.sdk.Column> cols) {
+    long h = 0;
+    for (io.strata.sdk.Column c : cols.values()) {
+      h = h * 31 + io.strata.sdk.format.Columns.checksum(c);
+    }
+    return h;
+  }
 }
