@@ -4,9 +4,10 @@
  * GPU is the {@code io.strata.gpu} module's.
  *
  * <p>Exported to everyone: what a training job imports, and the types those signatures need
- * ({@code io.strata.sdk}: {@code Dataset}, {@code Column}, {@code FeatureType}, {@code Tier}, {@code TierStats},
- * {@code SegmentSource}, {@code ChunkInfo},
- * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.loader}:
+ * ({@code io.strata.sdk}, the value types every other package uses and which use none of them:
+ * {@code Column}, {@code FeatureType}, {@code Tier}, {@code TierStats}, {@code ChunkInfo},
+ * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.dataset}:
+ * {@code Dataset} and {@code SegmentSource}; {@code io.strata.sdk.loader}:
  * {@code Loader}, {@code Batch}, {@code Checkpoint}, {@code BatchMemory},
  * {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
  * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
@@ -34,9 +35,10 @@ module io.strata.sdk {
   exports io.strata.sdk;
   exports io.strata.sdk.loader;
   exports io.strata.sdk.node;
+  exports io.strata.sdk.dataset;
   exports io.strata.sdk.derive;
   exports io.strata.sdk.format to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
-  exports io.strata.sdk.dataset to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.files to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.tier to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.internal to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -1,9 +1,9 @@
 package io.strata.bench;
 
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.files.DatasetGenerator;
+import io.strata.sdk.files.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentStore;

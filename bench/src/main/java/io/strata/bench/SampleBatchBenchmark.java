@@ -1,8 +1,8 @@
 package io.strata.bench;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.dataset.HddTable;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.files.HddTable;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.loader.Batch;

@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.files.Manifest;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Loader;
 import io.strata.sdk.loader.PlanProgram;
@@ -83,7 +83,7 @@ final class ClusterWork {
    * In a cluster, places ahead of the jobs the chunks their plans read next that a peer holds
    * (a copy from a peer reads nothing from the HDD tier), while the SSD budget has room; called
    * four times a second, it goes on for up to two seconds while it finds chunks to place. Chunks
-   * no peer holds are asked about again after {@link TierState#PEER_RETRY_SECONDS}.
+   * no peer holds are asked about again after {@link PeerLookahead#RETRY_SECONDS}.
    */
   int peerPrefetch(BooleanSupplier closed) {
     if (!cluster.clustered()) {
@@ -95,7 +95,7 @@ final class ClusterWork {
     while (more && System.nanoTime() < end && !closed.getAsBoolean()) {
       more = false;
       double now = clock.getAsDouble();
-      for (TierState.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
+      for (PeerLookahead.Candidate c : state.peerCandidates(PEER_PREFETCH_BATCH, now)) {
         boolean held;
         try {
           held = !cluster.holders(c.info().dataset(), c.info().version(), c.info().feature(), c.info().chunk()).isEmpty();

@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;

@@ -12,7 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The jobs a node knows: an int id per job name (the policy's), the plans in force and when each
- * planned job was last heard from (a plan whose job is silent longer than the lease expires), the
+ * planned job was last heard from (a plan whose job is silent longer than the lease expires), when
+ * each job last reported reads, the
  * bytes each planned job read per tier (for the metrics), and the bytes of evicted segments each
  * job still maps (as it last reported).
  *
@@ -38,6 +39,10 @@ final class Jobs {
   private final Map<String, long[]> bytes = new HashMap<>();
   private final Map<String, Long> unlinked = new ConcurrentHashMap<>();
   private final Map<String, Long> steps = new HashMap<>();
+  /** When each job (planned or not) last reported reads. */
+  private final Map<String, Double> reportedAt = new HashMap<>();
+  /** Jobs whose last report time is kept. */
+  private static final int MAX_REPORTING_JOBS = 4096;
   private final ArrayDeque<Ended> recent = new ArrayDeque<>();
   private double leaseSeconds;
 
@@ -124,10 +129,25 @@ final class Jobs {
   }
 
   private void forget(String job) {
+    reportedAt.remove(job);
     lastSeen.remove(job);
     bytes.remove(job);
     unlinked.remove(job);
     steps.remove(job);
+  }
+
+  /**
+   * Notes that {@code job} reports reads now; returns when it reported before (null: not known).
+   * The reads of a report were made after its previous one (for {@link TierCounters#hddBytesLanded}).
+   */
+  Double reported(String job, double now) {
+    if (reportedAt.size() >= MAX_REPORTING_JOBS && !reportedAt.containsKey(job)) {
+      reportedAt.values().removeIf(t -> now - t > 60); // jobs without plans that went quiet
+      if (reportedAt.size() >= MAX_REPORTING_JOBS) {
+        return null;
+      }
+    }
+    return reportedAt.put(job, now);
   }
 
   /** The plans that ended most recently, newest first. */

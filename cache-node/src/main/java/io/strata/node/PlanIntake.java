@@ -1,7 +1,7 @@
 package io.strata.node;
 
 import io.strata.node.policy.CachePolicy;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.loader.PlanProgram;
 import java.util.List;
 

@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.derive.Spec;
 import io.strata.store.FeatureStore;
 import java.io.IOException;

@@ -27,7 +27,7 @@ import java.util.function.Supplier;
  *       most every {@link #MIN_PASS_MILLIS}.
  * </ul>
  *
- * A finding goes to {@code repair} ({@link TierManager#repair(TierState.Resident, String)}): the
+ * A finding goes to {@code repair} ({@link TierManager#repair(Residency.Resident, String)}): the
  * segment leaves the tier, jobs on the host learn it as any residency change (their next resolve,
  * prompted by the residency beacon), and it is placed again.
  *
@@ -42,8 +42,8 @@ final class SegmentScrub implements AutoCloseable {
   static final long MIN_PASS_MILLIS = Long.getLong("strata.scrub.minPassMillis", 60_000);
   private static final long TICK_MILLIS = 50;
 
-  private final Supplier<List<TierState.Resident>> residents;
-  private final BiConsumer<TierState.Resident, String> repair;
+  private final Supplier<List<Residency.Resident>> residents;
+  private final BiConsumer<Residency.Resident, String> repair;
   private final long bytesPerSecond;
   private final long sweepMillis;
   private final long minPassMillis;
@@ -51,7 +51,7 @@ final class SegmentScrub implements AutoCloseable {
   private final Thread thread;
   private volatile boolean closed;
 
-  SegmentScrub(Supplier<List<TierState.Resident>> residents, BiConsumer<TierState.Resident, String> repair, long bytesPerSecond,
+  SegmentScrub(Supplier<List<Residency.Resident>> residents, BiConsumer<Residency.Resident, String> repair, long bytesPerSecond,
       long sweepMillis, long minPassMillis, TierCounters counters) {
     this.minPassMillis = minPassMillis;
     this.residents = residents;
@@ -68,7 +68,7 @@ final class SegmentScrub implements AutoCloseable {
 
   private void run() {
     long nextSweep = System.nanoTime() + sweepMillis * 1_000_000;
-    Deque<TierState.Resident> pass = new ArrayDeque<>();
+    Deque<Residency.Resident> pass = new ArrayDeque<>();
     double credit = 0; // bytes the rate allows now (negative: the last file's debt)
     long nextPass = System.nanoTime();
     long last = System.nanoTime();
@@ -90,7 +90,7 @@ final class SegmentScrub implements AutoCloseable {
             }
           }
           while (credit >= 0 && !pass.isEmpty() && !closed) {
-            TierState.Resident r = pass.poll();
+            Residency.Resident r = pass.poll();
             credit -= r.ref().bytes();
             counters.scrubbedBytes.add(r.ref().bytes());
             String damage = SegmentStore.recheck(r.ref().path(), r.key().feature(), r.key().chunk());
@@ -111,7 +111,7 @@ final class SegmentScrub implements AutoCloseable {
 
   /** One look at every resident file: still there, a regular file, its size as it landed. */
   void sweep() {
-    for (TierState.Resident r : residents.get()) {
+    for (Residency.Resident r : residents.get()) {
       String problem;
       try {
         BasicFileAttributes a = Files.readAttributes(r.ref().path(), BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);

@@ -2,7 +2,7 @@ package io.strata.node;
 
 import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.derive.Derivation;
@@ -68,6 +68,8 @@ final class TierManager implements AutoCloseable {
   private final TierHistory history = new TierHistory();
   private final TraceRecorder trace = new TraceRecorder(TRACE_ROWS);
   private final TierState state;
+  /** What operators change of the tier: promotions, evictions, pins, the policy and quotas. */
+  private final TierOperations operations;
   private final NodeMetrics metrics;
   private final PromotionQueue queue;
   private final double startNanos = System.nanoTime();
@@ -120,6 +122,7 @@ final class TierManager implements AutoCloseable {
       this.checks = new RequestChecks(features);
       this.state = new TierState(settings.policy, new Policies.Options(settings.ssdBudgetBytes,
           settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount), counters, this::now, PLAN_LEASE_SECONDS, trace);
+      this.operations = new TierOperations(state);
       this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
           cluster);
       this.metrics = new NodeMetrics(report::metricValues);
@@ -136,7 +139,7 @@ final class TierManager implements AutoCloseable {
       restoreResident();
       this.scrub = new SegmentScrub(state::residents, this::repair, config.scrubBytesPerSecond(), SegmentScrub.SWEEP_MILLIS,
           SegmentScrub.MIN_PASS_MILLIS, counters);
-      state.setPolicy(null, null, null, null, settings.quotas);
+      operations.setPolicy(null, null, null, null, settings.quotas);
       for (String p : List.copyOf(settings.pins)) {
         int slash = p.indexOf('/');
         try {
@@ -147,7 +150,7 @@ final class TierManager implements AutoCloseable {
       }
       synchronized (settings) {
         settings.pins.clear();
-        settings.pins.addAll(state.pins());
+        settings.pins.addAll(operations.pins());
         settings.save();
       }
       scrub.start();
@@ -237,7 +240,7 @@ final class TierManager implements AutoCloseable {
       }
     }
     return new TierViews.DatasetView(ds.name(), ds.version(), ds.directory().toString(), ds.rows(), ds.chunks().size(),
-        datasets.orcBytes(ds.name()), fs, state.residentBytes(ds.name()), state.quotas().get(ds.name()));
+        datasets.orcBytes(ds.name()), fs, state.residentBytes(ds.name()), operations.quotas().get(ds.name()));
   }
 
   // ---------------------------------------------------------------- jobs
@@ -366,7 +369,7 @@ final class TierManager implements AutoCloseable {
   }
 
   /** The scrub's finding: {@code r}'s file is gone or damaged ({@code damage} says how). */
-  void repair(TierState.Resident r, String damage) {
+  void repair(Residency.Resident r, String damage) {
     Dataset ds;
     try {
       ds = dataset(r.key().dataset());
@@ -379,7 +382,7 @@ final class TierManager implements AutoCloseable {
   }
 
   /** The resident segment files, for the scrub. */
-  List<TierState.Resident> residents() {
+  List<Residency.Resident> residents() {
     return state.residents();
   }
 
@@ -438,7 +441,7 @@ final class TierManager implements AutoCloseable {
     List<String> f = fs == null || fs.isEmpty() ? ds.featureNames() : fs;
     List<Integer> cs = chunks == null ? RequestChecks.allChunks(ds) : chunks;
     checks.check(ds, f, cs);
-    return state.promote(ds, f, cs);
+    return operations.promote(ds, f, cs);
   }
 
   /** Evicts features of chunks (all features or chunks when not given). */
@@ -447,7 +450,7 @@ final class TierManager implements AutoCloseable {
     List<String> f = fs == null || fs.isEmpty() ? ds.featureNames() : fs;
     List<Integer> cs = chunks == null ? RequestChecks.allChunks(ds) : chunks;
     checks.check(ds, f, cs);
-    return state.evict(ds, f, cs);
+    return operations.evict(ds, f, cs);
   }
 
   /**
@@ -460,8 +463,8 @@ final class TierManager implements AutoCloseable {
       checks.check(ds, feature, 0);
     }
     synchronized (settings) {
-      TierViews.Pinned out = state.pin(ds, feature, pin);
-      List<String> now = state.pins();
+      TierViews.Pinned out = operations.pin(ds, feature, pin);
+      List<String> now = operations.pins();
       if (settings.pins.size() != now.size() || !settings.pins.containsAll(now)) {
         settings.pins.clear();
         settings.pins.addAll(now);
@@ -487,7 +490,7 @@ final class TierManager implements AutoCloseable {
     synchronized (settings) {
       sources = new TreeMap<>(settings.sources());
     }
-    return state.policyView(config.promotionBytesPerSecond(), sources, roots());
+    return operations.policyView(config.promotionBytesPerSecond(), sources, roots());
   }
 
   private List<String> roots() {
@@ -512,7 +515,7 @@ final class TierManager implements AutoCloseable {
       }
     }
     synchronized (settings) {
-      TierState.Applied s = state.setPolicy(change.policy(), change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
+      TierOperations.Applied s = operations.setPolicy(change.policy(), change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
           change.popularityDiscount(), change.quotas());
       settings.policy = s.policy();
       settings.ssdBudgetBytes = s.budgetBytes();

@@ -1,11 +1,11 @@
 package io.strata.node;
 
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;
 import io.strata.sdk.tier.SegmentRef;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.tier.SegmentStore;
 import java.nio.file.Path;
 import java.util.List;

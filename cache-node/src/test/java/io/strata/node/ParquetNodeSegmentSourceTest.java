@@ -1,8 +1,8 @@
 package io.strata.node;
 
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.ParquetExport;
+import io.strata.sdk.files.ParquetExport;
 import java.io.IOException;
 import java.nio.file.Path;
 
@@ -16,7 +16,7 @@ class ParquetNodeSegmentSourceTest extends NodeSegmentSourceTest {
   Dataset open(Path generated) throws IOException {
     Path pq = generated.resolveSibling("events-parquet");
     try (Dataset orc = Dataset.open(generated)) {
-      ParquetExport.export(orc, pq, "events", Progress.NONE);
+      ParquetExport.export(orc.directory(), orc.manifest(), orc.table(), pq, "events", Progress.NONE);
     }
     return Dataset.open(pq);
   }

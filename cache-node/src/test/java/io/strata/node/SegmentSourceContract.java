@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.files.DatasetGenerator;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.TieredReader;

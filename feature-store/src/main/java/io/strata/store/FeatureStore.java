@@ -2,7 +2,7 @@ package io.strata.store;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;

@@ -1,6 +1,6 @@
 package io.strata.sdk;
 
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.files.Manifest;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;

@@ -1,11 +1,11 @@
 package io.strata.ops;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.dataset.Manifest;
-import io.strata.sdk.dataset.ParquetExport;
+import io.strata.sdk.files.DatasetGenerator;
+import io.strata.sdk.files.Manifest;
+import io.strata.sdk.files.ParquetExport;
 import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -117,7 +117,7 @@ final class GenerateCommand implements Callable<Integer> {
       Terminal.Bar bar = new Terminal.Bar("generate", spec.commandLine().getErr());
       Manifest m;
       try (Dataset src = Dataset.open(orc)) {
-        m = ParquetExport.export(src, out, n, bar);
+        m = ParquetExport.export(src.directory(), src.manifest(), src.table(), out, n, bar);
       }
       bar.done();
       long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();

@@ -1,7 +1,7 @@
 package io.strata.ops;
 
 import io.strata.ops.common.Messages;
-import io.strata.sdk.dataset.Locations;
+import io.strata.sdk.files.Locations;
 import io.strata.sdk.node.NodeClient;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;

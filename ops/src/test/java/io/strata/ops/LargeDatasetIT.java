@@ -3,7 +3,7 @@ package io.strata.ops;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.files.Manifest;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;

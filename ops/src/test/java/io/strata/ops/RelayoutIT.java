@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.Manifest;
-import io.strata.sdk.dataset.Relayout;
-import io.strata.sdk.dataset.VersionLeases;
+import io.strata.sdk.files.Manifest;
+import io.strata.sdk.files.Relayout;
+import io.strata.sdk.files.VersionLeases;
 import io.strata.sdk.internal.Json;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,8 +1,8 @@
 package io.strata.sdk.format;
 
+import io.strata.sdk.SegmentLease;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
-import io.strata.sdk.SegmentSource;
 import io.strata.sdk.format.SegmentFile;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -69,7 +69,7 @@ public final class SegmentMappings implements AutoCloseable {
   }
 
   /** A lease on one mapped segment; closing it twice is harmless. */
-  public final class Ref implements SegmentSource.Lease {
+  public final class Ref implements SegmentLease {
     private final Entry entry;
     private boolean released;
 

@@ -1,9 +1,9 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.GatherOrder;

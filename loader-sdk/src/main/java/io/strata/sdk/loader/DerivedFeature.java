@@ -1,7 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;

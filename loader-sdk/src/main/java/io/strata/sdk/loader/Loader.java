@@ -1,9 +1,9 @@
 package io.strata.sdk.loader;
 
-import io.strata.sdk.Dataset;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;

@@ -1,6 +1,6 @@
 package io.strata.sdk.loader;
 
-import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.internal.Chunks;
 
 /**

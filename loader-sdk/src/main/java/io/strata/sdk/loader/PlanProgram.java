@@ -2,8 +2,8 @@ package io.strata.sdk.loader;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodePlan;
 import java.util.Arrays;

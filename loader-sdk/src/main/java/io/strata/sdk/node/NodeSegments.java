@@ -1,10 +1,11 @@
 package io.strata.sdk.node;
 
+import io.strata.sdk.SegmentLease;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.Tier;
 import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.format.SegmentFile;
@@ -231,7 +232,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   }
 
   @Override
-  public SegmentSource.Lease lease(Dataset ds, String feature, int chunk) throws IOException {
+  public SegmentLease lease(Dataset ds, String feature, int chunk) throws IOException {
     Path p;
     synchronized (this) {
       p = residency.get(feature + "\0" + chunk);

@@ -2,9 +2,9 @@ package io.strata.sdk.tier;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.dataset.HddTable;
+import io.strata.sdk.files.HddTable;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;

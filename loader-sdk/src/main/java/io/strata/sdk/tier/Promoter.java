@@ -2,7 +2,7 @@ package io.strata.sdk.tier;
 
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentInfo;

@@ -1,11 +1,12 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.SegmentLease;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.SegmentSource;
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.files.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.format.SegmentMappings;
@@ -74,7 +75,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   private boolean closed;
 
   /** A mapped segment held by a reader until {@link #close()}. */
-  public static final class Lease implements SegmentSource.Lease {
+  public static final class Lease implements SegmentLease {
     private final SegmentMappings.Ref ref;
 
     private Lease(SegmentMappings.Ref ref) {
@@ -271,7 +272,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
   }
 
   @Override
-  public SegmentSource.Lease lease(Dataset dataset, String feature, int chunk) throws IOException {
+  public SegmentLease lease(Dataset dataset, String feature, int chunk) throws IOException {
     Optional<SegmentRef> ref = find(dataset.name(), dataset.version(), feature, chunk);
     if (ref.isEmpty()) {
       return null;

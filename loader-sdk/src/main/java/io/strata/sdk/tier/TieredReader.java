@@ -1,10 +1,11 @@
 package io.strata.sdk.tier;
 
+import io.strata.sdk.SegmentLease;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
@@ -40,7 +41,7 @@ public final class TieredReader implements AutoCloseable {
   private final SegmentSource store;
   private final List<String> features;
   private final TierStats stats;
-  private final SegmentSource.Lease[][] leases;
+  private final SegmentLease[][] leases;
   private long seenGeneration;
   private final boolean[][] looked;
   private final Column[][] columns;
@@ -81,7 +82,7 @@ public final class TieredReader implements AutoCloseable {
     }
     this.derivedCache = new ChunkCache(DEFAULT_ORC_BLOCK_BUDGET);
     int chunks = dataset.chunks().size();
-    this.leases = new SegmentSource.Lease[features.size()][chunks];
+    this.leases = new SegmentLease[features.size()][chunks];
     this.looked = new boolean[features.size()][chunks];
     this.columns = new Column[features.size()][chunks];
     this.coldReads = new ColdReads(columns, features.size());
@@ -502,7 +503,7 @@ public final class TieredReader implements AutoCloseable {
       return null;
     }
     String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-    SegmentSource.Lease l = store.lease(dataset, feature, chunk);
+    SegmentLease l = store.lease(dataset, feature, chunk);
     if (l == null) {
       return null;
     }

@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.format.Columns;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Reference;
 import io.strata.sdk.ChunkInfo;
-import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.files.DatasetGenerator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.math.BigDecimal;
@@ -312,7 +312,7 @@ class DerivationTest {
   @Test
   void theSameRowsAsParquetDeriveTheSameBits() throws IOException {
     Path pqDir = tmp.resolve("events-parquet");
-    io.strata.sdk.dataset.ParquetExport.export(ds, pqDir, "events", Progress.NONE);
+    io.strata.sdk.files.ParquetExport.export(ds.directory(), ds.manifest(), ds.table(), pqDir, "events", Progress.NONE);
     try (Dataset pq = Dataset.open(pqDir)) {
       Derivation.SourceReader fromParquet = (features, first, count, arena) -> pq.table().readRows(first, count, features, arena);
       for (String spec : List.of("seq_mean(zscore(amount), last=7)", "log1p(amount)", "hash_bucket(merchant_category, 1000)")) {

@@ -9,14 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.ArrowJs;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Reference;
 import io.strata.sdk.TestData;
 import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.dataset.DatasetGenerator;
-import io.strata.sdk.dataset.SampleIndex;
+import io.strata.sdk.files.DatasetGenerator;
+import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;

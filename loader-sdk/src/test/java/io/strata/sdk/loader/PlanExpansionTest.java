@@ -1,14 +1,15 @@
 package io.strata.sdk.loader;
 
+import io.strata.sdk.SegmentLease;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.Tier;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.files.DatasetGenerator;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -54,7 +55,7 @@ class PlanExpansionTest {
     private final ThreadLocal<Long> current = new ThreadLocal<>();
 
     @Override
-    public Lease lease(Dataset ds, String feature, int chunk) {
+    public SegmentLease lease(Dataset ds, String feature, int chunk) {
       return null;
     }
 

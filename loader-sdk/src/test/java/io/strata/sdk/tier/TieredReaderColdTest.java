@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.files.DatasetGenerator;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;

@@ -8,7 +8,7 @@ import io.strata.ops.NodeCommand;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetGenerator;
+import io.strata.sdk.files.DatasetGenerator;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;

@@ -1,10 +1,10 @@
 package io.strata.ops.bench;
 
+import io.strata.sdk.SegmentLease;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
-import io.strata.sdk.SegmentSource;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Chunks;
@@ -71,7 +71,7 @@ final class GatherFloor {
       }
       long[] chunkFirst = d.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
       // Each feature's values in each chunk's segment, mapped once.
-      List<SegmentSource.Lease> leases = new ArrayList<>();
+      List<SegmentLease> leases = new ArrayList<>();
       MemorySegment[][] src = new MemorySegment[PeersBench.ROW_FEATURES.size()][d.chunks().size()];
       // A column's validity bitmap where it has nulls (the gather copies those bits too), else null.
       MemorySegment[][] valid = new MemorySegment[PeersBench.ROW_FEATURES.size()][d.chunks().size()];
@@ -80,7 +80,7 @@ final class GatherFloor {
       try {
         for (int f = 0; f < PeersBench.ROW_FEATURES.size(); f++) {
           for (int c = 0; c < d.chunks().size(); c++) {
-            SegmentSource.Lease lease = store.lease(d, PeersBench.ROW_FEATURES.get(f), c);
+            SegmentLease lease = store.lease(d, PeersBench.ROW_FEATURES.get(f), c);
             if (lease == null) {
               throw new IOException(PeersBench.ROW_FEATURES.get(f) + " chunk " + c + " is not on the SSD tier");
             }
@@ -130,7 +130,7 @@ final class GatherFloor {
         o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
         return o;
       } finally {
-        for (SegmentSource.Lease l : leases) {
+        for (SegmentLease l : leases) {
           l.close();
         }
       }

@@ -3,7 +3,7 @@ package io.strata.ops.bench;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.gpu.GpuShipper;
 import io.strata.ops.Terminal;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;

@@ -2,10 +2,10 @@ package io.strata.ops.bench;
 
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.DatasetImporter;
-import io.strata.sdk.dataset.Manifest;
+import io.strata.sdk.files.DatasetImporter;
+import io.strata.sdk.files.Manifest;
 import io.strata.sdk.format.Columns;
 import java.io.IOException;
 import java.io.PrintWriter;

@@ -5,7 +5,7 @@ import static io.strata.ops.bench.BenchPeers.f2;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Terminal;
-import io.strata.sdk.Dataset;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;

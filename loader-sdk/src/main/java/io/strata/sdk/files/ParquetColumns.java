@@ -1,0 +1,333 @@
+package io.strata.sdk.files;
+
+import io.strata.sdk.format.ColumnBuilder;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.function.IntSupplier;
+import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.io.api.Binary;
+
+/**
+ * Appends the values of one Parquet column chunk to an Arrow-layout column builder, from its
+ * definition and repetition levels: a scalar feature's nulls, a list feature's null lists, empty
+ * lists and null elements. Counts what the writer's statistics can be checked against.
+ */
+final class ParquetColumns {
+  private ParquetColumns() {}
+
+  /** The Julian day of 1970-01-01 (INT96 timestamps count days from the Julian epoch). */
+  private static final long JULIAN_EPOCH_DAY = 2_440_588L;
+  private static final long NANOS_PER_DAY = 86_400L * 1_000_000_000L;
+
+  /** What one chunk held: its level entries whose value is null (Parquet's null count) and, for integer-valued leaves, the least and greatest value. */
+  static final class Seen {
+    long nulls;
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    boolean any;
+
+    void value(long v) {
+      any = true;
+      if (v < min) {
+        min = v;
+      }
+      if (v > max) {
+        max = v;
+      }
+    }
+  }
+
+  /**
+   * Appends {@code rows} rows of {@code r}, a reader of {@code leaf}'s column chunk of {@code
+   * total} level entries (its pages' count; -1 for a reader of some rows of it, which stops after
+   * the last of them), to {@code b}.
+   * Throws {@link OrcColumns.UnrepresentableValueException} for a value the feature type cannot
+   * hold and {@link IllegalStateException} where the levels do not describe {@code rows} rows.
+   */
+  static Seen append(ColumnReader r, long total, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b) {
+    Seen seen = new Seen();
+    Current current = new Current(r);
+    long read = 0;
+    if (!leaf.list()) {
+      if (total >= 0 && total != rows) {
+        throw new IllegalStateException("the column chunk holds " + total + " values for " + rows + " rows");
+      }
+      b.reserve(rows, 0);
+      for (int row = 0; row < rows; row++) {
+        if (r.getCurrentDefinitionLevel() < leaf.valueDef()) {
+          b.appendNull();
+          seen.nulls++;
+        } else {
+          value(current, leaf.decode(), b, seen);
+        }
+        r.consume();
+      }
+      return seen;
+    }
+    ColumnBuilder child = b.child();
+    long limit = total >= 0 ? total : Long.MAX_VALUE;
+    for (int row = 0; row < rows; row++) {
+      if (read >= limit) {
+        throw new IllegalStateException("the column chunk's levels end after " + row + " of " + rows + " rows");
+      }
+      if (r.getCurrentRepetitionLevel() != 0) {
+        throw new IllegalStateException("row " + row + " does not start at repetition level 0");
+      }
+      int def = r.getCurrentDefinitionLevel();
+      if (def < leaf.listDef()) {
+        b.appendNull();
+        seen.nulls++;
+        r.consume();
+        read++;
+        continue;
+      }
+      if (def < leaf.elementDef()) {
+        seen.nulls++;
+        r.consume();
+        read++;
+        b.endList();
+        continue;
+      }
+      do {
+        if (r.getCurrentDefinitionLevel() < leaf.valueDef()) {
+          child.appendNull();
+          seen.nulls++;
+        } else {
+          value(current, leaf.decode(), child, seen);
+        }
+        r.consume();
+        read++;
+      } while (read < limit && r.getCurrentRepetitionLevel() > 0);
+      b.endList();
+    }
+    if (total >= 0 && read != total) {
+      throw new IllegalStateException("the column chunk holds " + total + " level entries, " + (total - read) + " past its " + rows + " rows");
+    }
+    return seen;
+  }
+
+  /** The encodings {@link #appendPages} decodes (every page decodes on its own; not the delta byte arrays old writers got wrong across pages). */
+  @SuppressWarnings("deprecation") // PLAIN_DICTIONARY and BIT_PACKED: deprecated for writers, still in files old writers wrote
+  static final java.util.Set<org.apache.parquet.column.Encoding> PAGE_BY_PAGE = java.util.EnumSet.of(
+      org.apache.parquet.column.Encoding.PLAIN, org.apache.parquet.column.Encoding.PLAIN_DICTIONARY,
+      org.apache.parquet.column.Encoding.RLE_DICTIONARY, org.apache.parquet.column.Encoding.RLE,
+      org.apache.parquet.column.Encoding.BIT_PACKED, org.apache.parquet.column.Encoding.DELTA_BINARY_PACKED,
+      org.apache.parquet.column.Encoding.BYTE_STREAM_SPLIT);
+
+  /**
+   * As {@link #append} for a scalar leaf's whole column chunk, from its pages directly: each
+   * page's definition levels and values decoded by parquet-java's page decoders, without the
+   * column reader's per-value level bookkeeping. The pages' checksums are verified as the page
+   * reader hands them over.
+   */
+  static Seen appendPages(org.apache.parquet.column.page.PageReader pages, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b)
+      throws java.io.IOException {
+    Seen seen = new Seen();
+    org.apache.parquet.column.ColumnDescriptor d = leaf.descriptor();
+    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
+    org.apache.parquet.column.Dictionary dict = dp == null ? null : dp.getEncoding().initDictionary(d, dp);
+    int maxDef = d.getMaxDefinitionLevel();
+    b.reserve(rows, 0);
+    int done = 0;
+    for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
+      int n = page.getValueCount();
+      if (done + n > rows) {
+        throw new IllegalStateException("the column chunk's pages hold more than its " + rows + " rows");
+      }
+      org.apache.parquet.column.values.ValuesReader values;
+      IntSupplier levels;
+      if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {
+        org.apache.parquet.bytes.ByteBufferInputStream in = v1.getBytes().toInputStream();
+        v1.getRlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.REPETITION_LEVEL).initFromPage(n, in);
+        org.apache.parquet.column.values.ValuesReader dl =
+            v1.getDlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.DEFINITION_LEVEL);
+        dl.initFromPage(n, in);
+        levels = dl::readInteger;
+        values = reader(v1.getValueEncoding(), d, dict);
+        values.initFromPage(n, in);
+      } else if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
+        if (maxDef == 0) {
+          levels = () -> 0;
+        } else {
+          org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder dl =
+              new org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder(
+                  org.apache.parquet.bytes.BytesUtils.getWidthFromMaxInt(maxDef), v2.getDefinitionLevels().toInputStream());
+          levels = () -> {
+            try {
+              return dl.readInt();
+            } catch (java.io.IOException e) {
+              throw new java.io.UncheckedIOException(e);
+            }
+          };
+        }
+        values = reader(v2.getDataEncoding(), d, dict);
+        values.initFromPage(n, v2.getData().toInputStream());
+      } else {
+        throw new IllegalStateException("a data page of an unknown kind: " + page);
+      }
+      for (int i = 0; i < n; i++) {
+        if (levels.getAsInt() < maxDef) {
+          b.appendNull();
+          seen.nulls++;
+        } else {
+          value(values, leaf.decode(), b, seen);
+        }
+      }
+      done += n;
+    }
+    if (done != rows) {
+      throw new IllegalStateException("the column chunk's pages hold " + done + " values for " + rows + " rows");
+    }
+    return seen;
+  }
+
+  private static org.apache.parquet.column.values.ValuesReader reader(org.apache.parquet.column.Encoding e,
+      org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict) {
+    if (e.usesDictionary()) {
+      if (dict == null) {
+        throw new IllegalStateException("a dictionary-encoded page without a dictionary page");
+      }
+      return e.getDictionaryBasedValuesReader(d, org.apache.parquet.column.ValuesType.VALUES, dict);
+    }
+    return e.getValuesReader(d, org.apache.parquet.column.ValuesType.VALUES);
+  }
+
+  /** One value, from a page's values reader or a column reader's current value ({@link Current}), appended as its feature type holds it. */
+  private static void value(org.apache.parquet.column.values.ValuesReader r, ParquetTypes.Decode decode, ColumnBuilder b, Seen seen) {
+    switch (decode) {
+      case BOOL -> b.appendBoolean(r.readBoolean());
+      case INT32 -> {
+        long v = r.readInteger();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT32 -> b.appendLong(Integer.toUnsignedLong(r.readInteger()));
+      case INT64 -> {
+        long v = r.readLong();
+        seen.value(v);
+        b.appendLong(v);
+      }
+      case UINT64 -> b.appendDecimal(r.readLong(), 0L);
+      case FLOAT -> b.appendDouble(r.readFloat());
+      case DOUBLE -> b.appendDouble(r.readDouble());
+      case FLOAT16 -> {
+        ByteBuffer h = r.readBytes().toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        b.appendDouble(Float.float16ToFloat(h.getShort(h.position())));
+      }
+      case BYTES -> {
+        ByteBuffer v = r.readBytes().toByteBuffer();
+        b.appendBytes(MemorySegment.ofBuffer(v), 0, v.remaining());
+      }
+      case DECIMAL_INT32 -> {
+        long v = r.readInteger();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_INT64 -> {
+        long v = r.readLong();
+        seen.value(v);
+        b.appendDecimal(v, v < 0 ? -1L : 0L);
+      }
+      case DECIMAL_BYTES -> decimal(r.readBytes(), b);
+      case MILLIS -> b.appendLong(scale(r.readLong(), 1_000_000L, "milliseconds"));
+      case MICROS -> b.appendLong(scale(r.readLong(), 1_000L, "microseconds"));
+      case NANOS -> b.appendLong(r.readLong());
+      case INT96 -> b.appendLong(int96(r.readBytes()));
+    }
+  }
+
+  /** A column reader's current value, read as a page's values are: one conversion of values serves both paths. */
+  private static final class Current extends org.apache.parquet.column.values.ValuesReader {
+    private final ColumnReader r;
+
+    Current(ColumnReader r) {
+      this.r = r;
+    }
+
+    @Override
+    public boolean readBoolean() {
+      return r.getBoolean();
+    }
+
+    @Override
+    public int readInteger() {
+      return r.getInteger();
+    }
+
+    @Override
+    public long readLong() {
+      return r.getLong();
+    }
+
+    @Override
+    public float readFloat() {
+      return r.getFloat();
+    }
+
+    @Override
+    public double readDouble() {
+      return r.getDouble();
+    }
+
+    @Override
+    public Binary readBytes() {
+      return r.getBinary();
+    }
+
+    @Override
+    public void skip() {
+      r.skip();
+    }
+  }
+
+  private static long scale(long v, long factor, String unit) {
+    try {
+      return Math.multiplyExact(v, factor);
+    } catch (ArithmeticException e) {
+      throw new OrcColumns.UnrepresentableValueException(
+          "timestamp " + v + " " + unit + " lies outside the nanosecond range (years 1677..2262)");
+    }
+  }
+
+  /** An INT96 timestamp (Impala's and old Spark's): nanoseconds of the day, then the Julian day, little-endian. */
+  static long int96(Binary v) {
+    ByteBuffer b = v.toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    if (b.remaining() != 12) {
+      throw new IllegalStateException("an INT96 value of " + b.remaining() + " bytes");
+    }
+    long nanosOfDay = b.getLong(b.position());
+    long julianDay = Integer.toUnsignedLong(b.getInt(b.position() + 8));
+    try {
+      return Math.addExact(Math.multiplyExact(julianDay - JULIAN_EPOCH_DAY, NANOS_PER_DAY), nanosOfDay);
+    } catch (ArithmeticException e) {
+      throw new OrcColumns.UnrepresentableValueException(
+          "INT96 timestamp of Julian day " + julianDay + " lies outside the nanosecond range (years 1677..2262)");
+    }
+  }
+
+  /** A big-endian two's-complement unscaled decimal, as the 128-bit value Arrow keeps. */
+  private static void decimal(Binary v, ColumnBuilder b) {
+    ByteBuffer bytes = v.toByteBuffer();
+    int n = bytes.remaining();
+    int at = bytes.position();
+    if (n == 0) {
+      b.appendDecimal(0L, 0L);
+      return;
+    }
+    long fill = bytes.get(at) < 0 ? -1L : 0L;
+    int skip = Math.max(0, n - 16);
+    for (int i = 0; i < skip; i++) {
+      if (bytes.get(at + i) != (byte) fill) {
+        throw new OrcColumns.UnrepresentableValueException("a decimal of " + n + " bytes does not fit in 128 bits");
+      }
+    }
+    long high = fill;
+    long low = fill;
+    for (int i = skip; i < n; i++) {
+      high = (high << 8) | (low >>> 56);
+      low = (low << 8) | (bytes.get(at + i) & 0xffL);
+    }
+    b.appendDecimal(low, high);
+  }
+}

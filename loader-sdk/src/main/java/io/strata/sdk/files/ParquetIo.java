@@ -1,0 +1,264 @@
+package io.strata.sdk.files;
+
+import io.strata.sdk.CorruptFileException;
+import io.strata.sdk.internal.Confinement;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.io.InputFile;
+import org.apache.parquet.io.SeekableInputStream;
+
+/**
+ * The Parquet entry points Strata uses: files opened through the dataset's {@link Confinement}
+ * (every open, footer and row groups alike, is a confined open), page checksums verified where
+ * the writer wrote them, no filtering of any kind (a job gets every row it asked for), and
+ * failures said in Strata's words, naming the file.
+ */
+final class ParquetIo {
+  private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
+  private static final byte[] ENCRYPTED_MAGIC = {'P', 'A', 'R', 'E'};
+
+  /**
+   * Options for one reader: page checksums verified where present; no statistics, dictionary,
+   * bloom or record filtering. One set a reader, never shared: the options carry the codec
+   * factory, whose decompressors keep state (two threads decompressing through one corrupt each
+   * other's pages) and which a reader's close releases.
+   */
+  static ParquetReadOptions options() {
+    return ParquetReadOptions.builder()
+        .usePageChecksumVerification(true)
+        .useStatsFilter(false)
+        .useDictionaryFilter(false)
+        .useRecordFilter(false)
+        .useBloomFilter(false)
+        .useColumnIndexFilter(false)
+        .build();
+  }
+
+  /** The codecs parquet-java decompresses with what this build brings (not BROTLI, LZO: their codecs are separate libraries). */
+  static final java.util.Set<org.apache.parquet.hadoop.metadata.CompressionCodecName> DECOMPRESSES = java.util.EnumSet.of(
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.SNAPPY,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.GZIP,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.ZSTD,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4_RAW);
+
+  private ParquetIo() {}
+
+  /** A Parquet file read through {@code confinement}: each stream is a confined open of its own. */
+  static InputFile inputFile(Path file, Confinement confinement) throws IOException {
+    long length;
+    try (FileChannel ch = confinement.openRead(file)) {
+      length = ch.size();
+    }
+    return new InputFile() {
+      @Override
+      public long getLength() {
+        return length;
+      }
+
+      @Override
+      public SeekableInputStream newStream() throws IOException {
+        return new ChannelStream(confinement.openRead(file));
+      }
+
+      @Override
+      public String toString() {
+        return file.toString();
+      }
+    };
+  }
+
+  /**
+   * Reads the footer of {@code file}: its schema, row groups and their statistics. An empty,
+   * truncated, encrypted or non-Parquet file is a {@link CorruptFileException} saying which.
+   */
+  static ParquetMetadata footer(Path file, Confinement confinement) throws IOException {
+    return footer(file, open(file, confinement));
+  }
+
+  /** The input of an existing file whose shape is Parquet's (see {@link #checkShape}), read through {@code confinement}. */
+  static InputFile open(Path file, Confinement confinement) throws IOException {
+    if (!Files.isRegularFile(file)) {
+      throw new NoSuchFileException(file.toString(), null, "Parquet file does not exist");
+    }
+    checkShape(file, confinement);
+    return inputFile(file, confinement);
+  }
+
+  /** As {@link #footer(Path, Confinement)}, through {@code in} (from {@link #inputFile}), the file's shape checked already. */
+  static ParquetMetadata footer(Path file, InputFile in) throws IOException {
+    try (ParquetFileReader r = ParquetFileReader.open(in, options())) {
+      return r.getFooter();
+    } catch (AccessDeniedException e) {
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      if (e.getCause() instanceof AccessDeniedException denied) {
+        throw denied;
+      }
+      throw new CorruptFileException(file, "not a readable Parquet file: " + describe(e), e);
+    }
+  }
+
+  /** Opens a reader of {@code file} over its known footer, with a stream of its own (one reader a read: readers are not thread-safe). */
+  static ParquetFileReader reader(InputFile in, ParquetMetadata footer) throws IOException {
+    SeekableInputStream s = in.newStream();
+    boolean ok = false;
+    try {
+      ParquetFileReader r = new ParquetFileReader(in, footer, options(), s);
+      ok = true;
+      return r;
+    } finally {
+      if (!ok) {
+        s.close();
+      }
+    }
+  }
+
+  /** Names the plain cases before the library sees the file: empty, too short, not Parquet, truncated, encrypted footer. */
+  static void checkShape(Path file, Confinement confinement) throws IOException {
+    try (FileChannel ch = confinement.openRead(file)) {
+      long size = ch.size();
+      if (size == 0) {
+        throw new CorruptFileException(file, "the file is empty (0 bytes): not a Parquet file");
+      }
+      ByteBuffer head = ByteBuffer.allocate((int) Math.min(4, size));
+      ch.read(head, 0);
+      if (size < 4 || !Arrays.equals(head.array(), MAGIC)) {
+        if (size >= 4 && Arrays.equals(head.array(), ENCRYPTED_MAGIC)) {
+          throw encrypted(file);
+        }
+        throw new CorruptFileException(file, "not a Parquet file (it does not start with \"PAR1\")");
+      }
+      ByteBuffer tail = ByteBuffer.allocate((int) Math.min(8, size));
+      ch.read(tail, size - tail.capacity());
+      byte[] t = Arrays.copyOfRange(tail.array(), tail.capacity() - 4, tail.capacity());
+      if (Arrays.equals(t, ENCRYPTED_MAGIC)) {
+        throw encrypted(file);
+      }
+      if (size < 12 || !Arrays.equals(t, MAGIC)) {
+        throw new CorruptFileException(file, "truncated: the file (" + size
+            + " bytes) starts as Parquet but does not end with its footer");
+      }
+      int footerLength = tail.order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt(0);
+      if (footerLength < 0 || footerLength > size - 12) {
+        throw new CorruptFileException(file, "truncated or damaged: its footer length (" + footerLength
+            + " bytes) does not fit in the file (" + size + " bytes)");
+      }
+    }
+  }
+
+  private static CorruptFileException encrypted(Path file) {
+    return new CorruptFileException(file, "is encrypted with Parquet modular encryption (encrypted footer): not served;"
+        + " Strata reads no keys, and without them nothing of the file can be read");
+  }
+
+  /** What went wrong in the library, in Strata's words (ORC's and Parquet's failures share most kinds). */
+  static String describe(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      String m = String.valueOf(t.getMessage());
+      String cls = t.getClass().getName();
+      if (cls.endsWith("ParquetCryptoRuntimeException") || m.contains("encrypted")) {
+        return "a part of it is encrypted with Parquet modular encryption, and Strata reads no keys";
+      }
+      if (cls.endsWith("ParquetDecodingException") && m.contains("CRC checksum")) {
+        return "a page does not match its checksum (the file is damaged)";
+      }
+      if (m.contains("CRC checksum")) {
+        return "a page does not match its checksum (the file is damaged)";
+      }
+      if (cls.contains("thrift") || cls.endsWith("TProtocolException") || m.contains("Required field")) {
+        return "its metadata (the Parquet footer or a page header) is malformed";
+      }
+      if (t instanceof EOFException) {
+        return "it ends before its data does (truncated?)";
+      }
+      if (cls.endsWith("BadConfigurationException") || m.contains("Class org.meteogroup") || m.contains("codec")
+          || m.contains("Codec")) {
+        java.util.regex.Matcher codec = java.util.regex.Pattern.compile("(\\w+)Codec").matcher(m);
+        return "it is compressed with a codec this build cannot decompress"
+            + (codec.find() ? " (" + codec.group(1).toUpperCase(java.util.Locale.ROOT) + ")" : "");
+      }
+    }
+    return OrcIo.describeChain(e);
+  }
+
+  /** A positioned stream over a confined file channel. */
+  private static final class ChannelStream extends SeekableInputStream {
+    private final FileChannel ch;
+    private long pos;
+
+    ChannelStream(FileChannel ch) {
+      this.ch = ch;
+    }
+
+    @Override
+    public long getPos() {
+      return pos;
+    }
+
+    @Override
+    public void seek(long newPos) {
+      pos = newPos;
+    }
+
+    @Override
+    public int read() throws IOException {
+      ByteBuffer one = ByteBuffer.allocate(1);
+      return read(one) <= 0 ? -1 : one.get(0) & 0xff;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      return read(ByteBuffer.wrap(b, off, len));
+    }
+
+    @Override
+    public int read(ByteBuffer buf) throws IOException {
+      if (!buf.hasRemaining()) {
+        return 0;
+      }
+      int n = ch.read(buf, pos);
+      if (n > 0) {
+        pos += n;
+      }
+      return n;
+    }
+
+    @Override
+    public void readFully(byte[] bytes) throws IOException {
+      readFully(ByteBuffer.wrap(bytes));
+    }
+
+    @Override
+    public void readFully(byte[] bytes, int start, int len) throws IOException {
+      readFully(ByteBuffer.wrap(bytes, start, len));
+    }
+
+    @Override
+    public void readFully(ByteBuffer buf) throws IOException {
+      while (buf.hasRemaining()) {
+        int n = ch.read(buf, pos);
+        if (n < 0) {
+          throw new EOFException("reached the end of the file at " + pos + " with " + buf.remaining() + " bytes still to read");
+        }
+        pos += n;
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      ch.close();
+    }
+  }
+}

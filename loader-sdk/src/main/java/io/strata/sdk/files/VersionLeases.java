@@ -1,0 +1,173 @@
+package io.strata.sdk.files;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Who still reads a version of a dataset: every open {@link io.strata.sdk.dataset.Dataset} (a job's, or a
+ * node's for a registered dataset) holds a shared lock on {@code .strata-readers/<version>} in
+ * the dataset directory, and a relayout removes the files of a version it replaced only when it
+ * can take that lock exclusively, that is when no process reads the version any more; until then
+ * they stay listed in {@code relayout.pending} (FORMAT.md §1.1) for the next relayout or rollback.
+ *
+ * <p>The lock is the kernel's ({@code flock}-style advisory locks through {@link FileChannel#lock}),
+ * so a process that dies lets go of it. A process holds one lock per version file however many
+ * datasets it opens on it (the JVM allows one per file and process): a count per file, guarded by
+ * this class's monitor. A reader that cannot open the file (no such file and a directory it may not
+ * write) reads without a lease; the relayout writes each new version's file, readable by all, so
+ * that readers without write access can lease it.
+ */
+public final class VersionLeases {
+  /** The directory of lease files, in the dataset directory. */
+  public static final String DIR = ".strata-readers";
+
+  private static final class Held {
+    final FileChannel channel;
+    final FileLock lock;
+    int count;
+
+    Held(FileChannel channel, FileLock lock) {
+      this.channel = channel;
+      this.lock = lock;
+    }
+  }
+
+  /** The lease files this process holds, by path. Guarded by the class. */
+  @GuardedBy("VersionLeases.class")
+  private static final Map<Path, Held> HELD = new HashMap<>();
+
+  private VersionLeases() {}
+
+  private static Path file(Path dir, String version) {
+    if (!version.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,127}")) {
+      throw new IllegalArgumentException("not a dataset version: '" + version + "'");
+    }
+    Path d = dir.toAbsolutePath().normalize();
+    try {
+      d = d.toRealPath(); // one file per dataset however it is reached (a link to it leases the same file)
+    } catch (IOException e) {
+      // not there (yet): its path as given
+    }
+    return d.resolve(DIR).resolve(version);
+  }
+
+  /** A lease on {@code version} of the dataset in {@code dir}; close it when done reading. */
+  public static AutoCloseable acquire(Path dir, String version) {
+    Path f = file(dir, version);
+    synchronized (VersionLeases.class) {
+      Held h = HELD.get(f);
+      if (h == null) {
+        h = open(f);
+        if (h == null) {
+          return () -> {};
+        }
+        HELD.put(f, h);
+      }
+      h.count++;
+    }
+    boolean[] closed = {false};
+    return () -> release(f, closed);
+  }
+
+  /** Opens and share-locks {@code f} (created if it can be); null where it cannot be opened. */
+  private static Held open(Path f) {
+    FileChannel ch = null;
+    try {
+      try {
+        Files.createDirectories(f.getParent());
+        ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+      } catch (IOException e) {
+        ch = FileChannel.open(f, StandardOpenOption.READ); // a dataset this user may read, not write
+      }
+      return new Held(ch, ch.lock(0, Long.MAX_VALUE, true));
+    } catch (IOException | RuntimeException e) {
+      if (ch != null) {
+        try {
+          ch.close();
+        } catch (IOException ignored) {
+          // nothing held
+        }
+      }
+      return null;
+    }
+  }
+
+  private static void release(Path f, boolean[] closed) throws IOException {
+    synchronized (VersionLeases.class) {
+      if (closed[0]) {
+        return;
+      }
+      closed[0] = true;
+      Held h = HELD.get(f);
+      if (h == null || --h.count > 0) {
+        return;
+      }
+      HELD.remove(f);
+      try {
+        h.lock.release();
+      } finally {
+        h.channel.close();
+      }
+    }
+  }
+
+  /**
+   * Whether a process (this one included) holds a lease on {@code version}: its file cannot be
+   * locked exclusively. False where no file was ever made for it (no reader could lease it).
+   */
+  public static boolean inUse(Path dir, String version) throws IOException {
+    Path f = file(dir, version);
+    synchronized (VersionLeases.class) {
+      if (HELD.containsKey(f)) {
+        return true;
+      }
+      try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        FileLock l = ch.tryLock();
+        if (l == null) {
+          return true;
+        }
+        l.release();
+        return false;
+      } catch (NoSuchFileException e) {
+        return false;
+      } catch (OverlappingFileLockException e) {
+        return true;
+      }
+    }
+  }
+
+  /** Makes the lease file of {@code version} exist, readable by every user, for readers that may not create it. */
+  public static void prepare(Path dir, String version) throws IOException {
+    Path f = file(dir, version);
+    Files.createDirectories(f.getParent());
+    if (!Files.exists(f)) {
+      Files.createFile(f);
+    }
+    try {
+      Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-r--r--"));
+      Files.setPosixFilePermissions(f.getParent(), PosixFilePermissions.fromString("rwxr-xr-x"));
+    } catch (UnsupportedOperationException e) {
+      // not a POSIX file system: its defaults apply
+    }
+  }
+
+  /** Removes the lease file of {@code version}, whose files are gone (nothing if absent or held). */
+  static void forget(Path dir, String version) throws IOException {
+    Path f = file(dir, version);
+    synchronized (VersionLeases.class) {
+      if (!HELD.containsKey(f)) {
+        Files.deleteIfExists(f);
+      }
+    }
+  }
+}

@@ -1,0 +1,25 @@
+package io.strata.sdk.files;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class LocationsTest {
+  @Test
+  void pathsAndFileUrisNameLocalDirectoriesAndOtherFileSystemsAreRefusedByName() {
+    assertEquals(Path.of("/data/ev"), Locations.local("/data/ev"));
+    assertEquals(Path.of("rel/ev"), Locations.local("rel/ev"));
+    assertEquals(Path.of("/data/ev"), Locations.local("file:///data/ev"));
+    assertEquals(Path.of("/data/ev"), Locations.local("file:/data/ev"));
+    assertEquals(Path.of("/data/e v"), Locations.local("file:///data/e%20v"));
+    assertEquals(Path.of("/data/ev"), Locations.local("file://localhost/data/ev"));
+    IllegalArgumentException h = assertThrows(IllegalArgumentException.class, () -> Locations.local("hdfs://nn:8020/data/ev"));
+    assertTrue(h.getMessage().contains("hdfs:// file system is not supported"), h.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> Locations.local("s3a://bucket/ev"));
+    IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> Locations.local("file://otherhost/data"));
+    assertTrue(other.getMessage().contains("otherhost"), other.getMessage());
+  }
+}
