@@ -1,6 +1,5 @@
 package io.strata.sdk.tier;
 
-import io.strata.sdk.SegmentLease;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
@@ -14,7 +13,6 @@ import io.strata.sdk.format.GatherOrder;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -41,9 +39,9 @@ public final class TieredReader implements AutoCloseable {
   private final SegmentSource store;
   private final List<String> features;
   private final TierStats stats;
-  private final SegmentLease[][] leases;
-  private long seenGeneration;
-  private final boolean[][] looked;
+  /** The resident columns of the features' chunks, and the segment leases that hold them. */
+  private final ResidentColumns resident;
+  /** {@code resident}'s columns by feature and chunk (null: not resident, or not looked up yet). */
   private final Column[][] columns;
   private final List<Integer> fromOrc = new ArrayList<>();
   private final OrcBlockCache orcBlocks;
@@ -81,10 +79,12 @@ public final class TieredReader implements AutoCloseable {
       }
     }
     this.derivedCache = new ChunkCache(DEFAULT_ORC_BLOCK_BUDGET);
-    int chunks = dataset.chunks().size();
-    this.leases = new SegmentLease[features.size()][chunks];
-    this.looked = new boolean[features.size()][chunks];
-    this.columns = new Column[features.size()][chunks];
+    List<String> storage = new ArrayList<>();
+    for (int i = 0; i < features.size(); i++) {
+      storage.add(this.derived[i] != null ? this.derived[i].storageName() : features.get(i));
+    }
+    this.resident = new ResidentColumns(dataset, store, storage);
+    this.columns = resident.columns();
     this.coldReads = new ColdReads(columns, features.size());
     this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
   }
@@ -133,7 +133,7 @@ public final class TieredReader implements AutoCloseable {
       int n = (int) (Math.min(end, c.endRow()) - row);
       int local = (int) (row - c.firstRow());
       for (int i = 0; i < features.size(); i++) {
-        Column col = resident(i, c.index());
+        Column col = resident.column(i, c.index());
         if (col == null || col.type().isFixedWidth() || n == 0) {
           continue;
         }
@@ -150,7 +150,7 @@ public final class TieredReader implements AutoCloseable {
             }
           }
         } catch (IndexOutOfBoundsException | InternalError fault) {
-          damaged(i, c.index(), fault); // read from ORC by the append that follows
+          resident.damaged(i, c.index(), fault); // read from ORC by the append that follows
         }
       }
       row += n;
@@ -228,7 +228,7 @@ public final class TieredReader implements AutoCloseable {
     for (int i = 0; i < features.size() && byFeature; i++) {
       byFeature = derived[i] == null;
       for (int c = 0; c < touched.length && byFeature; c++) {
-        byFeature = !touched[c] || resident(i, c) != null;
+        byFeature = !touched[c] || resident.column(i, c) != null;
       }
     }
     return byFeature ? new Pieces(pieces, chunk, local, count) : null;
@@ -240,7 +240,7 @@ public final class TieredReader implements AutoCloseable {
    * kernel to read every byte the ranges occupy, all at once and only those. Returns whether it did.
    */
   public boolean readAheadIfCold(long[] starts, int[] offsets, int units) throws IOException {
-    refreshResidency();
+    resident.recheckAbsent();
     Pieces ps = pieces(starts, offsets, units);
     if (ps == null || ps.n == 0 || !coldReads.cold(ps.n, ps.chunk, ps.local, ps.count)) {
       return false;
@@ -265,7 +265,7 @@ public final class TieredReader implements AutoCloseable {
    * of every feature's in turn), and its reads are counted once per chunk.
    */
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
-    refreshResidency();
+    resident.recheckAbsent();
     Pieces ps = pieces(starts, offsets, units);
     boolean byFeature = ps != null;
     int pieces = byFeature ? ps.n : 0;
@@ -304,12 +304,12 @@ public final class TieredReader implements AutoCloseable {
     if (order.size() != n) {
       throw new IllegalArgumentException("a gather order of " + order.size() + " rows for " + n + " rows");
     }
-    refreshResidency();
+    resident.recheckAbsent();
     boolean gather = true;
     for (int i = 0; i < features.size() && gather; i++) {
       gather = derived[i] == null && out.get(i).type().isFixedWidth();
       for (int r = 0; r < order.runs() && gather; r++) {
-        gather = resident(i, order.runChunk(r)) != null;
+        gather = resident.column(i, order.runChunk(r)) != null;
       }
     }
     if (!gather) {
@@ -340,32 +340,6 @@ public final class TieredReader implements AutoCloseable {
   @FunctionalInterface
   private interface FeaturePass {
     void append(int i, ColumnBuilder into, ChunkBytes read);
-  }
-
-  /** Bytes read per chunk by one feature's pass; cleared in the time of the chunks it touched. Confined to the reader's thread. */
-  private static final class ChunkBytes {
-    private final long[] bytes;
-    private final int[] touched;
-    private int n;
-
-    ChunkBytes(int chunks) {
-      bytes = new long[chunks];
-      touched = new int[chunks];
-    }
-
-    void add(int chunk, long b) {
-      if (bytes[chunk] == 0 && b > 0) {
-        touched[n++] = chunk;
-      }
-      bytes[chunk] += b;
-    }
-
-    void clear() {
-      for (int k = 0; k < n; k++) {
-        bytes[touched[k]] = 0;
-      }
-      n = 0;
-    }
   }
 
   private ChunkBytes chunkBytes;
@@ -416,12 +390,12 @@ public final class TieredReader implements AutoCloseable {
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
     int local = (int) (row - c.firstRow());
     int chunk = c.index();
-    refreshResidency();
+    resident.recheckAbsent();
     fromOrc.clear();
     long t0 = System.nanoTime();
     long ssdBytes = 0;
     for (int i = 0; i < features.size(); i++) {
-      Column col = resident(i, chunk);
+      Column col = resident.column(i, chunk);
       if (col == null && derived[i] != null) {
         long t = System.nanoTime();
         Column d = derivedCache.get(derived[i], chunk);
@@ -440,7 +414,7 @@ public final class TieredReader implements AutoCloseable {
         b = rangeBytes(col, local, n);
       } catch (IndexOutOfBoundsException | InternalError fault) {
         out.get(i).truncate(before);
-        damaged(i, chunk, fault);
+        resident.damaged(i, chunk, fault);
         fromOrc.add(i);
         continue;
       }
@@ -493,25 +467,6 @@ public final class TieredReader implements AutoCloseable {
     return Columns.dataBytes(c.slice(from, n));
   }
 
-  /** The resident column of feature {@code i} in {@code chunk}, or null when it is on the HDD tier only. */
-  private Column resident(int i, int chunk) throws IOException {
-    if (looked[i][chunk]) {
-      return columns[i][chunk];
-    }
-    looked[i][chunk] = true;
-    if (store == null) {
-      return null;
-    }
-    String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-    SegmentLease l = store.lease(dataset, feature, chunk);
-    if (l == null) {
-      return null;
-    }
-    leases[i][chunk] = l;
-    columns[i][chunk] = l.column(feature);
-    return columns[i][chunk];
-  }
-
   /**
    * Between batches: when the store's contents changed, releases the leases of chunks it no
    * longer holds (so that their segments are unmapped and the node's SSD blocks freed) and looks
@@ -519,103 +474,22 @@ public final class TieredReader implements AutoCloseable {
    * of the same rows.
    */
   public void refresh() {
-    if (store == null) {
-      return;
-    }
-    long g = store.generation();
-    if (g == releaseGeneration) {
-      return;
-    }
-    releaseGeneration = g;
-    for (int i = 0; i < leases.length; i++) {
-      for (int c = 0; c < leases[i].length; c++) {
-        if (leases[i][c] != null) {
-          String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-          if (!store.stillResident(dataset, feature, c, leases[i][c].path())) {
-            leases[i][c].close();
-            leases[i][c] = null;
-            columns[i][c] = null;
-            released++;
-          }
-        }
-      }
-    }
-    forgetAbsent();
-  }
-
-  private long released;
-  private long releaseGeneration;
-  private long damagedChunks;
-  private static final System.Logger LOG = System.getLogger(TieredReader.class.getName());
-
-  /**
-   * Feature {@code i}'s segment of {@code chunk} failed while being read ({@code fault}: an
-   * offset out of bounds, or a fault on a mapping whose file shrank): the chunk is read from ORC,
-   * the lease is released, and the source is told so that it checks the file and drops it if
-   * damaged. The chunk is looked up again when the source's contents change.
-   */
-  private void damaged(int i, int chunk, Throwable fault) {
-    damagedChunks++;
-    String feature = derived[i] != null ? derived[i].storageName() : features.get(i);
-    Path file = leases[i][chunk] == null ? null : leases[i][chunk].path();
-    String problem = fault.getClass().getSimpleName() + (fault.getMessage() == null ? "" : ": " + fault.getMessage());
-    LOG.log(System.Logger.Level.WARNING, "segment " + file + " (" + feature + " of chunk " + chunk + " of " + dataset.name()
-        + ") is damaged: " + problem + "; reading that chunk from ORC");
-    if (leases[i][chunk] != null) {
-      leases[i][chunk].close();
-      leases[i][chunk] = null;
-    }
-    columns[i][chunk] = null;
-    looked[i][chunk] = true;
-    if (store != null && file != null) {
-      store.damaged(dataset, feature, chunk, file, problem);
-    }
+    resident.refresh();
   }
 
   /** Chunks whose segment was found damaged while being read (and were read from ORC instead). */
   public long damagedChunks() {
-    return damagedChunks;
+    return resident.damagedChunks();
   }
 
   /** Leases released because their chunks left the SSD tier. */
   public long releasedLeases() {
-    return released;
-  }
-
-  /** When the store's contents changed since the last read, looks up the chunks found absent again. */
-  private void refreshResidency() {
-    if (store != null) {
-      long g = store.generation();
-      if (g != seenGeneration) {
-        seenGeneration = g;
-        forgetAbsent();
-      }
-    }
-  }
-
-  /** Forgets the chunks found absent, so that they are looked up again. */
-  private void forgetAbsent() {
-    for (int i = 0; i < looked.length; i++) {
-      for (int c = 0; c < looked[i].length; c++) {
-        if (leases[i][c] == null) {
-          looked[i][c] = false;
-        }
-      }
-    }
+    return resident.released();
   }
 
   /** Releases segment leases (so that evicted segments can be unmapped) and forgets residency. */
   public void releaseLeases() {
-    for (int i = 0; i < leases.length; i++) {
-      for (int c = 0; c < leases[i].length; c++) {
-        if (leases[i][c] != null) {
-          leases[i][c].close();
-          leases[i][c] = null;
-        }
-        columns[i][c] = null;
-        looked[i][c] = false;
-      }
-    }
+    resident.releaseAll();
   }
 
   @Override
