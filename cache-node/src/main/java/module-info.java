@@ -7,6 +7,7 @@
 @SuppressWarnings({"requires-automatic", "module"})
 module io.strata.node {
   requires transitive io.strata.sdk;
+  requires io.strata.tools; // the relayout advice (CoAccessOrder)
   requires static com.google.errorprone.annotations; // @GuardedBy, checked at compile time
   requires io.strata.store;
   requires io.vertx.core;

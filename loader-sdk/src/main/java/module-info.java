@@ -8,7 +8,7 @@
  * {@code Column}, {@code FeatureType}, {@code Tier}, {@code TierStats}, {@code ChunkInfo},
  * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.dataset}:
  * {@code Dataset} and {@code SegmentSource}; {@code io.strata.sdk.loader}:
- * {@code Loader}, {@code Batch}, {@code Checkpoint}, {@code BatchMemory},
+ * {@code Loader}, {@code LoaderBuilder}, {@code Batch}, {@code Checkpoint}, {@code BatchMemory},
  * {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
  * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
  * store interface a job passes a feature store as). Formats, dataset files, tiers and internals
@@ -37,8 +37,8 @@ module io.strata.sdk {
   exports io.strata.sdk.node;
   exports io.strata.sdk.dataset;
   exports io.strata.sdk.derive;
-  exports io.strata.sdk.format to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
-  exports io.strata.sdk.files to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
-  exports io.strata.sdk.tier to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
-  exports io.strata.sdk.internal to io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.format to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.files to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.tier to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.internal to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -2,7 +2,7 @@ package io.strata.bench;
 
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Promoter;

@@ -102,7 +102,7 @@ final class ApiRequests {
       Setting.keys().stream().filter(k -> !k.equals(Setting.HDD_ROOTS.key())), Stream.of("quotas")).toList();
 
   /** The fields of a {@code PUT /v1/policy} body; unknown fields and out-of-range values are refused (400). */
-  static TierManager.PolicyChange policyChange(JsonNode body) {
+  static KeptChanges.PolicyChange policyChange(JsonNode body) {
     for (var it = body.fieldNames(); it.hasNext(); ) {
       String f = it.next();
       if (!POLICY_FIELDS.contains(f)) {
@@ -140,7 +140,7 @@ final class ApiRequests {
         quotas.put(e.getKey(), e.getValue().isNull() ? null : nonNegativeLong(e.getValue(), "quotas." + e.getKey()));
       }
     }
-    return new TierManager.PolicyChange(policy, budget, flash, discount, quotas);
+    return new KeptChanges.PolicyChange(policy, budget, flash, discount, quotas);
   }
 
   static long nonNegativeLong(JsonNode v, String name) {

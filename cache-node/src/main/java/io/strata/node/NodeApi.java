@@ -124,8 +124,8 @@ final class NodeApi {
     r.post("/v1/features").handler(ctx -> workers.executeBlocking(() -> {
       JsonNode b = body(ctx);
       String dataset = text(b, "dataset", true);
-      String spec = tiers.checkDerivation(dataset, text(b, "spec", true));
-      return derives.submit(dataset, spec, progress -> derived(tiers.derive(dataset, spec, progress)));
+      String spec = tiers.derivations().check(dataset, text(b, "spec", true));
+      return derives.submit(dataset, spec, progress -> derived(tiers.derivations().derive(dataset, spec, progress)));
     }, false).onComplete(ar -> {
       if (ar.succeeded()) {
         ctx.response().setStatusCode(202).putHeader("content-type", "application/json")
@@ -137,7 +137,7 @@ final class NodeApi {
     r.get("/v1/features/jobs/:id").handler(ctx -> run(ctx, () -> derives.get(ctx.pathParam("id"))));
     r.get("/v1/features").handler(ctx -> run(ctx, () -> {
       com.fasterxml.jackson.databind.node.ArrayNode a = Json.array();
-      for (FeatureMeta m : tiers.derivedFeatures()) {
+      for (FeatureMeta m : tiers.derivations().list()) {
         a.add(m.toJson().without("statistics"));
       }
       return a;
@@ -246,7 +246,7 @@ final class NodeApi {
   }
 
   /** A derivation's outcome as its job's result: the stored feature's description and what this run did. */
-  private static ObjectNode derived(TierManager.Derived d) {
+  private static ObjectNode derived(Derivations.Derived d) {
     return d.meta().toJson().put("cached", d.cached()).put("seconds", d.seconds()).put("segmentsWritten", d.segmentsWritten());
   }
 

@@ -4,9 +4,6 @@ import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureInfo;
-import io.strata.sdk.Progress;
-import io.strata.sdk.derive.Derivation;
-import io.strata.sdk.derive.Spec;
 import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
@@ -14,7 +11,6 @@ import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.loader.PlanProgram;
 import io.strata.sdk.tier.SegmentRef;
 import io.strata.sdk.tier.SegmentStore;
-import io.strata.store.FeatureMeta;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -23,9 +19,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -70,6 +64,9 @@ final class TierManager implements AutoCloseable {
   private final TierState state;
   /** What operators change of the tier: promotions, evictions, pins, the policy and quotas. */
   private final TierOperations operations;
+  /** Those of the operators' changes that the node keeps in its home (pins, the policy, quotas). */
+  private final KeptChanges kept;
+  private final Derivations derivations;
   private final NodeMetrics metrics;
   private final PromotionQueue queue;
   private final double startNanos = System.nanoTime();
@@ -123,6 +120,7 @@ final class TierManager implements AutoCloseable {
       this.state = new TierState(settings.policy, new Policies.Options(settings.ssdBudgetBytes,
           settings.flashWriteBudgetBytesPerHour, settings.popularityDiscount), counters, this::now, PLAN_LEASE_SECONDS, trace);
       this.operations = new TierOperations(state);
+      this.kept = new KeptChanges(settings, operations, config, datasets, startupNotes);
       this.report = new TierReport(config, store, features, datasets, state, counters, history, this::now, this::startupNotes,
           cluster);
       this.metrics = new NodeMetrics(report::metricValues);
@@ -139,20 +137,8 @@ final class TierManager implements AutoCloseable {
       restoreResident();
       this.scrub = new SegmentScrub(state::residents, this::repair, config.scrubBytesPerSecond(), SegmentScrub.SWEEP_MILLIS,
           SegmentScrub.MIN_PASS_MILLIS, counters);
-      operations.setPolicy(null, null, null, null, settings.quotas);
-      for (String p : List.copyOf(settings.pins)) {
-        int slash = p.indexOf('/');
-        try {
-          pin(slash < 0 ? p : p.substring(0, slash), slash < 0 ? null : p.substring(slash + 1), true);
-        } catch (RuntimeException e) {
-          startupNotes.add("the kept pin " + p + " is not restored: " + e.getMessage());
-        }
-      }
-      synchronized (settings) {
-        settings.pins.clear();
-        settings.pins.addAll(operations.pins());
-        settings.save();
-      }
+      kept.restore(this::pin);
+      this.derivations = new Derivations(datasets, features, queue);
       scrub.start();
       ok = true;
     } finally {
@@ -388,49 +374,9 @@ final class TierManager implements AutoCloseable {
 
   // ---------------------------------------------------------------- derived features
 
-  /** A derivation's outcome: the stored feature, whether it was there already, and the segments placed. */
-  record Derived(FeatureMeta meta, boolean cached, double seconds, int segmentsWritten) {}
-
-  /**
-   * The canonical form of {@code specText} on {@code datasetName}, checked (the dataset exists,
-   * the spec parses and its types check). Cheap: no column is read.
-   */
-  String checkDerivation(String datasetName, String specText) {
-    Dataset ds = dataset(datasetName);
-    try {
-      return Derivation.of(Spec.parse(specText), ds).spec().canonical();
-    } catch (IllegalArgumentException e) {
-      throw NodeException.badRequest(e.getMessage());
-    }
-  }
-
-  /**
-   * Gets or computes a derived feature of a dataset in the node's feature store (requests for
-   * the same feature wait for one computation), then puts its chunks on the SSD tier as segments
-   * named by the canonical spec while the budget has room, telling {@code progress} of the chunks
-   * computed. Runs on a derivation job's thread; may take long.
-   */
-  Derived derive(String datasetName, String specText, Progress progress) throws IOException {
-    try (DatasetRegistry.Lease lease = datasets.lease(datasetName)) {
-      Dataset ds = lease.dataset();
-      Derivation d;
-      try {
-        d = Derivation.of(Spec.parse(specText), ds);
-      } catch (IllegalArgumentException e) {
-        throw NodeException.badRequest(e.getMessage());
-      }
-      Derivation.SourceReader reader = Derivation.SourceReader.orc(ds);
-      boolean cached = features.complete(d, reader) != null;
-      long t0 = System.nanoTime();
-      FeatureMeta m = features.getOrCompute(d, reader, progress);
-      double seconds = (System.nanoTime() - t0) / 1e9;
-      int placed = queue.placeDerived(ds, d.spec().canonical(), m.fingerprint());
-      return new Derived(m, cached, seconds, placed);
-    }
-  }
-
-  List<FeatureMeta> derivedFeatures() throws IOException {
-    return features.list();
+  /** Derived features: checked, computed once into the node's feature store, placed on the SSD tier. */
+  Derivations derivations() {
+    return derivations;
   }
 
   // ---------------------------------------------------------------- operator actions
@@ -462,87 +408,16 @@ final class TierManager implements AutoCloseable {
     if (feature != null) {
       checks.check(ds, feature, 0);
     }
-    synchronized (settings) {
-      TierViews.Pinned out = operations.pin(ds, feature, pin);
-      List<String> now = operations.pins();
-      if (settings.pins.size() != now.size() || !settings.pins.containsAll(now)) {
-        settings.pins.clear();
-        settings.pins.addAll(now);
-        settings.changed("pins");
-        saveSettings();
-      }
-      return out;
-    }
-  }
-
-  /** Keeps the settings in the home (under the settings' monitor); a failure is a startup-note-worthy problem, not a failed request. */
-  private void saveSettings() {
-    try {
-      settings.save();
-    } catch (IOException e) {
-      LOG.log(System.Logger.Level.WARNING, "the settings could not be kept in " + config.home() + ": " + e);
-      startupNotes.add("settings not kept: " + e.getMessage());
-    }
+    return kept.pin(ds, feature, pin);
   }
 
   TierViews.PolicyView policy() {
-    Map<String, String> sources;
-    synchronized (settings) {
-      sources = new TreeMap<>(settings.sources());
-    }
-    return operations.policyView(config.promotionBytesPerSecond(), sources, roots());
+    return kept.policy();
   }
 
-  private List<String> roots() {
-    return config.hddRoots().stream().map(Path::toString).toList();
-  }
-
-  /**
-   * A change of policy, as parsed from a request: each field null when not changed; a quota of
-   * null in {@code quotas} removes the dataset's quota.
-   */
-  record PolicyChange(String policy, Long ssdBudgetBytes, Long flashWriteBudgetBytesPerHour, Double popularityDiscount,
-      Map<String, Long> quotas) {}
-
-  /**
-   * Applies {@code change}, checked as a whole first (a refused change changes nothing): not found
-   * for a quota of an unregistered dataset, conflict for a budget below the pinned bytes.
-   */
-  TierViews.PolicyView setPolicy(PolicyChange change) {
-    for (String name : change.quotas().keySet()) {
-      if (!datasets.contains(name)) {
-        throw NodeException.notFound("no dataset '" + name + "' is registered");
-      }
-    }
-    synchronized (settings) {
-      TierOperations.Applied s = operations.setPolicy(change.policy(), change.ssdBudgetBytes(), change.flashWriteBudgetBytesPerHour(),
-          change.popularityDiscount(), change.quotas());
-      settings.policy = s.policy();
-      settings.ssdBudgetBytes = s.budgetBytes();
-      settings.flashWriteBudgetBytesPerHour = s.flashBudgetPerHour();
-      settings.popularityDiscount = s.popularityDiscount();
-      settings.quotas.clear();
-      settings.quotas.putAll(s.quotas());
-      List<String> changed = new ArrayList<>();
-      if (change.policy() != null) {
-        changed.add(Setting.POLICY.key());
-      }
-      if (change.ssdBudgetBytes() != null) {
-        changed.add(Setting.SSD_BUDGET_BYTES.key());
-      }
-      if (change.flashWriteBudgetBytesPerHour() != null) {
-        changed.add(Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.key());
-      }
-      if (change.popularityDiscount() != null) {
-        changed.add("popularityDiscount");
-      }
-      if (!change.quotas().isEmpty()) {
-        changed.add("quotas");
-      }
-      settings.changed(changed.toArray(String[]::new));
-      saveSettings();
-    }
-    return policy();
+  /** Applies {@code change} and keeps it (see {@link KeptChanges#setPolicy}). */
+  TierViews.PolicyView setPolicy(KeptChanges.PolicyChange change) {
+    return kept.setPolicy(change);
   }
 
   // ---------------------------------------------------------------- the cluster

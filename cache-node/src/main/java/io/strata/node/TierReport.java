@@ -2,7 +2,7 @@ package io.strata.node;
 
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureInfo;
-import io.strata.sdk.files.CoAccessOrder;
+import io.strata.tools.CoAccessOrder;
 import io.strata.sdk.tier.SegmentStore;
 import io.strata.store.FeatureStore;
 import java.nio.file.Path;

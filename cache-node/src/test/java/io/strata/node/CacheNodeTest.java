@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.loader.LoaderBuilder;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -17,7 +18,7 @@ import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Tier;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
@@ -147,7 +148,7 @@ class CacheNodeTest {
     return batches;
   }
 
-  private Loader.Builder job(Dataset ds, String name) {
+  private LoaderBuilder job(Dataset ds, String name) {
     return Loader.builder(ds).features(SHARED).sampleBatches(64).seed(name.hashCode()).node(client, name).nodeRefresh(100)
         .prefetch(2, 1);
   }
@@ -188,15 +189,15 @@ class CacheNodeTest {
   void autoAssemblyThreadsShareTheCoresAmongTheJobsTheNodeHasPlansFor() throws Exception {
     int cores = Runtime.getRuntime().availableProcessors();
     try (Dataset ds = Dataset.open(datasetDir)) {
-      try (Loader first = job(ds, "auto-1").assemblyThreads(Loader.Builder.AUTO).build();
-          Loader second = job(ds, "auto-2").assemblyThreads(Loader.Builder.AUTO).build()) {
+      try (Loader first = job(ds, "auto-1").assemblyThreads(LoaderBuilder.AUTO).build();
+          Loader second = job(ds, "auto-2").assemblyThreads(LoaderBuilder.AUTO).build()) {
         assertEquals(1, first.node().jobsPlanned(), "the first job's plan is the node's only one");
         assertEquals(2, second.node().jobsPlanned());
         assertEquals(Math.min(SHARED.size(), cores), first.assemblyThreads());
         assertEquals(Math.min(SHARED.size(), Math.max(1, cores / 2)), second.assemblyThreads());
       }
       try (Loader alone = Loader.builder(ds).features(SHARED).sampleBatches(64).prefetch(2, 2)
-          .assemblyThreads(Loader.Builder.AUTO).build()) {
+          .assemblyThreads(LoaderBuilder.AUTO).build()) {
         assertEquals(Math.min(SHARED.size(), Math.max(1, cores / 2)), alone.assemblyThreads(), "no node: this job alone, 2 workers");
       }
     }

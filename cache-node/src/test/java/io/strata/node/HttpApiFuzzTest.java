@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.Progress;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.PlanProgram;
 import io.strata.sdk.node.NodeClient;

@@ -9,7 +9,7 @@ import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;

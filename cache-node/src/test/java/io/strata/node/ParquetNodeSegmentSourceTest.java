@@ -2,7 +2,7 @@ package io.strata.node;
 
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.files.ParquetExport;
+import io.strata.tools.ParquetExport;
 import java.io.IOException;
 import java.nio.file.Path;
 

@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;

@@ -1,6 +1,5 @@
 package io.strata.store;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
@@ -17,7 +16,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -93,6 +91,8 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
   private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
   private final AtomicLong computations = new AtomicLong();
+  /** What jobs computed on the fly, for promotion ({@code usage/}). */
+  private final UsageLog usage;
   private volatile long lastCatchUp;
   private volatile boolean closed;
   /**
@@ -123,6 +123,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private FeatureStore(Path dir, boolean writer, DBOptions dbo, ColumnFamilyOptions cfo, RocksDB db,
       List<ColumnFamilyHandle> handles, WriteOptions wo) {
     this.dir = dir;
+    this.usage = new UsageLog(dir.resolve("usage"));
     this.writer = writer;
     this.dbOptions = dbo;
     this.cfOptions = cfo;
@@ -491,40 +492,15 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   // ---------------------------------------------------------------- usage log
 
-  /** Appends one record to this process's usage log ({@code usage/<pid>.jsonl}); never fails the job. */
+  /** Appends one record to this process's usage log ({@link UsageLog}); never fails the job. */
   @Override
   public void recordUsage(Usage u) {
-    var o = Json.object().put("dataset", u.dataset()).put("datasetDir", u.datasetDir()).put("version", u.version())
-        .put("spec", u.spec()).put("job", u.job()).put("rows", u.rows()).put("bytes", u.bytes())
-        .put("cpuNanos", u.cpuNanos()).put("timeMillis", u.timeMillis());
-    Path log = dir.resolve("usage").resolve(ProcessHandle.current().pid() + ".jsonl");
-    try {
-      synchronized (this) {
-        Files.writeString(log, Json.compact(o) + "\n", StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-      }
-    } catch (IOException e) {
-      // Usage is advisory: a full disk must not stop a training job.
-    }
+    usage.append(u);
   }
 
   /** Every usage record of every process; lines that do not parse (a crash mid-write) are skipped. */
   public List<Usage> usage() throws IOException {
-    List<Usage> out = new ArrayList<>();
-    try (Stream<Path> logs = Files.list(dir.resolve("usage"))) {
-      for (Path log : logs.filter(p -> p.toString().endsWith(".jsonl")).sorted().toList()) {
-        for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
-          try {
-            JsonNode o = Json.parse(line);
-            out.add(new Usage(o.path("dataset").asText(), o.path("datasetDir").asText(), o.path("version").asText(),
-                o.path("spec").asText(), o.path("job").asText(), o.path("rows").asLong(), o.path("bytes").asLong(),
-                o.path("cpuNanos").asLong(), o.path("timeMillis").asLong()));
-          } catch (IOException | RuntimeException torn) {
-            // A record cut by a crash.
-          }
-        }
-      }
-    }
-    return out;
+    return usage.readAll();
   }
 
   /**

@@ -11,7 +11,7 @@ import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.Tier;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;

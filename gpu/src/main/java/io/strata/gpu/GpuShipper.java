@@ -175,7 +175,7 @@ public final class GpuShipper implements AutoCloseable {
   }
 
   /**
-   * Pinned host memory for a loader's batches ({@code Loader.Builder.batchMemory}): batches
+   * Pinned host memory for a loader's batches ({@code LoaderBuilder.batchMemory}): batches
    * assembled there are copied to the device without another host copy. Slabs are freed when the
    * loader closes them; close the loader before the shipper.
    */

@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.ArrowCExport;
 import io.strata.sdk.loader.ArrowCDevice;
 import io.strata.sdk.loader.Batch;

@@ -7,7 +7,7 @@ import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.files.DatasetGenerator;
+import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;

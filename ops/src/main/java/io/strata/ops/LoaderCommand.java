@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.sdk.loader.LoaderBuilder;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.gpu.DeviceBatch;
 import io.strata.gpu.GpuShipper;
@@ -140,10 +141,10 @@ final class LoaderCommand implements Runnable {
 
     private int assemblyThreadsOption() {
       if (assemblyThreads == null) {
-        return gpu != null ? Loader.Builder.AUTO : 1;
+        return gpu != null ? LoaderBuilder.AUTO : 1;
       }
       if (assemblyThreads.equals("auto")) {
-        return Loader.Builder.AUTO;
+        return LoaderBuilder.AUTO;
       }
       try {
         int n = Integer.parseInt(assemblyThreads);
@@ -211,7 +212,7 @@ final class LoaderCommand implements Runnable {
       try (Dataset ds = Dataset.open(dataset);
           SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
           FeatureStore fstore = featureStore == null ? null : FeatureStore.openReader(featureStore)) {
-        Loader.Builder b = Loader.builder(ds)
+        LoaderBuilder b = Loader.builder(ds)
             .derivedStore(fstore)
             .name(jobName)
             .features(features != null ? features : ds.featureNames())
@@ -251,7 +252,7 @@ final class LoaderCommand implements Runnable {
           b.resumeFrom(Checkpoint.parse(Files.readAllBytes(checkpoint)));
         }
         if (batchCache != null) {
-          b.batchCache(batchCache.isEmpty() ? Loader.Builder.defaultBatchCacheRoot() : Path.of(batchCache));
+          b.batchCache(batchCache.isEmpty() ? LoaderBuilder.defaultBatchCacheRoot() : Path.of(batchCache));
         }
         long batches = 0;
         long rows = 0;

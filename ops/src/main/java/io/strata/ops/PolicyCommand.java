@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.Setting;
 import io.strata.node.Sizes;
-import io.strata.node.policy.FrequencyPolicy;
 import io.strata.node.policy.LruPolicy;
 import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;

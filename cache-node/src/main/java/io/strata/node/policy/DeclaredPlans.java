@@ -56,7 +56,7 @@ final class DeclaredPlans {
      */
     double rate() {
       double dt = lastTime - firstTime;
-      return dt < StrataPolicy.RATE_WINDOW_SECONDS || lastPosition <= firstPosition ? Double.NaN
+      return dt < StrataTuning.RATE_WINDOW_SECONDS || lastPosition <= firstPosition ? Double.NaN
           : (lastPosition - firstPosition) / dt;
     }
   }
@@ -216,7 +216,7 @@ final class DeclaredPlans {
         if (Double.isNaN(r)) {
           r = typicalRate(accesses);
         }
-        rate += Math.min(r / (o.plan.plan.stepStart(s) - o.plan.position + 1), 1 / StrataPolicy.REUSE_SECONDS);
+        rate += Math.min(r / (o.plan.plan.stepStart(s) - o.plan.position + 1), 1 / StrataTuning.REUSE_SECONDS);
       }
       if (!anyAlive) {
         occ.removeIf(o -> o.plan.ended || o.nextStep() < 0);

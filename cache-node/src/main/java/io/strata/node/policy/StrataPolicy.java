@@ -1,5 +1,10 @@
 package io.strata.node.policy;
 
+import static io.strata.node.policy.StrataTuning.NEVER;
+import static io.strata.node.policy.StrataTuning.REBUILD_MIN;
+import static io.strata.node.policy.StrataTuning.REBUILD_SHARE;
+import static io.strata.node.policy.StrataTuning.HYSTERESIS;
+
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.LinkedHashMap;
@@ -93,64 +98,21 @@ import java.util.Map;
  * <p>Not thread-safe: the node serializes calls (under its tier monitor), as does the simulator.
  */
 public final class StrataPolicy implements CachePolicy {
-  /** No expected use. */
-  static final double NEVER = Double.POSITIVE_INFINITY;
-  /**
-   * A job's rate is known once its position has moved for this long. Jobs report their step every
-   * quarter second; on recorded live traces 1–2 s gave 3–5 points of byte hit ratio over 30 s
-   * (a rate unknown for the first half minute of every job), on generated traces 1–2 points.
-   */
-  static final double RATE_WINDOW_SECONDS = 2;
-  /**
-   * The next-use heap is rebuilt (stale-early entries corrected) every {@code max(REBUILD_MIN,
-   * resident / REBUILD_SHARE)} reads: at most REBUILD_SHARE next-use computations per read,
-   * amortized. Rebuilding only every 4,096 reads cost 4–5 points of byte hit ratio on the
-   * generated traces; this schedule is within 0.5 point of recomputing before every decision.
-   */
-  private static final int REBUILD_MIN = 64;
-  private static final int REBUILD_SHARE = 4;
   private long rebuiltAt;
-
-  /**
-   * A chunk displaces resident ones only if they are needed at least this many times farther
-   * away than it is. On a live node an admission is not instant (the segment must be written)
-   * while an eviction is, so swapping chunks whose next uses are nearly equal loses reads; on
-   * recorded live traces 1.5 cut flash writes by a fifth to a half at no loss of byte hit ratio,
-   * and cost under a point on generated traces (where admission is instant).
-   */
-  static final double HYSTERESIS = 1.5;
-
-  /**
-   * A job's reads of one chunk sooner than this after each other are one read: the loader reports
-   * its reads every quarter second, aggregated per chunk, and serves the repeats in between from
-   * the blocks it decoded (what one more read of the HDD tier costs is one decode, not one batch).
-   * A job's next read of a chunk therefore counts as no sooner than this, whatever its step rate:
-   * without the floor, sample-grain shuffles (a step touches nearly every chunk of a stream) made
-   * every chunk of a fast job look needed within milliseconds and the policy kept swapping chunks
-   * of near-equal worth. On a recorded `bench policy-live` trace, 0.1–0.25 s gave 0.883 of OPT
-   * against 0.863 without (0.5 s: 0.849) and cut flash writes 16×; on generated traces, where a
-   * job reads a chunk once an epoch, it changes nothing.
-   */
-  static final double REUSE_SECONDS = 0.25;
 
   /** Default factor by which guessed (popularity) next uses are pushed back against declared ones. */
   public static final double DEFAULT_POPULARITY_DISCOUNT = 2.0;
 
   private long budget;
   private double popularityDiscount;
-  private double flashBytesPerSecond;
-  private double burst;
-  private double tokens;
-  private double lastRefill = Double.NaN;
+  private final FlashBudget flash;
 
   private long[] size = new long[256];
   private boolean[] resident = new boolean[256];
   private boolean[] pinned = new boolean[256];
   /** Keys another node of the cluster holds (see {@link #heldElsewhere}). */
   private boolean[] elsewhere = new boolean[256];
-  private int[] freq = new int[256];
-  private double[] lastRead = new double[256];
-  private double[] gap = new double[256];
+  private final ReadHistory history = new ReadHistory();
   private int[] slot = new int[256];
   private int[] groupOf = new int[256];
   private int[] residentKeys = new int[256];
@@ -191,9 +153,7 @@ public final class StrataPolicy implements CachePolicy {
     Arrays.fill(groupOf, -1);
     this.popularityDiscount = popularityDiscount;
     this.budget = budgetBytes;
-    this.flashBytesPerSecond = flashBytesPerHour > 0 ? flashBytesPerHour / 3600 : Double.POSITIVE_INFINITY;
-    this.burst = flashBytesPerHour > 0 ? flashBytesPerHour : Double.POSITIVE_INFINITY;
-    this.tokens = burst;
+    this.flash = new FlashBudget(flashBytesPerHour);
   }
 
   @Override
@@ -208,9 +168,7 @@ public final class StrataPolicy implements CachePolicy {
       resident = Arrays.copyOf(resident, n);
       pinned = Arrays.copyOf(pinned, n);
       elsewhere = Arrays.copyOf(elsewhere, n);
-      freq = Arrays.copyOf(freq, n);
-      lastRead = Arrays.copyOf(lastRead, n);
-      gap = Arrays.copyOf(gap, n);
+      history.ensure(n);
       slot = Arrays.copyOf(slot, n);
       streams.ensureKeys(n);
       plans.ensureKeys(n);
@@ -266,7 +224,7 @@ public final class StrataPolicy implements CachePolicy {
       return;
     }
     // Its resident chunks may now be needed later than the heap says: push them anew.
-    double now = Double.isNaN(lastRefill) ? 0 : lastRefill;
+    double now = flash.now();
     BitSet done = new BitSet();
     for (int k : keys) {
       if (resident[k] && !pinned[k] && !done.get(k)) {
@@ -290,7 +248,7 @@ public final class StrataPolicy implements CachePolicy {
     }
     elsewhere[key] = held;
     if (resident[key] && !pinned[key]) {
-      push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
+      push(key, nextUse(key, flash.now()));
     }
   }
 
@@ -301,7 +259,7 @@ public final class StrataPolicy implements CachePolicy {
     boolean was = pinned[key];
     pinned[key] = pin;
     if (was && !pin && resident[key]) {
-      push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
+      push(key, nextUse(key, flash.now()));
     }
   }
 
@@ -321,22 +279,10 @@ public final class StrataPolicy implements CachePolicy {
     } else {
       best = popular;
     }
-    if (best == NEVER && freq[key] >= 2 && gap[key] > 0 && !plans.planned(key) && !elsewhere[key]) {
-      double expected = lastRead[key] + gap[key];
-      best = expected >= now ? expected : now + Math.max(gap[key], now - lastRead[key]);
+    if (best == NEVER && !plans.planned(key) && !elsewhere[key]) {
+      best = history.expected(key, now, NEVER);
     }
     return best;
-  }
-
-  private void refill(double time) {
-    if (Double.isNaN(lastRefill)) {
-      lastRefill = time;
-      return;
-    }
-    if (time > lastRefill) {
-      tokens = Math.min(burst, tokens + (time - lastRefill) * flashBytesPerSecond);
-      lastRefill = time;
-    }
   }
 
   @Override
@@ -344,16 +290,9 @@ public final class StrataPolicy implements CachePolicy {
     ensure(key);
     size[key] = bytes;
     if (++accesses % (16L * size.length) == 0) {
-      for (int k = 0; k < freq.length; k++) {
-        freq[k] >>= 1;
-      }
+      history.decay();
     }
-    if (freq[key] > 0 && time > lastRead[key]) {
-      double g = time - lastRead[key];
-      gap[key] = gap[key] == 0 ? g : 0.8 * gap[key] + 0.2 * g;
-    }
-    freq[key] = Math.min(freq[key] + 1, 1 << 20);
-    lastRead[key] = time;
+    history.read(key, time);
     if (groupOf[key] >= 0) {
       streams.noteGroup(groupOf[key], job, time);
       if (plans.get(job) == null) {
@@ -361,7 +300,7 @@ public final class StrataPolicy implements CachePolicy {
       }
     }
     plans.consume(job, key, time);
-    refill(time);
+    flash.refill(time);
     if (accesses - rebuiltAt >= Math.max(REBUILD_MIN, residentCount / REBUILD_SHARE)) {
       rebuild(time);
     }
@@ -443,7 +382,7 @@ public final class StrataPolicy implements CachePolicy {
       bypassNoNextUse++;
       return false;
     }
-    if (tokens < bytes || (!pin && tokens < 0.25 * burst && plans.futureReads(key) < 2)) {
+    if (flash.tokens() < bytes || (!pin && flash.low() && plans.futureReads(key) < 2)) {
       bypassNoTokens++;
       return false;
     }
@@ -458,7 +397,7 @@ public final class StrataPolicy implements CachePolicy {
         evictions.evicted(v);
       }
     }
-    tokens -= bytes;
+    flash.spend(bytes);
     if (plans.futureReads(key) > 0) {
       admittedPlanned++;
     } else {
@@ -473,7 +412,7 @@ public final class StrataPolicy implements CachePolicy {
 
   /** Pushes {@code key}'s next use onto the heap (its earlier entries go stale). */
   private void push(int key, double nextUse) {
-    heap.push(key, nextUse, freq[key]);
+    heap.push(key, nextUse, history.freq(key));
   }
 
   private void add(int key, long bytes) {
@@ -517,7 +456,7 @@ public final class StrataPolicy implements CachePolicy {
     if (!resident[key]) {
       add(key, bytes);
       if (!pinned[key]) {
-        push(key, nextUse(key, Double.isNaN(lastRefill) ? 0 : lastRefill));
+        push(key, nextUse(key, flash.now()));
       }
     }
     return true;
@@ -540,7 +479,7 @@ public final class StrataPolicy implements CachePolicy {
 
   /** Flash write budget in bytes per hour; 0 for none. */
   public double flashBudgetPerHour() {
-    return Double.isInfinite(burst) ? 0 : burst;
+    return flash.perHour();
   }
 
   public double popularityDiscount() {
@@ -591,12 +530,7 @@ public final class StrataPolicy implements CachePolicy {
   /** Changes the flash write budget (bytes per hour; 0 for none). */
   @Override
   public void setFlashBudget(double bytesPerHour) {
-    if (bytesPerHour < 0) {
-      throw new IllegalArgumentException("flash write budget must not be negative: " + bytesPerHour);
-    }
-    flashBytesPerSecond = bytesPerHour > 0 ? bytesPerHour / 3600 : Double.POSITIVE_INFINITY;
-    burst = bytesPerHour > 0 ? bytesPerHour : Double.POSITIVE_INFINITY;
-    tokens = Math.min(tokens, burst);
+    flash.set(bytesPerHour);
   }
 
   @Override
@@ -624,6 +558,6 @@ public final class StrataPolicy implements CachePolicy {
 
   /** Flash bytes the policy could write right now. */
   public double flashTokens() {
-    return tokens;
+    return flash.tokens();
   }
 }

@@ -64,7 +64,7 @@ final class StreamStats {
     /** Distinct chunks of the stream read per second, or NaN before it is known. */
     double rate() {
       double dt = lastTime - firstTime;
-      return dt < StrataPolicy.RATE_WINDOW_SECONDS || reads < 2 ? Double.NaN : (reads - 1) / dt;
+      return dt < StrataTuning.RATE_WINDOW_SECONDS || reads < 2 ? Double.NaN : (reads - 1) / dt;
     }
   }
 
@@ -183,11 +183,11 @@ final class StreamStats {
    */
   double nextArrival(int g, double now) {
     if (g < 0) {
-      return StrataPolicy.NEVER;
+      return StrataTuning.NEVER;
     }
     GroupStats s = g < groups.length ? groups[g] : null;
     if (s == null || s.jobs.size() < 2 || Double.isNaN(s.gap)) {
-      return StrataPolicy.NEVER;
+      return StrataTuning.NEVER;
     }
     double arrival = s.lastArrival + s.gap;
     if (arrival < now) {

@@ -92,13 +92,13 @@ class PolicyTest {
     p.plan(7, new CachePolicy.JobPlan(keys, ends, 0, keys.length, false));
     p.progress(7, 0, 0);
     p.progress(7, 2000, 2);
-    assertEquals(2 + StrataPolicy.REUSE_SECONDS, p.nextUse(0, 2), 1e-9, "a read sooner than the reuse time counts as at it");
+    assertEquals(2 + StrataTuning.REUSE_SECONDS, p.nextUse(0, 2), 1e-9, "a read sooner than the reuse time counts as at it");
     assertEquals(3, p.nextUse(1, 2), 0.01, "a later read counts when it comes");
     // A second job reading key 0 as soon: two reads per reuse time.
     p.plan(8, new CachePolicy.JobPlan(keys, ends, 0, keys.length, false));
     p.progress(8, 0, 0);
     p.progress(8, 2000, 2);
-    assertEquals(2 + StrataPolicy.REUSE_SECONDS / 2, p.nextUse(0, 2), 1e-9);
+    assertEquals(2 + StrataTuning.REUSE_SECONDS / 2, p.nextUse(0, 2), 1e-9);
   }
 
   @Test

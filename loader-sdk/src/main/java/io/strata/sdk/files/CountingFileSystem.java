@@ -132,7 +132,7 @@ final class CountingFileSystem extends RawLocalFileSystem {
     private final FSDataInputStream in;
     private final String file;
     private final java.nio.file.Path path;
-    /** Bytes of a gap between two ranges that one read reads through ({@link #gapBytes}). */
+    /** Bytes of a gap between two ranges that one read reads through ({@link OrcReads#gapBytes}). */
     private final long gap;
     private long keptPosition = -1;
     private byte[] kept;

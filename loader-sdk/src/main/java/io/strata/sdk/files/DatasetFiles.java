@@ -12,11 +12,11 @@ import java.util.List;
 import java.util.zip.CRC32C;
 
 /** Content checksums and versions of dataset files. */
-final class DatasetFiles {
+public final class DatasetFiles {
   private DatasetFiles() {}
 
   /** CRC32C of a whole file, as 8 hex digits. */
-  static String crc32c(Path file) throws IOException {
+  public static String crc32c(Path file) throws IOException {
     CRC32C crc = new CRC32C();
     byte[] buf = new byte[1 << 20];
     try (InputStream in = Files.newInputStream(file)) {
@@ -32,7 +32,7 @@ final class DatasetFiles {
    * The content version of a dataset: a hash of each file's name, size and CRC32C, so that it
    * changes whenever any file's content changes and stays put when the files move.
    */
-  static String version(List<Manifest.OrcFileInfo> files) {
+  public static String version(List<Manifest.OrcFileInfo> files) {
     try {
       MessageDigest sha = MessageDigest.getInstance("SHA-256");
       for (Manifest.OrcFileInfo f : files) {
@@ -49,7 +49,7 @@ final class DatasetFiles {
    * How a manifest names {@code file}: relative to the dataset directory (with {@code ..} for a
    * file beside it), so that a dataset moved or mounted elsewhere with its files still opens.
    */
-  static String manifestPath(Path datasetDir, Path file) {
+  public static String manifestPath(Path datasetDir, Path file) {
     Path abs = file.toAbsolutePath().normalize();
     Path dir = datasetDir.toAbsolutePath().normalize();
     return dir.getRoot() != null && dir.getRoot().equals(abs.getRoot()) ? dir.relativize(abs).toString() : abs.toString();

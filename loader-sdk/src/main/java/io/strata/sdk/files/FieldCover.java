@@ -12,7 +12,7 @@ package io.strata.sdk.files;
  * ask this class, so the runs a layout is chosen for are the runs the reader then issues.
  * Stateless and thread-safe.
  */
-final class FieldCover {
+public final class FieldCover {
   /** Runs with a choice beyond which the cover is found greedily instead of exactly. */
   private static final int EXACT_CHOICES = 12;
 
@@ -34,7 +34,7 @@ final class FieldCover {
   }
 
   /** The number of runs {@link #choose} reads: about the read requests per stripe. */
-  static int count(int[] fieldFeature, boolean[] wanted) {
+  public static int count(int[] fieldFeature, boolean[] wanted) {
     Runs runs = runs(fieldFeature, wanted);
     return pick(runs.holds, runs.words, runs.lengths, runs.n, runs.k).length;
   }
@@ -44,7 +44,7 @@ final class FieldCover {
    * whose bits (0 to {@code k - 1}) are set in {@code holds[r * words .. (r + 1) * words)} and has
    * {@code lengths[r]} fields; every one of the {@code k} features is held by some run.
    */
-  static int count(long[] holds, int words, int[] lengths, int n, int k) {
+  public static int count(long[] holds, int words, int[] lengths, int n, int k) {
     return pick(holds, words, lengths, n, k).length;
   }
 

@@ -353,7 +353,7 @@ public final class Manifest {
   }
 
   /** Parses manifest bytes read from {@code file} (named in errors). */
-  static Manifest parse(Path file, byte[] bytes) throws IOException {
+  public static Manifest parse(Path file, byte[] bytes) throws IOException {
     JsonNode root;
     try {
       root = Json.parse(bytes);

@@ -35,9 +35,9 @@ import org.apache.orc.TypeDescription;
  * The ORC entry points Strata uses: a Hadoop {@code Configuration} without default resources and
  * a raw local file system (no {@code .crc} side files, no login machinery).
  */
-final class OrcIo {
-  static final Configuration CONF = new Configuration(false);
-  static final FileSystem FS = localFileSystem();
+public final class OrcIo {
+  public static final Configuration CONF = new Configuration(false);
+  public static final FileSystem FS = localFileSystem();
 
   private OrcIo() {}
 
@@ -51,12 +51,12 @@ final class OrcIo {
     return fs;
   }
 
-  static Path hadoopPath(java.nio.file.Path p) {
+  public static Path hadoopPath(java.nio.file.Path p) {
     return new Path(p.toAbsolutePath().toUri());
   }
 
   /** Opens an ORC file's reader, translating failures into errors that name the file. */
-  static Reader open(java.nio.file.Path file) throws IOException {
+  public static Reader open(java.nio.file.Path file) throws IOException {
     return open(file, FS, Confinement.NONE);
   }
 
@@ -78,7 +78,7 @@ final class OrcIo {
   }
 
   /** As {@link #open(java.nio.file.Path)}, through {@code fs} (from {@link #fileSystem}) and its {@code confinement}. */
-  static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement) throws IOException {
+  public static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement) throws IOException {
     if (!Files.isRegularFile(file)) {
       throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
     }
@@ -88,7 +88,7 @@ final class OrcIo {
     }
     try {
       return OrcFile.createReader(
-          hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true));
+        hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true));
     } catch (AccessDeniedException e) {
       throw e; // refused by the confinement: said as it is
     } catch (IOException | RuntimeException e) {
@@ -245,7 +245,7 @@ final class OrcIo {
   }
 
   /** A memory manager that never forces a stripe flush: stripes end only where the writer says. */
-  static final class ExplicitStripes implements MemoryManager {
+  public static final class ExplicitStripes implements MemoryManager {
     @Override
     public void addWriter(Path path, long requestedAllocation, Callback callback) {}
 

@@ -3,7 +3,6 @@ package io.strata.sdk.files;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
-import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.internal.Confinement;

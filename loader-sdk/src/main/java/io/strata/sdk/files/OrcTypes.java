@@ -4,11 +4,11 @@ import io.strata.sdk.FeatureType;
 import org.apache.orc.TypeDescription;
 
 /** Maps ORC types onto feature types, or explains why a type is not served. */
-final class OrcTypes {
+public final class OrcTypes {
   private OrcTypes() {}
 
   /** The feature type of an ORC type, or null if unsupported (see {@link #whyUnsupported}). */
-  static FeatureType featureType(TypeDescription t) {
+  public static FeatureType featureType(TypeDescription t) {
     return switch (t.getCategory()) {
       case BOOLEAN -> FeatureType.BOOL;
       case BYTE -> FeatureType.INT8;
@@ -34,7 +34,7 @@ final class OrcTypes {
   }
 
   /** Why an ORC type is not served. */
-  static String whyUnsupported(TypeDescription t) {
+  public static String whyUnsupported(TypeDescription t) {
     return switch (t.getCategory()) {
       case STRUCT -> "struct columns are not served: flatten each field into a top-level feature column";
       case MAP -> "map columns are not served: flatten each key into a top-level feature column";
@@ -46,7 +46,7 @@ final class OrcTypes {
   }
 
   /** The ORC type for a feature type (used by the dataset generator). */
-  static TypeDescription orcType(FeatureType t) {
+  public static TypeDescription orcType(FeatureType t) {
     return switch (t.kind()) {
       case BOOL -> TypeDescription.createBoolean();
       case INT8 -> TypeDescription.createByte();

@@ -1,6 +1,13 @@
 package io.strata.sdk.files;
 
 import io.strata.sdk.CorruptFileException;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import java.util.Map;
+import java.util.List;
+import java.util.ArrayList;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.internal.Confinement;
 import java.io.EOFException;
 import java.io.IOException;
@@ -23,7 +30,7 @@ import org.apache.parquet.io.SeekableInputStream;
  * the writer wrote them, no filtering of any kind (a job gets every row it asked for), and
  * failures said in Strata's words, naming the file.
  */
-final class ParquetIo {
+public final class ParquetIo {
   private static final byte[] MAGIC = {'P', 'A', 'R', '1'};
   private static final byte[] ENCRYPTED_MAGIC = {'P', 'A', 'R', 'E'};
 
@@ -45,7 +52,7 @@ final class ParquetIo {
   }
 
   /** The codecs parquet-java decompresses with what this build brings (not BROTLI, LZO: their codecs are separate libraries). */
-  static final java.util.Set<org.apache.parquet.hadoop.metadata.CompressionCodecName> DECOMPRESSES = java.util.EnumSet.of(
+  public static final java.util.Set<org.apache.parquet.hadoop.metadata.CompressionCodecName> DECOMPRESSES = java.util.EnumSet.of(
       org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED,
       org.apache.parquet.hadoop.metadata.CompressionCodecName.SNAPPY,
       org.apache.parquet.hadoop.metadata.CompressionCodecName.GZIP,
@@ -83,7 +90,7 @@ final class ParquetIo {
    * Reads the footer of {@code file}: its schema, row groups and their statistics. An empty,
    * truncated, encrypted or non-Parquet file is a {@link CorruptFileException} saying which.
    */
-  static ParquetMetadata footer(Path file, Confinement confinement) throws IOException {
+  public static ParquetMetadata footer(Path file, Confinement confinement) throws IOException {
     return footer(file, open(file, confinement));
   }
 
@@ -97,7 +104,7 @@ final class ParquetIo {
   }
 
   /** As {@link #footer(Path, Confinement)}, through {@code in} (from {@link #inputFile}), the file's shape checked already. */
-  static ParquetMetadata footer(Path file, InputFile in) throws IOException {
+  public static ParquetMetadata footer(Path file, InputFile in) throws IOException {
     try (ParquetFileReader r = ParquetFileReader.open(in, options())) {
       return r.getFooter();
     } catch (AccessDeniedException e) {
@@ -260,5 +267,52 @@ final class ParquetIo {
     public void close() throws IOException {
       ch.close();
     }
+  }
+
+  /** One Parquet file as an import sees it: its schema, its row groups as chunks, its rows. */
+  public record FileChunks(MessageType schema, List<ChunkInfo> chunks, long rows) {}
+
+  /**
+   * Reads {@code f}'s footer (file {@code fi} of a dataset, its first chunk numbered {@code
+   * firstChunk} and its first row {@code firstRow}): each row group a chunk, spanning the bytes of
+   * its readable column chunks. Columns under Parquet modular encryption are named in {@code
+   * encrypted} (field to why not served); a codec this build cannot decompress, or a file whose
+   * every column is encrypted, is refused naming the file.
+   */
+  public static FileChunks chunks(Path f, int fi, int firstChunk, long firstRow, Map<String, String> encrypted) throws IOException {
+    ParquetMetadata footer = footer(f, Confinement.NONE);
+    List<ChunkInfo> out = new ArrayList<>();
+    long fileRows = 0;
+    List<BlockMetaData> groups = footer.getBlocks();
+    for (int g = 0; g < groups.size(); g++) {
+      BlockMetaData b = groups.get(g);
+      // The row group's bytes, from its readable column chunks (an encrypted one's offsets are encrypted too).
+      long start = Long.MAX_VALUE;
+      long end = 0;
+      for (ColumnChunkMetaData c : b.getColumns()) {
+        if (!c.isEncrypted() && !DECOMPRESSES.contains(c.getCodec())) {
+          throw new CorruptFileException(f, "column '" + c.getPath().toDotString() + "' is compressed with " + c.getCodec()
+              + ", which this build cannot decompress (it reads " + DECOMPRESSES + ")");
+        }
+        if (c.isEncrypted()) {
+          encrypted.putIfAbsent(c.getPath().toArray()[0], "not served: encrypted with Parquet modular encryption; Strata"
+              + " reads no keys, and without them its pages cannot be read");
+          continue;
+        }
+        start = Math.min(start, c.getStartingPos());
+        end = Math.max(end, c.getStartingPos() + c.getTotalSize());
+      }
+      if (start == Long.MAX_VALUE) {
+        if (!b.getColumns().isEmpty()) {
+          throw new CorruptFileException(f, "every column is encrypted with Parquet modular encryption: not served;"
+              + " Strata reads no keys, and without them nothing of the file can be read");
+        }
+        start = 4;
+        end = 4;
+      }
+      out.add(new ChunkInfo(firstChunk + out.size(), fi, g, start, end - start, firstRow + fileRows, b.getRowCount()));
+      fileRows += b.getRowCount();
+    }
+    return new FileChunks(footer.getFileMetaData().getSchema(), out, fileRows);
   }
 }

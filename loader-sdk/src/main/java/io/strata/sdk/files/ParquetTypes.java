@@ -29,7 +29,7 @@ import org.apache.parquet.schema.Type;
  * each with its reason, as ORC's are: structs and maps (flatten them into top-level columns),
  * lists of lists or of structs, times of day, intervals, and what this build does not know.
  */
-final class ParquetTypes {
+public final class ParquetTypes {
   private ParquetTypes() {}
 
   /** How a leaf's values become a feature's values. */
@@ -54,7 +54,7 @@ final class ParquetTypes {
   private record Mapping(FeatureType type, Leaf leaf, String whyNot) {}
 
   /** The features of {@code schema}, in its field order; {@code encrypted}: field name to why its column chunks cannot be read. */
-  static List<FeatureInfo> features(MessageType schema, Map<String, String> encrypted) {
+  public static List<FeatureInfo> features(MessageType schema, Map<String, String> encrypted) {
     List<FeatureInfo> out = new ArrayList<>();
     List<Type> fields = schema.getFields();
     for (int i = 0; i < fields.size(); i++) {
@@ -89,7 +89,7 @@ final class ParquetTypes {
   }
 
   /** A field as the manifest's type text shows it: repetition, physical type and annotation. */
-  static String describe(Type f) {
+  public static String describe(Type f) {
     // The field's name follows its physical type (or "group"): taken out, the rest is its type.
     return f.toString().replaceAll("\\s+", " ").replaceFirst(" " + java.util.regex.Pattern.quote(f.getName()) + "(?= |$)", "")
         .strip();

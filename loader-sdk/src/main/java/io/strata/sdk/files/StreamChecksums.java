@@ -205,7 +205,7 @@ public final class StreamChecksums {
    * absolute paths) and writes them to {@code target} atomically; returns what the manifest
    * records of them, {@code manifestPath} being {@code target}'s path from the dataset directory.
    */
-  static Manifest.StreamChecksumsInfo write(Path target, String manifestPath, List<Path> files) throws IOException {
+  public static Manifest.StreamChecksumsInfo write(Path target, String manifestPath, List<Path> files) throws IOException {
     List<File> computed = new ArrayList<>();
     for (Path f : files) {
       try (Reader reader = OrcIo.open(f)) {

@@ -35,7 +35,7 @@ import org.apache.orc.StripeInformation;
  * otherwise (absent, stale, damaged, elsewhere) orc-core reads each footer from the file, as
  * without it. Immutable once loaded: shared by the streams of all threads.
  */
-final class StripeFooters {
+public final class StripeFooters {
   static final String SUFFIX = ".footers";
   private static final byte[] MAGIC = "STRATASF".getBytes(StandardCharsets.US_ASCII);
   private static final int VERSION = 1;
@@ -59,7 +59,7 @@ final class StripeFooters {
   }
 
   /** The sidecar of ORC file {@code orc}. */
-  static Path sidecar(Path orc) {
+  public static Path sidecar(Path orc) {
     return orc.resolveSibling(orc.getFileName().toString() + SUFFIX);
   }
 
@@ -67,7 +67,7 @@ final class StripeFooters {
    * Writes the sidecar of {@code orc} (opened as {@code reader}; {@code crc32c} as its manifest
    * entry records it), atomically: it appears whole or not at all.
    */
-  static void write(Path orc, Reader reader, String crc32c) throws IOException {
+  public static void write(Path orc, Reader reader, String crc32c) throws IOException {
     List<StripeInformation> stripes = reader.getStripes();
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
     long size = headerBytes(crc.length) + 4L;
@@ -108,12 +108,12 @@ final class StripeFooters {
    * the file as the manifest ({@code crc32c}, {@code fileBytes}) and orc-core ({@code stripes}) know
    * it. Reading it is one request, counted as such ({@link OrcReads}).
    */
-  static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes) {
+  public static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes) {
     return load(orc, crc32c, fileBytes, stripes, Confinement.NONE);
   }
 
   /** As above, the sidecar's open confined by {@code confinement} (a refused one is no sidecar). */
-  static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes,
+  public static StripeFooters load(Path orc, String crc32c, long fileBytes, List<StripeInformation> stripes,
       Confinement confinement) {
     Path p = sidecar(orc);
     byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);

@@ -162,7 +162,7 @@ public final class VersionLeases {
   }
 
   /** Removes the lease file of {@code version}, whose files are gone (nothing if absent or held). */
-  static void forget(Path dir, String version) throws IOException {
+  public static void forget(Path dir, String version) throws IOException {
     Path f = file(dir, version);
     synchronized (VersionLeases.class) {
       if (!HELD.containsKey(f)) {

@@ -8,11 +8,11 @@ import java.util.Locale;
  * option and the Python client's {@code mode=}.
  */
 public enum BatchMode {
-  /** Random samples with all their rows ({@link Loader.Builder#sampleBatches}); needs a sample index. */
+  /** Random samples with all their rows ({@link LoaderBuilder#sampleBatches}); needs a sample index. */
   SAMPLES,
-  /** Rows, shuffled singly or in blocks, or in order ({@link Loader.Builder#rowBatches}). */
+  /** Rows, shuffled singly or in blocks, or in order ({@link LoaderBuilder#rowBatches}). */
   ROWS,
-  /** Windows of consecutive rows of one sample with label rows after them ({@link Loader.Builder#windows}). */
+  /** Windows of consecutive rows of one sample with label rows after them ({@link LoaderBuilder#windows}). */
   WINDOWS;
 
   /** The name in plan programs, options and the Python client: {@code samples}, {@code rows}, {@code windows}. */

@@ -3,11 +3,8 @@ package io.strata.sdk.loader;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.dataset.SegmentSource;
 import io.strata.sdk.TierStats;
-import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.derive.Derivation;
-import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;
-import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
 import io.strata.sdk.tier.DerivedChunkSource;
 import java.io.IOException;
@@ -16,7 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -24,7 +20,6 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
-import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,22 +27,22 @@ import java.util.concurrent.atomic.AtomicLong;
  * Reads batches of a dataset for a training job: from memory-mapped segments where the features
  * are resident on the SSD tier, from ORC with projection otherwise.
  *
- * <p>Three ways to batch: {@linkplain Builder#sampleBatches random samples} with all their rows
- * (seed 000), {@linkplain Builder#rowBatches row batches} in sequential or shuffled order, and
- * {@linkplain Builder#windows windows} of rows inside one entity with a lookahead for labels (seed
- * 003). Every epoch is a deterministic function of the seed; with {@linkplain Builder#shard
+ * <p>Three ways to batch: {@linkplain LoaderBuilder#sampleBatches random samples} with all their rows
+ * (seed 000), {@linkplain LoaderBuilder#rowBatches row batches} in sequential or shuffled order, and
+ * {@linkplain LoaderBuilder#windows windows} of rows inside one entity with a lookahead for labels (seed
+ * 003). Every epoch is a deterministic function of the seed; with {@linkplain LoaderBuilder#shard
  * sharding}, each rank sees a disjoint part and the ranks together see everything. Batches are
  * assembled ahead on named background threads, at most {@code depth} ahead of the job.
  *
  * <p>Threads: the job's thread calls {@link #next()} (and assembles a batch itself only when the
  * batch cache misses on a restart); each prefetch worker owns a {@link BatchAssembler} with its own
- * readers; with {@linkplain Builder#assemblyThreads assembly threads}, a producer's feature groups
+ * readers; with {@linkplain LoaderBuilder#assemblyThreads assembly threads}, a producer's feature groups
  * are filled on threads of its own, each reader always on the same one. Counters are atomic and
  * the tier statistics are adders; nothing else is shared between workers but the slab pool and
  * the segment source, both thread-safe.
  *
  * <p>{@link Batch#checkpoint()} is the whole state of the loader; a loader built with {@link
- * Builder#resumeFrom} returns exactly the batch after it. With a {@linkplain Builder#batchCache
+ * LoaderBuilder#resumeFrom} returns exactly the batch after it. With a {@linkplain LoaderBuilder#batchCache
  * persistent batch cache}, the batches around the checkpoint are kept in memory-mapped files
  * (under /dev/shm by default) and a restarted loader serves them first, before its readers are
  * ready.
@@ -83,7 +78,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private BatchAssembler fallback;
   private boolean closed;
 
-  private Loader(Builder b) throws IOException {
+  Loader(LoaderBuilder b) throws IOException {
     this.dataset = b.dataset;
     this.features = List.copyOf(b.features);
     if (features.isEmpty()) {
@@ -152,7 +147,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     // one it has let go of but not yet returned (a Python job returns it with its next request),
     // and one in transit.
     this.slabs = new SlabPool(b.depth + b.threads + 4, b.batchMemory);
-    this.assemblyThreads = Math.min(b.assemblyThreads == Builder.AUTO ? autoAssemblyThreads(b.threads) : b.assemblyThreads,
+    this.assemblyThreads = Math.min(b.assemblyThreads == LoaderBuilder.AUTO ? autoAssemblyThreads(b.threads) : b.assemblyThreads,
         features.size());
     if (b.cacheRoot != null) {
       cache = new BatchCache(b.cacheRoot, jobKey(), b.cacheMaxBytes, b.cacheLookback, b.cacheStaleAfter);
@@ -182,14 +177,14 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     return Math.max(1, Runtime.getRuntime().availableProcessors() / (jobs * prefetchThreads));
   }
 
-  /** Threads each batch is assembled on (chosen at build when the builder asked for {@link Builder#AUTO}). */
+  /** Threads each batch is assembled on (chosen at build when the builder asked for {@link LoaderBuilder#AUTO}). */
   public int assemblyThreads() {
     return assemblyThreads;
   }
 
   /** A builder for a loader over {@code dataset}. */
-  public static Builder builder(Dataset dataset) {
-    return new Builder(dataset);
+  public static LoaderBuilder builder(Dataset dataset) {
+    return new LoaderBuilder(dataset);
   }
 
   private String key() {
@@ -367,281 +362,6 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     }
   }
 
-  /** Configures a {@link Loader}. */
-  public static final class Builder {
-    private final Dataset dataset;
-    private SegmentSource store;
-    private List<String> features = List.of();
-    private BatchMode mode = BatchMode.SAMPLES;
-    private int samplesPerBatch = 512;
-    private int batchRows = 4096;
-    private int blockRows = 1;
-    private boolean blockRowsSet;
-    private int windowLength;
-    private int lookahead;
-    private int stride = 1;
-    private int windowsPerBatch;
-    private long seed;
-    private boolean shuffle = true;
-    private int rank;
-    private int world = 1;
-    private boolean dropLast;
-    private int epochs = 1;
-    private int depth = 4;
-    private int threads = 1;
-    private int assemblyThreads = 1;
-    private Checkpoint resume;
-    private Path cacheRoot;
-    private int startEpoch;
-    private long cacheMaxBytes = 1L << 30;
-    private int cacheLookback = 2;
-    private Duration cacheStaleAfter = Duration.ofHours(24);
-    private String name;
-    private NodeClient nodeClient;
-    private String nodeJob;
-    private long nodeRefreshMillis = 2000;
-    private boolean substitutable;
-    private DerivedStore derivedStore;
-    private BatchMemory batchMemory = BatchMemory.offHeap();
-
-    private Builder(Dataset dataset) {
-      this.dataset = Objects.requireNonNull(dataset, "dataset");
-    }
-
-    /** The features to read (projection): column names, or derived specs such as {@code "log1p(price)"}. */
-    public Builder features(String... names) {
-      this.features = List.of(names);
-      return this;
-    }
-
-    public Builder features(List<String> names) {
-      this.features = List.copyOf(names);
-      return this;
-    }
-
-    /**
-     * Where resident features are read from: a local SSD tier ({@code SegmentStore}) or a cache
-     * node; without one, everything comes from ORC.
-     */
-    public Builder segments(SegmentSource store) {
-      this.store = store;
-      return this;
-    }
-
-    /** Batches of {@code samples} random samples with all their rows; needs the dataset's sample index. */
-    public Builder sampleBatches(int samples) {
-      this.mode = BatchMode.SAMPLES;
-      this.samplesPerBatch = samples;
-      return this;
-    }
-
-    /**
-     * Batches of {@code rows} rows, shuffled or in order. Shuffling permutes single rows unless
-     * {@link #shuffleBlock} groups them.
-     */
-    public Builder rowBatches(int rows, boolean shuffled) {
-      this.mode = BatchMode.ROWS;
-      this.batchRows = rows;
-      this.shuffle = shuffled;
-      return this;
-    }
-
-    /** Shuffle blocks of {@code rows} consecutive rows instead of single rows (kinder to ORC). */
-    public Builder shuffleBlock(int rows) {
-      this.blockRows = rows;
-      this.blockRowsSet = true;
-      return this;
-    }
-
-    /**
-     * Batches of {@code perBatch} windows: {@code length} consecutive rows of one entity (sample)
-     * followed by {@code lookahead} label rows, a window starting every {@code stride} rows.
-     */
-    public Builder windows(int length, int lookahead, int stride, int perBatch) {
-      this.mode = BatchMode.WINDOWS;
-      this.windowLength = length;
-      this.lookahead = lookahead;
-      this.stride = stride;
-      this.windowsPerBatch = perBatch;
-      return this;
-    }
-
-    public Builder seed(long seed) {
-      this.seed = seed;
-      return this;
-    }
-
-    /** Visit units in a random order per epoch (default) or in dataset order. */
-    public Builder shuffle(boolean shuffle) {
-      this.shuffle = shuffle;
-      return this;
-    }
-
-    /** Read the part of rank {@code rank} of {@code world} (disjoint, together covering). */
-    public Builder shard(int rank, int world) {
-      this.rank = rank;
-      this.world = world;
-      return this;
-    }
-
-    /** Drop the last, short batch of each epoch. */
-    public Builder dropLast(boolean dropLast) {
-      this.dropLast = dropLast;
-      return this;
-    }
-
-    public Builder epochs(int epochs) {
-      if (epochs < 1) {
-        throw new IllegalArgumentException("epochs must be at least 1, got " + epochs);
-      }
-      this.epochs = epochs;
-      return this;
-    }
-
-    /** {@link #assemblyThreads}: let the loader choose from the cores and the jobs on the host. */
-    public static final int AUTO = 0;
-
-    /**
-     * Assemble each batch on {@code threads} threads at once, each filling a group of the
-     * features of about equal bytes per row (1, the default: one thread per batch; {@link #AUTO}:
-     * the host's cores divided among the jobs its node has plans for and this loader's prefetch
-     * threads, at most one per feature). The batches are the same either way; splitting shortens
-     * each batch's assembly, for a job that waits on one batch at a time or a GPU that wants
-     * batches sooner.
-     */
-    public Builder assemblyThreads(int threads) {
-      if (threads < 0 || threads > 256) {
-        throw new IllegalArgumentException("assembly threads must be 1 to 256 (or AUTO), got " + threads);
-      }
-      this.assemblyThreads = threads;
-      return this;
-    }
-
-    /** Assemble up to {@code depth} batches ahead on {@code threads} background threads. */
-    public Builder prefetch(int depth, int threads) {
-      if (depth < 1 || threads < 1) {
-        throw new IllegalArgumentException("prefetch depth and threads must be at least 1");
-      }
-      this.depth = depth;
-      this.threads = threads;
-      return this;
-    }
-
-    /**
-     * Reads resident features through a cache node as job {@code job}: the node says where chunks
-     * live, receives every read and the job's plan, and promotes what jobs share. The loader keeps
-     * working (from ORC) while the node is down and re-attaches when it returns.
-     */
-    public Builder node(NodeClient client, String job) {
-      this.nodeClient = Objects.requireNonNull(client, "client");
-      this.nodeJob = Objects.requireNonNull(job, "job");
-      return this;
-    }
-
-    /** How often the loader asks the node where chunks live (default 2 s). */
-    public Builder nodeRefresh(long millis) {
-      this.nodeRefreshMillis = millis;
-      return this;
-    }
-
-    /** Lets the node reorder reads within an epoch so that resident chunks come first (declared with the plan). */
-    public Builder substitutable(boolean substitutable) {
-      this.substitutable = substitutable;
-      return this;
-    }
-
-    /**
-     * The feature store for derived features (specs such as {@code "log1p(price)"} among the
-     * features): complete features are read from it; a store that can write computes missing ones
-     * once (others asking wait); otherwise they are computed here and the computation recorded.
-     */
-    public Builder derivedStore(DerivedStore store) {
-      this.derivedStore = store;
-      return this;
-    }
-
-    /**
-     * Where batches are assembled (default: {@link BatchMemory#offHeap()}): memory another process
-     * maps or a GPU copies from, so that batches reach their consumer without a copy.
-     */
-    public Builder batchMemory(BatchMemory memory) {
-      this.batchMemory = Objects.requireNonNull(memory, "memory");
-      return this;
-    }
-
-    /** Continue after {@code checkpoint}. */
-    public Builder resumeFrom(Checkpoint checkpoint) {
-      this.resume = checkpoint;
-      return this;
-    }
-
-    /**
-     * Begin at the first batch of epoch {@code epoch} (what a checkpoint taken there would resume),
-     * reading up to the end of the last of {@link #epochs}; a checkpoint given to {@link
-     * #resumeFrom} wins. What a PyTorch job's {@code set_epoch} asks for.
-     */
-    public Builder startEpoch(int epoch) {
-      if (epoch < 0) {
-        throw new IllegalArgumentException("the start epoch must not be negative, got " + epoch);
-      }
-      this.startEpoch = epoch;
-      return this;
-    }
-
-    /** Keep batches in a persistent cache under {@code root} (see {@link #defaultBatchCacheRoot()}). */
-    public Builder batchCache(Path root) {
-      this.cacheRoot = root;
-      return this;
-    }
-
-    /** Bounds of the batch cache: total bytes, consumed batches kept, age after which other jobs' files go. */
-    public Builder batchCacheLimits(long maxBytes, int lookback, Duration staleAfter) {
-      this.cacheMaxBytes = maxBytes;
-      this.cacheLookback = lookback;
-      this.cacheStaleAfter = staleAfter;
-      return this;
-    }
-
-    /** Names the prefetch threads. */
-    public Builder name(String name) {
-      this.name = name;
-      return this;
-    }
-
-    /**
-     * {@code /dev/shm/strata-UID/batches} when /dev/shm is writable, else the same under the
-     * temporary directory: a directory private to this user (created 0700; refused, naming the
-     * reason, when it is a link, another user's or writable by others).
-     */
-    public static Path defaultBatchCacheRoot() {
-      return BatchCache.defaultRoot();
-    }
-
-    Plan plan() {
-      return switch (mode) {
-        case SAMPLES -> new Plan.Samples(samples("sample batches"), samplesPerBatch, seed, shuffle, rank, world, dropLast);
-        case ROWS -> {
-          int block = blockRowsSet ? blockRows : (shuffle ? 1 : batchRows);
-          if (batchRows % block != 0) {
-            throw new IllegalArgumentException("batch rows (" + batchRows + ") must be a multiple of the shuffle block (" + block + ")");
-          }
-          yield new Plan.Rows(dataset.rows(), block, batchRows / block, seed, shuffle, rank, world, dropLast);
-        }
-        case WINDOWS -> new Plan.Windows(samples("windows"), windowLength, lookahead, stride, windowsPerBatch, seed,
-            shuffle, rank, world, dropLast);
-      };
-    }
-
-    private SampleIndex samples(String what) {
-      return dataset.sampleIndex()
-          .orElseThrow(() -> new IllegalArgumentException(
-              what + " need a sample index, and dataset " + dataset.name() + " has none (import with --sample-column)"));
-    }
-
-    public Loader build() throws IOException {
-      return new Loader(this);
-    }
-  }
 
   /**
    * This loader's plan as a program, from the step it started at: what it declares to a cache

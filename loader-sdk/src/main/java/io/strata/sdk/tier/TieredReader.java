@@ -23,13 +23,13 @@ import java.util.SequencedMap;
 /**
  * Reads row ranges of a fixed set of features from the tiers: from a mapped segment when the
  * feature's chunk is resident on the SSD tier, from ORC otherwise, and appends them to column
- * builders. Every read is counted per tier ({@link #stats()}). Whether a chunk is resident is
- * looked up once per feature and chunk and the segment stays leased until {@link #refresh()}
- * finds it evicted, {@link #releaseLeases()} or {@link #close()}, so an eviction never pulls data
- * from under a read in progress, yet evicted segments are unmapped once the reader moves on. ORC is read a row group at a time, and decoded row groups are kept (within {@link
+ * builders. Every read is counted per tier ({@link #stats()}). Residency is looked up once per
+ * feature and chunk and the segment stays leased ({@link ResidentColumns}) until {@link
+ * #refresh()} finds it evicted, {@link #releaseLeases()} or {@link #close()}: an eviction never
+ * pulls data from under a read, yet evicted segments are unmapped once the reader moves on. ORC
+ * is read a row group at a time; decoded row groups are kept (within {@link
  * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. Bytes count what reaches the batches from each
- * tier (ORC decoding is counted apart, {@link TierStats#orcDecodedBytes()}). Not
- * thread-safe: use one reader per thread.
+ * tier (ORC decoding apart, {@link TierStats#orcDecodedBytes()}). Not thread-safe: one reader per thread.
  */
 public final class TieredReader implements AutoCloseable {
   /** Decoded ORC data kept per reader for reuse by nearby reads. */

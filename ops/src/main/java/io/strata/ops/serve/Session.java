@@ -1,5 +1,6 @@
 package io.strata.ops.serve;
 
+import io.strata.sdk.loader.LoaderBuilder;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -129,7 +130,7 @@ final class Session implements AutoCloseable {
     int batch = integer(r, "batch", 512);
     int depth = integer(r, "prefetch", 4);
     int threads = integer(r, "threads", 1);
-    Loader.Builder b = Loader.builder(ds)
+    LoaderBuilder b = Loader.builder(ds)
         .derivedStore(fstore)
         .name(job)
         .features(features)

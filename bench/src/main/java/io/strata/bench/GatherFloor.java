@@ -1,0 +1,303 @@
+package io.strata.bench;
+
+import io.strata.sdk.SegmentLease;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.ChunkInfo;
+import io.strata.sdk.Column;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.format.GatherOrder;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.internal.Chunks;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.loader.Batch;
+import io.strata.sdk.loader.Loader;
+import io.strata.sdk.tier.SegmentStore;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The gather floor {@code bench peers} judges the Java loader's assembly against (issue 33): the
+ * same rows of the same segments, copied by the tightest loop in orders given beforehand, beside
+ * the loader's own assembly of them, on one and N threads. See {@link #measure}.
+ */
+final class GatherFloor {
+  private final boolean quick;
+  private final double seconds;
+  private final int threads;
+
+  GatherFloor(boolean quick, double seconds, int threads) {
+    this.quick = quick;
+    this.seconds = seconds;
+    this.threads = threads;
+  }
+
+  /**
+   * The gather floor of shuffled single rows: the same rows of the same segments the loader
+   * gathers (its first batches' rows), values and, for a column with nulls, validity bits, copied
+   * by the tightest loop (one source segment per loop, one {@code get}/{@code set} a row) in the
+   * best of two orders given beforehand: grouped by chunk
+   * in batch order, and the loader's own gather order ({@link GatherOrder}, grouped by region);
+   * on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
+   * own assembly of those batches in this process (computing its order, the permutation and the
+   * grouping, itself), on one and on {@code threads} prefetch threads, batches closed as they come
+   * (no consumer cost). The machine is shared and noisy: after a warm-up of each (not timed), floor
+   * and loader are timed in turns, three rounds of a third of the time each, and each figure is
+   * the median of its rounds.
+   */
+  ObjectNode measure(Path ds, Path ssd) throws Exception {
+    int batchRows = 16384;
+    int batches = quick ? 8 : 64;
+    try (Dataset d = Dataset.open(ds); SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN);
+        Arena arena = Arena.ofShared()) {
+      // The rows of the loader's first batches.
+      long[][] rows = new long[batches][];
+      try (Loader l = Loader.builder(d).features(PeersBench.ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(1000)
+          .build()) {
+        var it = l.iterator();
+        for (int b = 0; b < batches; b++) {
+          try (Batch batch = it.next()) {
+            rows[b] = new long[batch.units()];
+            for (int k = 0; k < batch.units(); k++) {
+              rows[b][k] = batch.unitId(k);
+            }
+          }
+        }
+      }
+      long[] chunkFirst = d.chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
+      // Each feature's values in each chunk's segment, mapped once.
+      List<SegmentLease> leases = new ArrayList<>();
+      MemorySegment[][] src = new MemorySegment[PeersBench.ROW_FEATURES.size()][d.chunks().size()];
+      // A column's validity bitmap where it has nulls (the gather copies those bits too), else null.
+      MemorySegment[][] valid = new MemorySegment[PeersBench.ROW_FEATURES.size()][d.chunks().size()];
+      long[][] validBase = new long[PeersBench.ROW_FEATURES.size()][d.chunks().size()];
+      int[] width = new int[PeersBench.ROW_FEATURES.size()];
+      try {
+        for (int f = 0; f < PeersBench.ROW_FEATURES.size(); f++) {
+          for (int c = 0; c < d.chunks().size(); c++) {
+            SegmentLease lease = store.lease(d, PeersBench.ROW_FEATURES.get(f), c);
+            if (lease == null) {
+              throw new IOException(PeersBench.ROW_FEATURES.get(f) + " chunk " + c + " is not on the SSD tier");
+            }
+            leases.add(lease);
+            Column col = lease.column(PeersBench.ROW_FEATURES.get(f));
+            width[f] = col.type().kind().width();
+            src[f][c] = col.values().asSlice((long) col.offset() * width[f]);
+            if (col.validity() != MemorySegment.NULL && col.nullCount() > 0) {
+              valid[f][c] = col.validity();
+              validBase[f][c] = col.offset();
+            }
+          }
+        }
+        // The two orders, as runs of one chunk: (chunk, rows within it, batch positions).
+        FloorOrder[] byChunk = new FloorOrder[batches];
+        FloorOrder[] byRegion = new FloorOrder[batches];
+        for (int b = 0; b < batches; b++) {
+          byChunk[b] = FloorOrder.byChunk(rows[b], chunkFirst);
+          byRegion[b] = FloorOrder.of(new GatherOrder().compute(rows[b], rows[b].length, chunkFirst, d.rows()));
+        }
+        // Warm-up, not timed: the JIT compiles each loop first (on a small machine its compiler
+        // threads compete with the gathers, and a short first slice would time the interpreter).
+        double warm = quick ? 0.2 : 1.5;
+        floorRate(src, valid, validBase, width, byChunk, 1, arena, warm / 3);
+        floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3);
+        loaderRate(d, store, batchRows, threads, warm);
+        loaderRate(d, store, batchRows, 1, warm / 3);
+        int rounds = 3;
+        double slice = Math.max(seconds, 0.3) / rounds;
+        double[][] m = new double[6][rounds];
+        for (int r = 0; r < rounds; r++) {
+          m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
+          m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
+          m[2][r] = loaderRate(d, store, batchRows, 1, slice);
+          m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
+          m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
+          m[5][r] = loaderRate(d, store, batchRows, threads, slice);
+        }
+        double chunk1 = median(m[0]);
+        double region1 = median(m[1]);
+        double chunkN = median(m[3]);
+        double regionN = median(m[4]);
+        ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("rounds", rounds)
+            .put("floor1", Math.max(chunk1, region1)).put("floorN", Math.max(chunkN, regionN))
+            .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second");
+        o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
+        o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
+        return o;
+      } finally {
+        for (SegmentLease l : leases) {
+          l.close();
+        }
+      }
+    }
+  }
+
+  private static double median(double[] v) {
+    double[] s = v.clone();
+    Arrays.sort(s);
+    return s[s.length / 2];
+  }
+
+  /** One batch's rows as runs of one chunk: the chunk, the rows within it and their batch positions. */
+  private record FloorOrder(int[] chunk, int[][] row, int[][] at) {
+    static FloorOrder of(GatherOrder g) {
+      int runs = g.runs();
+      int[] chunk = new int[runs];
+      int[][] row = new int[runs][];
+      int[][] at = new int[runs][];
+      for (int r = 0; r < runs; r++) {
+        chunk[r] = g.runChunk(r);
+        int from = g.runStart(r);
+        int n = g.runRows(r);
+        row[r] = new int[n];
+        at[r] = new int[n];
+        for (int j = 0; j < n; j++) {
+          row[r][j] = g.localRow(from + j);
+          at[r][j] = g.position(from + j);
+        }
+      }
+      return new FloorOrder(chunk, row, at);
+    }
+
+    /** Grouped by chunk, in batch order within one. */
+    static FloorOrder byChunk(long[] rows, long[] chunkFirst) {
+      int chunks = chunkFirst.length;
+      int[] ofRow = new int[rows.length];
+      int[] count = new int[chunks];
+      for (int k = 0; k < rows.length; k++) {
+        int c = Chunks.of(chunkFirst, rows[k]);
+        ofRow[k] = c;
+        count[c]++;
+      }
+      int used = 0;
+      for (int c : count) {
+        used += c > 0 ? 1 : 0;
+      }
+      int[] chunk = new int[used];
+      int[][] row = new int[used][];
+      int[][] at = new int[used][];
+      int[] slot = new int[chunks];
+      int r = 0;
+      for (int c = 0; c < chunks; c++) {
+        if (count[c] > 0) {
+          chunk[r] = c;
+          row[r] = new int[count[c]];
+          at[r] = new int[count[c]];
+          slot[c] = r++;
+        }
+      }
+      int[] fill = new int[used];
+      for (int k = 0; k < rows.length; k++) {
+        int run = slot[ofRow[k]];
+        row[run][fill[run]] = (int) (rows[k] - chunkFirst[ofRow[k]]);
+        at[run][fill[run]++] = k;
+      }
+      return new FloorOrder(chunk, row, at);
+    }
+  }
+
+  private double floorRate(MemorySegment[][] src, MemorySegment[][] valid, long[][] validBase, int[] width, FloorOrder[] orders,
+      int nThreads, Arena arena, double secs)
+      throws Exception {
+    int batches = orders.length;
+    long nanos = (long) (secs * 1e9);
+    long[] done = new long[nThreads];
+    List<Thread> ts = new ArrayList<>();
+    long t0 = System.nanoTime();
+    for (int t = 0; t < nThreads; t++) {
+      int me = t;
+      MemorySegment[] out = new MemorySegment[width.length];
+      MemorySegment[] outValid = new MemorySegment[width.length];
+      for (int f = 0; f < width.length; f++) {
+        out[f] = arena.allocate(16384L * Math.max(1, width[f]), 64);
+        outValid[f] = arena.allocate(16384 / 8, 64);
+      }
+      ts.add(Thread.ofPlatform().name("strata-gather-floor-" + t).start(() -> {
+        int b = me;
+        while (System.nanoTime() - t0 < nanos) {
+          FloorOrder o = orders[b % batches];
+          for (int f = 0; f < width.length; f++) {
+            for (int r = 0; r < o.chunk().length; r++) {
+              int c = o.chunk()[r];
+              floorGather(src[f][c], out[f], width[f], o.row()[r], o.at()[r]);
+              if (valid[f][c] != null) {
+                floorBits(valid[f][c], validBase[f][c], outValid[f], o.row()[r], o.at()[r]);
+              }
+            }
+          }
+          done[me]++;
+          b += nThreads;
+        }
+      }));
+    }
+    for (Thread t : ts) {
+      t.join();
+    }
+    long n = 0;
+    for (long x : done) {
+      n += x;
+    }
+    return n / ((System.nanoTime() - t0) / 1e9);
+  }
+
+  /** The tightest loop: the rows of one chunk, from its one segment, each one load and one store to its place in the batch. */
+  private static void floorGather(MemorySegment src, MemorySegment out, int width, int[] row, int[] at) {
+    int n = row.length;
+    switch (width) {
+      case 8 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, row[k]));
+        }
+      }
+      case 4 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, row[k]));
+        }
+      }
+      case 2 -> {
+        for (int k = 0; k < n; k++) {
+          out.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, at[k], src.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, row[k]));
+        }
+      }
+      default -> {
+        for (int k = 0; k < n; k++) {
+          MemorySegment.copy(src, (long) row[k] * width, out, (long) at[k] * width, width);
+        }
+      }
+    }
+  }
+
+  /** The validity bits of the rows of one chunk, each one load and one store to its place in the batch. */
+  private static void floorBits(MemorySegment src, long base, MemorySegment out, int[] row, int[] at) {
+    for (int k = 0; k < row.length; k++) {
+      long i = base + row[k];
+      boolean v = (src.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
+      int byteAt = at[k] >>> 3;
+      byte b = out.get(ValueLayout.JAVA_BYTE, byteAt);
+      int bit = 1 << (at[k] & 7);
+      out.set(ValueLayout.JAVA_BYTE, byteAt, (byte) (v ? b | bit : b & ~bit));
+    }
+  }
+
+  private double loaderRate(Dataset d, SegmentStore store, int batchRows, int nThreads, double secs) throws IOException {
+    try (Loader l = Loader.builder(d).features(PeersBench.ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(100000)
+        .prefetch(4, nThreads).build()) {
+      var it = l.iterator();
+      for (int i = 0; i < 8; i++) {
+        it.next().close();
+      }
+      long t0 = System.nanoTime();
+      long n = 0;
+      while (n < 10 || System.nanoTime() - t0 < secs * 1e9) {
+        it.next().close();
+        n++;
+      }
+      return n / ((System.nanoTime() - t0) / 1e9);
+    }
+  }
+}
