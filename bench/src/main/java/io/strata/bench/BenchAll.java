@@ -158,7 +158,7 @@ public final class BenchAll implements Callable<Integer> {
     }
     Path md = Path.of(markdown).toAbsolutePath();
     Path charts = markdown.equals("none") ? out : md.getParent().relativize(out.toAbsolutePath());
-    String section = BenchCharts.markdown(report, earlier, machine(), String.join(" ", commandLine()), charts, quick);
+    String section = BenchMarkdown.markdown(report, earlier, machine(), String.join(" ", commandLine()), charts, quick);
     if (!markdown.equals("none")) {
       writeSection(Path.of(markdown), section);
       log.printf("wrote %s and the results in %s%n", markdown, out);

@@ -165,66 +165,9 @@ public final class OrcTable implements HddTable {
     return HddTables.resolve(manifest, columnIndex, features);
   }
 
-  /**
-   * Which feature each top-level field of {@code schema} holds (-1: none this manifest names), its
-   * replicas included; a file whose schema does not match the manifest is refused.
-   */
-  private int[] fieldFeatures(int file, TypeDescription schema) throws CorruptFileException {
-    List<String> names = schema.getFieldNames();
-    int[] out = new int[names.size()];
-    for (int i = 0; i < out.length; i++) {
-      Integer f = columnIndex.get(names.get(i));
-      out[i] = f == null ? -1 : f;
-    }
-    for (Manifest.ReplicaInfo r : manifest.replicas()) {
-      if (r.position() >= names.size() || !names.get(r.position()).equals(r.field())) {
-        throw new CorruptFileException(filePath(file), "has no field '" + r.field() + "' at position " + r.position()
-            + " although the manifest lists it as a replica of '" + r.feature() + "'");
-      }
-      out[r.position()] = columnIndex.get(r.feature());
-    }
-    return out;
-  }
-
-  /**
-   * What a projection reads from one file: {@code include} (ORC column ids, for orc-core) and, per
-   * requested feature, the top-level field it is decoded from.
-   */
-  private record Projection(boolean[] include, int[] fieldOf) {}
-
-  private Projection projection(int file, Reader reader, List<Integer> columns) throws CorruptFileException {
-    TypeDescription schema = reader.getSchema();
-    int[] fieldFeature = fieldFeatures(file, schema);
-    boolean[] wanted = new boolean[manifest.features().size()];
-    for (int c : columns) {
-      wanted[c] = true;
-    }
-    // With replicas, the copies that give the fewest runs of adjacent fields (read requests).
-    boolean[] take = manifest.replicas().isEmpty() ? null : FieldCover.choose(fieldFeature, wanted);
-    boolean[] include = new boolean[schema.getMaximumId() + 1];
-    include[0] = true;
-    int[] fieldOf = new int[columns.size()];
-    for (int i = 0; i < columns.size(); i++) {
-      fieldOf[i] = -1;
-      for (int f = 0; f < fieldFeature.length && fieldOf[i] < 0; f++) {
-        if (fieldFeature[f] == columns.get(i) && (take == null || take[f])) {
-          fieldOf[i] = f;
-        }
-      }
-      if (fieldOf[i] < 0) {
-        throw new CorruptFileException(filePath(file), "has no column '" + manifest.features().get(columns.get(i)).name()
-            + "' although the manifest lists it");
-      }
-    }
-    for (int f = 0; f < fieldFeature.length; f++) {
-      if (take != null ? take[f] : fieldFeature[f] >= 0 && wanted[fieldFeature[f]]) {
-        TypeDescription t = schema.getChildren().get(f);
-        for (int id = t.getId(); id <= t.getMaximumId(); id++) {
-          include[id] = true;
-        }
-      }
-    }
-    return new Projection(include, fieldOf);
+  /** What a projection of {@code columns} reads from {@code file} (see {@link OrcProjection}). */
+  private OrcProjection projection(int file, Reader reader, List<Integer> columns) throws CorruptFileException {
+    return OrcProjection.of(manifest, columnIndex, filePath(file), reader.getSchema(), columns);
   }
 
   /** Decodes the requested features of chunk {@code chunk} into memory of {@code arena}. */
@@ -262,7 +205,7 @@ public final class OrcTable implements HddTable {
     }
     OrcReads.readAhead(key, next.offset(), next.offset() + next.length(), () -> {
       Reader r = aheadReader(next.file());
-      Projection p = projection(next.file(), r, cols);
+      OrcProjection p = projection(next.file(), r, cols);
       // Opening the stripe reads its data: kept for the reader to come.
       r.rows(r.options().include(p.include()).range(next.offset(), next.length())).close();
     });
@@ -327,7 +270,7 @@ public final class OrcTable implements HddTable {
     /** Chunks whose open reader was opened to seek (see {@link OrcIo#enableSeeking}). */
     private final Set<Integer> seeking = new HashSet<>();
     /** Per file, what this projection reads from it. */
-    private final Map<Integer, Projection> projections = new HashMap<>();
+    private final Map<Integer, OrcProjection> projections = new HashMap<>();
     private VectorizedRowBatch batch;
 
     private Cursor(List<String> names, List<Integer> columns) {
@@ -360,7 +303,7 @@ public final class OrcTable implements HddTable {
       if (c.stripe() < stats.size()) {
         ColumnStatistics[] perColumn = ((StripeStatistics) stats.get(c.stripe())).getColumnStatistics();
         boolean utcTimestamps = reader(c.file()).getWriterVersion().includes(org.apache.orc.OrcFile.WriterVersion.ORC_135);
-        Projection p = projection(c.file(), reader(c.file()));
+        OrcProjection p = projection(c.file(), reader(c.file()));
         for (int i = 0; i < names.size(); i++) {
           int orcColumn = reader(c.file()).getSchema().getChildren().get(p.fieldOf()[i]).getId();
           if (orcColumn < perColumn.length) {
@@ -372,8 +315,8 @@ public final class OrcTable implements HddTable {
       return out;
     }
 
-    private Projection projection(int file, Reader reader) throws IOException {
-      Projection p = projections.get(file);
+    private OrcProjection projection(int file, Reader reader) throws IOException {
+      OrcProjection p = projections.get(file);
       if (p == null) {
         p = OrcTable.this.projection(file, reader, columns);
         projections.put(file, p);

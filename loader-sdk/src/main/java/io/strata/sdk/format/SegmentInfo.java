@@ -1,5 +1,9 @@
 package io.strata.sdk.format;
 
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 
@@ -31,5 +35,26 @@ public record SegmentInfo(
   /** Rows held. */
   public long rows() {
     return rowEnd - rowStart;
+  }
+
+  /**
+   * The file name of this segment's {@code sequence}-th write in a store's dataset-version
+   * directory: {@code c<chunk>-<hash of its columns>-<sequence>.arrow}.
+   */
+  public String fileName(long sequence) {
+    return String.format("c%06d-%s-%013x.arrow", chunk, columnsHash(), sequence);
+  }
+
+  private String columnsHash() {
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      for (String c : columns) {
+        sha.update(c.getBytes(StandardCharsets.UTF_8));
+        sha.update((byte) 0);
+      }
+      return HexFormat.of().formatHex(sha.digest(), 0, 6);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 }

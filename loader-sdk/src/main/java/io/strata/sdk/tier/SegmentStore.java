@@ -17,7 +17,6 @@ import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
@@ -25,11 +24,8 @@ import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -330,20 +326,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
     return root.resolve(info.dataset())
         .resolve(info.datasetVersion())
-        .resolve(String.format("c%06d-%s-%013x.arrow", info.chunk(), columnsHash(info.columns()), writes.incrementAndGet()));
-  }
-
-  private static String columnsHash(List<String> columns) {
-    try {
-      MessageDigest sha = MessageDigest.getInstance("SHA-256");
-      for (String c : columns) {
-        sha.update(c.getBytes(StandardCharsets.UTF_8));
-        sha.update((byte) 0);
-      }
-      return HexFormat.of().formatHex(sha.digest(), 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+        .resolve(info.fileName(writes.incrementAndGet()));
   }
 
   /** Writes a segment atomically and adds it to the catalog. */
