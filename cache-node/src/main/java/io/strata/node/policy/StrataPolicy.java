@@ -108,16 +108,12 @@ public final class StrataPolicy implements CachePolicy {
   private final FlashBudget flash;
 
   private long[] size = new long[256];
-  private boolean[] resident = new boolean[256];
   private boolean[] pinned = new boolean[256];
   /** Keys another node of the cluster holds (see {@link #heldElsewhere}). */
   private boolean[] elsewhere = new boolean[256];
   private final ReadHistory history = new ReadHistory();
-  private int[] slot = new int[256];
   private int[] groupOf = new int[256];
-  private int[] residentKeys = new int[256];
-  private int residentCount;
-  private long used;
+  private final ResidentKeys residents = new ResidentKeys();
   private long accesses;
   private long bypassNoNextUse;
   private long bypassNoTokens;
@@ -129,7 +125,7 @@ public final class StrataPolicy implements CachePolicy {
   private final StreamStats streams = new StreamStats();
   /** Whether key {@code k} may be evicted (the heap hands out only these as victims): resident and not pinned. */
   private boolean evictable(int k) {
-    return resident[k] && !pinned[k];
+    return residents.contains(k) && !pinned[k];
   }
 
   /**
@@ -165,17 +161,15 @@ public final class StrataPolicy implements CachePolicy {
     if (key >= size.length) {
       int n = Math.max(size.length * 2, key + 1);
       size = Arrays.copyOf(size, n);
-      resident = Arrays.copyOf(resident, n);
+      residents.ensure(n);
       pinned = Arrays.copyOf(pinned, n);
       elsewhere = Arrays.copyOf(elsewhere, n);
       history.ensure(n);
-      slot = Arrays.copyOf(slot, n);
       streams.ensureKeys(n);
       plans.ensureKeys(n);
       int old = groupOf.length;
       groupOf = Arrays.copyOf(groupOf, n);
       Arrays.fill(groupOf, old, n, -1);
-      residentKeys = Arrays.copyOf(residentKeys, n);
     }
   }
 
@@ -227,7 +221,7 @@ public final class StrataPolicy implements CachePolicy {
     double now = flash.now();
     BitSet done = new BitSet();
     for (int k : keys) {
-      if (resident[k] && !pinned[k] && !done.get(k)) {
+      if (residents.contains(k) && !pinned[k] && !done.get(k)) {
         done.set(k);
         push(k, nextUse(k, now));
       }
@@ -247,7 +241,7 @@ public final class StrataPolicy implements CachePolicy {
       return;
     }
     elsewhere[key] = held;
-    if (resident[key] && !pinned[key]) {
+    if (residents.contains(key) && !pinned[key]) {
       push(key, nextUse(key, flash.now()));
     }
   }
@@ -258,7 +252,7 @@ public final class StrataPolicy implements CachePolicy {
     size[key] = bytes;
     boolean was = pinned[key];
     pinned[key] = pin;
-    if (was && !pin && resident[key]) {
+    if (was && !pin && residents.contains(key)) {
       push(key, nextUse(key, flash.now()));
     }
   }
@@ -301,10 +295,10 @@ public final class StrataPolicy implements CachePolicy {
     }
     plans.consume(job, key, time);
     flash.refill(time);
-    if (accesses - rebuiltAt >= Math.max(REBUILD_MIN, residentCount / REBUILD_SHARE)) {
+    if (accesses - rebuiltAt >= Math.max(REBUILD_MIN, residents.count() / REBUILD_SHARE)) {
       rebuild(time);
     }
-    if (resident[key]) {
+    if (residents.contains(key)) {
       if (!pinned[key]) {
         push(key, nextUse(key, time));
       }
@@ -317,8 +311,8 @@ public final class StrataPolicy implements CachePolicy {
   private void rebuild(double now) {
     rebuiltAt = accesses;
     heap.clear();
-    for (int s = 0; s < residentCount; s++) {
-      int k = residentKeys[s];
+    for (int s = 0; s < residents.count(); s++) {
+      int k = residents.key(s);
       if (!pinned[k]) {
         push(k, nextUse(k, now));
       }
@@ -331,7 +325,7 @@ public final class StrataPolicy implements CachePolicy {
    * than {@code limit}, or too few can go.
    */
   private int[] victims(long need, double limit, double now) {
-    long free = budget - used;
+    long free = budget - residents.bytes();
     int[] victims = new int[4];
     double[] etas = new double[4];
     int nv = 0;
@@ -386,7 +380,7 @@ public final class StrataPolicy implements CachePolicy {
       bypassNoTokens++;
       return false;
     }
-    if (budget - used < bytes) {
+    if (budget - residents.bytes() < bytes) {
       int[] victims = victims(bytes, pin ? Double.NEGATIVE_INFINITY : now + (eta - now) * HYSTERESIS, now);
       if (victims == null) {
         bypassVictimSooner++;
@@ -416,25 +410,17 @@ public final class StrataPolicy implements CachePolicy {
   }
 
   private void add(int key, long bytes) {
-    resident[key] = true;
-    slot[key] = residentCount;
-    residentKeys[residentCount++] = key;
-    used += bytes;
+    residents.add(key, bytes);
   }
 
   private void remove(int key) {
-    resident[key] = false;
     heap.invalidate(key);
-    int s = slot[key];
-    int last = residentKeys[--residentCount];
-    residentKeys[s] = last;
-    slot[last] = s;
-    used -= size[key];
+    residents.remove(key, size[key]);
   }
 
   @Override
   public void removed(int key) {
-    if (key < resident.length && resident[key]) {
+    if (residents.contains(key)) {
       remove(key);
     }
   }
@@ -446,14 +432,14 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public boolean place(int key, long bytes, Placement why) {
     ensure(key);
-    if (!resident[key] && why != Placement.FOUND && used + bytes > budget) {
+    if (!residents.contains(key) && why != Placement.FOUND && residents.bytes() + bytes > budget) {
       return false;
     }
-    if (resident[key]) {
-      used += bytes - size[key];
+    if (residents.contains(key)) {
+      residents.resized(bytes - size[key]);
     }
     size[key] = bytes;
-    if (!resident[key]) {
+    if (!residents.contains(key)) {
       add(key, bytes);
       if (!pinned[key]) {
         push(key, nextUse(key, flash.now()));
@@ -464,12 +450,12 @@ public final class StrataPolicy implements CachePolicy {
 
   @Override
   public long residentBytes() {
-    return used;
+    return residents.bytes();
   }
 
   @Override
   public boolean resident(int key) {
-    return key < resident.length && resident[key];
+    return residents.contains(key);
   }
 
   @Override
@@ -503,24 +489,24 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public void resize(int key, long bytes, double now, Evictions evictions) {
     ensure(key);
-    if (resident[key]) {
-      used += bytes - size[key];
+    if (residents.contains(key)) {
+      residents.resized(bytes - size[key]);
     }
     size[key] = bytes;
     shrink(now, evictions);
   }
 
   private void shrink(double now, Evictions evictions) {
-    if (used <= budget) {
+    if (residents.bytes() <= budget) {
       return;
     }
     rebuild(now);
-    while (used > budget && residentCount > 0) {
+    while (residents.bytes() > budget && residents.count() > 0) {
       int k = heap.top(this::evictable);
       if (k >= 0) {
         heap.pop();
       } else {
-        k = residentKeys[residentCount - 1]; // only pinned chunks are left
+        k = residents.key(residents.count() - 1); // only pinned chunks are left
       }
       remove(k);
       evictions.evicted(k);
