@@ -7,7 +7,6 @@ import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.management.ManagementFactory;
@@ -29,11 +28,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.stream.Stream;
-import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.ColumnFamilyOptions;
-import org.rocksdb.CompressionType;
-import org.rocksdb.DBOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
@@ -62,29 +57,11 @@ import org.rocksdb.WriteOptions;
  * {@code inflight} (one computation per fingerprint) and the checksum cache are concurrent maps.
  */
 public final class FeatureStore implements DerivedStore, AutoCloseable {
-  private static final byte[] META = "meta".getBytes(StandardCharsets.UTF_8);
-  private static final byte[] DATA = "data".getBytes(StandardCharsets.UTF_8);
-
-  static {
-    // RocksDB unpacks its JNI library with File.createTempFile, which uses the temporary directory
-    // the JVM started with; a Strata process sets a directory of its own at start (the strata
-    // command's ProcessTemp, swept when the process is gone), so name the one in force now. Then
-    // RocksDB.loadLibrary finds the library loaded.
-    try {
-      org.rocksdb.NativeLibraryLoader.getInstance().loadLibrary(System.getProperty("java.io.tmpdir"));
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot unpack RocksDB's native library into "
-          + System.getProperty("java.io.tmpdir") + ": " + e.getMessage(), e);
-    }
-    RocksDB.loadLibrary();
-  }
-
   private final Path dir;
   private final boolean writer;
-  private final DBOptions dbOptions;
-  private final ColumnFamilyOptions cfOptions;
+  /** The RocksDB instance and its handles, closed together ({@link RocksHandles}). */
+  private final RocksHandles rocks;
   private final RocksDB db;
-  private final ColumnFamilyHandle defaultCf;
   private final ColumnFamilyHandle meta;
   private final ColumnFamilyHandle data;
   private final WriteOptions syncWrites;
@@ -120,18 +97,15 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
   }
 
-  private FeatureStore(Path dir, boolean writer, DBOptions dbo, ColumnFamilyOptions cfo, RocksDB db,
-      List<ColumnFamilyHandle> handles, WriteOptions wo) {
+  private FeatureStore(Path dir, boolean writer, RocksHandles rocks) {
     this.dir = dir;
     this.usage = new UsageLog(dir.resolve("usage"));
     this.writer = writer;
-    this.dbOptions = dbo;
-    this.cfOptions = cfo;
-    this.db = db;
-    this.defaultCf = handles.get(0);
-    this.meta = handles.get(1);
-    this.data = handles.get(2);
-    this.syncWrites = wo;
+    this.rocks = rocks;
+    this.db = rocks.db();
+    this.meta = rocks.meta();
+    this.data = rocks.data();
+    this.syncWrites = rocks.syncWrites();
   }
 
   /**
@@ -165,41 +139,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private static FeatureStore open(Path dir, boolean writer) throws IOException {
     Files.createDirectories(dir.resolve("usage"));
     checkNoLinks(dir);
-    DBOptions dbo = new DBOptions().setCreateIfMissing(writer).setCreateMissingColumnFamilies(writer).setMaxOpenFiles(-1);
-    ColumnFamilyOptions cfo = new ColumnFamilyOptions().setCompressionType(CompressionType.ZSTD_COMPRESSION)
-        .setBottommostCompressionType(CompressionType.ZSTD_COMPRESSION);
-    List<ColumnFamilyDescriptor> cfs = List.of(
-        new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfo),
-        new ColumnFamilyDescriptor(META, cfo),
-        new ColumnFamilyDescriptor(DATA, cfo));
-    List<ColumnFamilyHandle> handles = new ArrayList<>();
-    WriteOptions wo = new WriteOptions().setSync(true);
-    RocksDB db = null;
-    try {
-      String path = dir.resolve("rocksdb").toString();
-      if (writer) {
-        db = RocksDB.open(dbo, path, cfs, handles);
-      } else {
-        Path secondary = dir.resolve("secondary").resolve(Long.toString(ProcessHandle.current().pid()));
-        Files.createDirectories(secondary);
-        db = RocksDB.openAsSecondary(dbo, path, secondary.toString(), cfs, handles);
-      }
-      return new FeatureStore(dir, writer, dbo, cfo, db, handles, wo);
-    } catch (RocksDBException e) {
-      handles.forEach(ColumnFamilyHandle::close);
-      if (db != null) {
-        db.close();
-      }
-      wo.close();
-      cfo.close();
-      dbo.close();
-      String m = String.valueOf(e.getMessage());
-      if (writer && (m.contains("lock") || m.contains("LOCK"))) {
-        throw new IOException("feature store " + dir + " is already open for writing by another process;"
-            + " open it for reading, or stop that writer (" + m + ")", e);
-      }
-      throw new IOException("cannot open feature store " + dir + ": " + m, e);
-    }
+    return new FeatureStore(dir, writer, RocksHandles.open(dir, writer));
   }
 
   public Path directory() {
@@ -516,13 +456,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
         return;
       }
       closed = true;
-      defaultCf.close();
-      meta.close();
-      data.close();
-      db.close();
-      syncWrites.close();
-      cfOptions.close();
-      dbOptions.close();
+      rocks.close();
     } finally {
       write.unlock();
     }
