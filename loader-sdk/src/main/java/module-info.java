@@ -4,15 +4,17 @@
  * GPU is the {@code io.strata.gpu} module's.
  *
  * <p>Exported to everyone: what a training job imports, and the types those signatures need
- * ({@code io.strata.sdk}, the value types every other package uses and which use none of them:
- * {@code Column}, {@code FeatureType}, {@code Tier}, {@code TierStats}, {@code ChunkInfo},
- * {@code FeatureInfo}, {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.dataset}:
- * {@code Dataset} and {@code SegmentSource}; {@code io.strata.sdk.loader}:
+ ({@code io.strata.sdk}, the value types every other package uses and which use none of them:
+ * {@code Column}, {@code FeatureType}, {@code ChunkInfo}, {@code FeatureInfo}, {@code SegmentLease},
+ * {@code CorruptFileException}, {@code Progress}; {@code io.strata.sdk.dataset}: {@code Dataset};
+ * {@code io.strata.sdk.tier}, the tier concepts a job names: {@code Tier}, {@code TierStats},
+ * {@code SegmentSource}; {@code io.strata.sdk.loader}:
  * {@code Loader}, {@code LoaderBuilder}, {@code Batch}, {@code Checkpoint}, {@code BatchMemory},
  * {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
  * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
- * store interface a job passes a feature store as). Formats, dataset files, tiers and internals
- * are exported to Strata's own modules alone.
+ * store interface a job passes a feature store as). Formats, dataset files, the tiers' machinery
+ * ({@code io.strata.sdk.tiering}: the SSD tier's store, promotion, reads across the tiers) and
+ * internals are exported to Strata's own modules alone.
  *
  * <p>The ORC, Parquet and Hadoop libraries are automatic modules (their jars declare no module), and the
  * qualified exports name Strata's modules, which are compiled after this one: the two warnings
@@ -36,9 +38,10 @@ module io.strata.sdk {
   exports io.strata.sdk.loader;
   exports io.strata.sdk.node;
   exports io.strata.sdk.dataset;
+  exports io.strata.sdk.tier;
   exports io.strata.sdk.derive;
   exports io.strata.sdk.format to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.files to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
-  exports io.strata.sdk.tier to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.tiering to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.internal to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -10,7 +10,7 @@ import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;

@@ -11,7 +11,7 @@ import io.strata.sdk.internal.Chunks;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

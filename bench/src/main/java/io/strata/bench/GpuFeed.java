@@ -8,7 +8,7 @@ import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.IOException;
 import java.nio.file.Path;
 import org.bytedeco.cuda.cudart.CUevent_st;

@@ -2,7 +2,7 @@ package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.node.policy.Policies;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.loader.PlanProgram;
 import io.vertx.ext.web.RoutingContext;

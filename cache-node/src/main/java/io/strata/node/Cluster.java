@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tiering.SegmentRef;
 import io.vertx.core.Vertx;
 import java.util.List;
 import java.util.Map;

@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -2,7 +2,7 @@ package io.strata.node;
 
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import io.strata.sdk.derive.Spec;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -14,7 +14,7 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

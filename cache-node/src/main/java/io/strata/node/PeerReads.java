@@ -2,9 +2,9 @@ package io.strata.node;
 
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.internal.AtomicFiles;
-import io.strata.sdk.tier.Promoter;
-import io.strata.sdk.tier.SegmentRef;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.Promoter;
+import io.strata.sdk.tiering.SegmentRef;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;

@@ -1,7 +1,7 @@
 package io.strata.node;
 
 import io.strata.sdk.format.ResidencyBeacon;
-import io.strata.sdk.tier.SegmentRef;
+import io.strata.sdk.tiering.SegmentRef;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;

@@ -1,6 +1,6 @@
 package io.strata.node;
 
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;

@@ -3,7 +3,7 @@ package io.strata.node;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.tools.CoAccessOrder;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import io.strata.store.FeatureStore;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package io.strata.node;
 
 import io.strata.node.sim.Trace;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;

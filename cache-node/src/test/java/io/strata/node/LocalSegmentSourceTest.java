@@ -3,10 +3,10 @@ package io.strata.node;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.tier.Promoter;
-import io.strata.sdk.tier.SegmentRef;
-import io.strata.sdk.dataset.SegmentSource;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.Promoter;
+import io.strata.sdk.tiering.SegmentRef;
+import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.tiering.SegmentStore;
 import java.nio.file.Path;
 import java.util.List;
 

@@ -2,7 +2,7 @@ package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.node.NodeClient;
 import io.strata.sdk.node.NodeSegments;
 import java.io.IOException;

@@ -1,5 +1,7 @@
 package io.strata.sdk;
 
+import io.strata.sdk.tier.Tier;
+import io.strata.sdk.tier.TierStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

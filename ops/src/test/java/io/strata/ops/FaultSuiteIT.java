@@ -10,7 +10,7 @@ import io.strata.node.NodeConfig;
 import io.strata.sdk.format.ResidencyBeacon;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
-import io.strata.sdk.tier.SegmentStore;
+import io.strata.sdk.tiering.SegmentStore;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;

@@ -1,5 +1,6 @@
 package io.strata.node.sim;
 
+import io.strata.sdk.tier.Tier;
 import io.strata.node.policy.CachePolicy;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;

@@ -6,7 +6,7 @@ import io.strata.sdk.FeatureType;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.format.Columns;
-import io.strata.sdk.tier.DerivedChunkSource;
+import io.strata.sdk.tiering.DerivedChunkSource;
 import java.io.IOException;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.management.ManagementFactory;

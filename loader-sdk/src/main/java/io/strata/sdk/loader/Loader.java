@@ -1,12 +1,12 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.Spec;
 import io.strata.sdk.node.NodeSegments;
-import io.strata.sdk.tier.DerivedChunkSource;
+import io.strata.sdk.tiering.DerivedChunkSource;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

@@ -1,7 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.node.NodeClient;

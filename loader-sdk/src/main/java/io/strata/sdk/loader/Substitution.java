@@ -1,7 +1,7 @@
 package io.strata.sdk.loader;
 
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.tier.SegmentSource;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;

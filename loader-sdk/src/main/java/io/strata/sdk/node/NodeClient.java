@@ -3,7 +3,7 @@ package io.strata.sdk.node;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.io.InterruptedIOException;

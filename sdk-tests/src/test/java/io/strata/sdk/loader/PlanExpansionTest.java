@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.dataset.SegmentSource;
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.tier.Tier;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.tools.DatasetGenerator;

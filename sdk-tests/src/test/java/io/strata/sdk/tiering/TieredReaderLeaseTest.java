@@ -1,7 +1,7 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
-import io.strata.sdk.Tier;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.tier.Tier;
+import io.strata.sdk.tier.TierStats;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,6 +1,5 @@
-package io.strata.sdk;
+package io.strata.sdk.tier;
 
-import io.strata.sdk.Tier;
 import java.util.concurrent.atomic.LongAdder;
 
 /**

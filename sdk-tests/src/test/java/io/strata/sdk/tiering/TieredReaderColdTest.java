@@ -1,4 +1,4 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -9,7 +9,7 @@ import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.tier.TierStats;
 import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;

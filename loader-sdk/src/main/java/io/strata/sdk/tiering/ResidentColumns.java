@@ -1,9 +1,9 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.SegmentLease;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.tier.SegmentSource;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;

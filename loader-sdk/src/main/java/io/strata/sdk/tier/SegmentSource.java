@@ -1,13 +1,13 @@
-package io.strata.sdk.dataset;
+package io.strata.sdk.tier;
 
 import io.strata.sdk.SegmentLease;
-import io.strata.sdk.Tier;
+import io.strata.sdk.dataset.Dataset;
 import java.io.IOException;
 import java.nio.file.Path;
 
 /**
  * Where a reader finds resident feature chunks on the SSD tier: a local segment store
- * ({@code io.strata.sdk.tier.SegmentStore}), or
+ * ({@code io.strata.sdk.tiering.SegmentStore}), or
  * a cache node ({@code io.strata.sdk.node.NodeSegments}). Thread-safe.
  */
 public interface SegmentSource {

@@ -1,10 +1,10 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.strata.sdk.Tier;
+import io.strata.sdk.tier.Tier;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
@@ -12,7 +12,7 @@ import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.tier.TierStats;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;

@@ -1,4 +1,4 @@
-package io.strata.sdk;
+package io.strata.sdk.tier;
 
 import java.util.Locale;
 

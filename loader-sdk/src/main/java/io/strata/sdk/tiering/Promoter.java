@@ -1,4 +1,4 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;

@@ -1,4 +1,4 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 /**
  * Bytes read per chunk by one feature's pass of a {@link TieredReader}; cleared in the time of the

@@ -1,12 +1,12 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
-import io.strata.sdk.dataset.SegmentSource;
-import io.strata.sdk.Tier;
-import io.strata.sdk.TierStats;
+import io.strata.sdk.tier.SegmentSource;
+import io.strata.sdk.tier.Tier;
+import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;

@@ -1,4 +1,4 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,11 +1,11 @@
-package io.strata.sdk.tier;
+package io.strata.sdk.tiering;
 
 import io.strata.sdk.SegmentLease;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.dataset.SegmentSource;
+import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.format.SegmentInfo;
