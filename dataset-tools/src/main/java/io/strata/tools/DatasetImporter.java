@@ -33,6 +33,7 @@ import java.util.stream.Stream;
 import org.apache.orc.Reader;
 import org.apache.orc.StripeInformation;
 import org.apache.orc.TypeDescription;
+import org.apache.parquet.schema.MessageType;
 
 /**
  * Registers ORC or Parquet files written elsewhere as a dataset: checks that they share one schema, records
@@ -220,7 +221,7 @@ public final class DatasetImporter {
 
   /** As {@link #importInto}, for Parquet files: a row group is a chunk; no sidecars (Parquet keeps its page checksums inside the file). */
   private static Manifest importParquet(Options o, List<Path> files, Progress progress) throws IOException {
-    org.apache.parquet.schema.MessageType schema = null;
+    MessageType schema = null;
     Path schemaFile = null;
     List<Manifest.OrcFileInfo> fileInfos = new ArrayList<>();
     List<ChunkInfo> chunks = new ArrayList<>();
@@ -235,7 +236,7 @@ public final class DatasetImporter {
     for (int fi = 0; fi < files.size(); fi++) {
       Path f = files.get(fi);
       ParquetIo.FileChunks scanned = ParquetIo.chunks(f, fi, chunks.size(), row, encrypted);
-      org.apache.parquet.schema.MessageType s = scanned.schema();
+      MessageType s = scanned.schema();
       if (schema == null) {
         schema = s;
         schemaFile = f;
