@@ -36,7 +36,13 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
 
 /**
  * The raw local file system with every opened file's reads counted; with a {@link
- * io.strata.sdk.internal.Confinement}, every file it opens is opened through it.
+ * io.strata.sdk.internal.Confinement}, every file it opens is opened through it. Its streams are
+ * where {@link OrcReads}' policy is carried out: vectored reads coalesced (touching ranges, and
+ * gaps up to {@link OrcReads#gapBytes} on a disk that seeks), stripes read ahead taken over or
+ * waited for, footers and checksums served from the sidecars.
+ *
+ * <p>Threads: the file system is shared; each stream is used by one reader thread at a time, as
+ * orc-core uses its streams (the process-wide state is {@link OrcReads}').
  */
 final class CountingFileSystem extends RawLocalFileSystem {
   private final Confinement confinement;

@@ -11,7 +11,13 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 
-/** Configures a {@link Loader}. */
+/**
+ * Configures a {@link Loader} ({@link Loader#builder}): the features, the batching (sample
+ * batches, row batches shuffled singly or in blocks, windows), shuffling and sharding, epochs,
+ * prefetch and assembly threads, where resident chunks come from (a segment source or a cache
+ * node), derived features, the batch cache and exact resume; {@link #build()} checks them as a
+ * whole. Not thread-safe: configure on one thread, then build.
+ */
 public final class LoaderBuilder {
   final Dataset dataset;
   SegmentSource store;
