@@ -50,9 +50,6 @@ import org.apache.orc.Writer;
 public final class DatasetGenerator {
   static final int BATCH = 4096;
   private static final long EPOCH_2023 = 1_672_531_200L;
-  static final int CATEGORIES = 2_000;
-  static final int VOCABULARY = 50_000;
-  static final int MERCHANTS = 1_000_000;
 
   private DatasetGenerator() {}
 

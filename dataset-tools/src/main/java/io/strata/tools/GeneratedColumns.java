@@ -1,9 +1,6 @@
 package io.strata.tools;
 
 import static io.strata.tools.DatasetGenerator.BATCH;
-import static io.strata.tools.DatasetGenerator.CATEGORIES;
-import static io.strata.tools.DatasetGenerator.MERCHANTS;
-import static io.strata.tools.DatasetGenerator.VOCABULARY;
 import static io.strata.tools.DatasetGenerator.mix;
 
 import io.strata.sdk.FeatureType;
@@ -26,6 +23,11 @@ import org.apache.hadoop.hive.ql.exec.vector.TimestampColumnVector;
  * thread-safe: a generator thread uses its own rows and random stream; the strings are read-only.
  */
 final class GeneratedColumns {
+  /** Distinct categorical strings (a Zipf over them), token ids of the tokens column, merchant ids. */
+  private static final int CATEGORIES = 2_000;
+  private static final int VOCABULARY = 50_000;
+  private static final int MERCHANTS = 1_000_000;
+
   private GeneratedColumns() {}
 
   /** A generated column: name, type, and how to fill rows of a batch. */
