@@ -391,9 +391,9 @@ public final class ColumnBuilder {
       if (!c.type().equals(type)) {
         throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
       }
-      int last = order.runMaxRow(r);
-      if (last >= c.length()) {
-        throw new IndexOutOfBoundsException("row " + last + " of a column of " + c.length() + " rows");
+      // Every row of the run lies within its chunk: a column as long as its chunk holds them all.
+      if (order.runChunkRows(r) > c.length()) {
+        throw new IndexOutOfBoundsException("a chunk of " + order.runChunkRows(r) + " rows but a column of " + c.length() + " rows");
       }
       anyNulls |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
     }

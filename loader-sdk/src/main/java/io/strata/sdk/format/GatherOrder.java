@@ -20,12 +20,11 @@ public final class GatherOrder {
   private static final int DIGIT_BITS = 12;
 
   private int n;
-  private long[] rows = new long[0];
   private int[] pos = new int[0];
   private int[] local = new int[0];
   private int[] runChunk = new int[0];
   private int[] runStart = new int[1];
-  private int[] runMax = new int[1];
+  private int[] runChunkRows = new int[1];
   private int runs;
   private final int[] count = new int[(1 << DIGIT_BITS) + 1];
 
@@ -35,9 +34,8 @@ public final class GatherOrder {
    * by chunk.
    */
   public GatherOrder compute(long[] batchRows, int n, long[] chunkFirstRows, long totalRows) {
-    if (rows.length < n) {
-      int cap = Math.max(n, rows.length + rows.length / 2);
-      rows = new long[cap];
+    if (pos.length < n) {
+      int cap = Math.max(n, pos.length + pos.length / 2);
       pos = new int[cap];
       local = new int[cap];
     }
@@ -59,45 +57,34 @@ public final class GatherOrder {
     for (int d = 0; d < regions; d++) {
       c[d + 1] += c[d];
     }
-    long[] sorted = rows;
+    // Only the batch positions are scattered (one int store a row: the scatter's random stores are
+    // most of this method's cost); each entry's row is read back from the batch below.
     int[] p = pos;
     for (int k = 0; k < n; k++) {
-      long r = batchRows[k];
-      int at = c[(int) (r >>> shift)]++;
-      sorted[at] = r;
-      p[at] = k;
+      p[c[(int) (batchRows[k] >>> shift)]++] = k;
     }
-    // Runs of one chunk (a region that straddles a chunk boundary may alternate between the two),
-    // each row's place in its chunk, and each run's last row.
+    // Runs of one chunk (a region that straddles a chunk boundary may alternate between the two)
+    // and each row's place in its chunk.
     runs = 0;
-    int chunk = 0;
     long chunkFirst = 0;
     long nextFirst = -1;
-    int max = 0;
+    int[] l = local;
     for (int k = 0; k < n; k++) {
-      long row = sorted[k];
+      long row = batchRows[p[k]];
       if (row < chunkFirst || row >= nextFirst) {
-        if (runs > 0) {
-          runMax[runs - 1] = max;
-        }
-        chunk = Chunks.of(chunkFirstRows, row);
+        int chunk = Chunks.of(chunkFirstRows, row);
         chunkFirst = chunkFirstRows[chunk];
-        nextFirst = chunk + 1 < chunkFirstRows.length ? chunkFirstRows[chunk + 1] : Long.MAX_VALUE;
+        nextFirst = chunk + 1 < chunkFirstRows.length ? chunkFirstRows[chunk + 1] : totalRows;
         if (runs + 1 >= runStart.length) {
           runStart = Arrays.copyOf(runStart, Math.max(8, runStart.length * 2));
           runChunk = Arrays.copyOf(runChunk, runStart.length);
-          runMax = Arrays.copyOf(runMax, runStart.length);
+          runChunkRows = Arrays.copyOf(runChunkRows, runStart.length);
         }
         runChunk[runs] = chunk;
+        runChunkRows[runs] = Math.toIntExact(nextFirst - chunkFirst);
         runStart[runs++] = k;
-        max = 0;
       }
-      int l = (int) (row - chunkFirst);
-      local[k] = l;
-      max = Math.max(max, l);
-    }
-    if (runs > 0) {
-      runMax[runs - 1] = max;
+      l[k] = (int) (row - chunkFirst);
     }
     runStart[runs] = n;
     return this;
@@ -123,9 +110,9 @@ public final class GatherOrder {
     return runStart[r + 1] - runStart[r];
   }
 
-  /** The largest row within its chunk of run {@code r}. */
-  int runMaxRow(int r) {
-    return runMax[r];
+  /** The rows of the chunk of run {@code r} (every row of the run is below it within its chunk). */
+  int runChunkRows(int r) {
+    return runChunkRows[r];
   }
 
   /** The first entry of run {@code r} (entries are numbered in gather order). */

@@ -18,18 +18,20 @@ class GatherOrderTest {
     int entries = 0;
     for (int r = 0; r < g.runs(); r++) {
       int c = g.runChunk(r);
-      int max = 0;
       for (int j = g.runStart(r); j < g.runStart(r) + g.runRows(r); j++) {
         int p = g.position(j);
         assertTrue(!seen[p], "position " + p + " twice");
         seen[p] = true;
         assertEquals(rows[p], chunkFirst[c] + g.localRow(j), "entry " + j);
         assertTrue(c + 1 == chunkFirst.length || rows[p] < chunkFirst[c + 1], "row " + rows[p] + " is not in chunk " + c);
-        max = Math.max(max, g.localRow(j));
+        assertTrue(g.localRow(j) < g.runChunkRows(r), "entry " + j + " beyond its chunk");
         assertEquals(r, g.runOf(j), "the run of entry " + j);
         entries++;
       }
-      assertEquals(max, g.runMaxRow(r));
+      long chunkEnd = c + 1 < chunkFirst.length ? chunkFirst[c + 1] : -1;
+      if (chunkEnd >= 0) {
+        assertEquals(chunkEnd - chunkFirst[c], g.runChunkRows(r), "the rows of chunk " + c);
+      }
     }
     assertEquals(n, entries);
   }
