@@ -46,9 +46,9 @@ final class GatherFloor {
    * on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
    * own assembly of those batches in this process (computing its order, the permutation and the
    * grouping, itself), on one and on {@code threads} prefetch threads, batches closed as they come
-   * (no consumer cost). The machine is shared and noisy: after a warm-up of each (not timed), floor
-   * and loader are timed in turns, three rounds of a third of the time each, and each figure is
-   * the median of its rounds.
+   * (no consumer cost). The machine is shared and its speed drifts: after a warm-up of each (not
+   * timed), floor and loader are timed in short slices side by side, 15 pairs of them (3 with
+   * --quick); the ratios are the medians of the pairs' ratios, each figure the median of its slices.
    */
   ObjectNode measure(Path ds, Path ssd) throws Exception {
     int batchRows = 16384;
@@ -101,34 +101,64 @@ final class GatherFloor {
           byChunk[b] = FloorOrder.byChunk(rows[b], chunkFirst);
           byRegion[b] = FloorOrder.of(new GatherOrder().compute(rows[b], rows[b].length, chunkFirst, d.rows()));
         }
-        // Warm-up, not timed: the JIT compiles each loop first (on a small machine its compiler
-        // threads compete with the gathers, and a short first slice would time the interpreter).
-        double warm = quick ? 0.2 : 1.5;
-        floorRate(src, valid, validBase, width, byChunk, 1, arena, warm / 3);
-        floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3);
-        loaderRate(d, store, batchRows, threads, warm);
-        loaderRate(d, store, batchRows, 1, warm / 3);
-        int rounds = 3;
-        double slice = Math.max(seconds, 0.3) / rounds;
-        double[][] m = new double[6][rounds];
-        for (int r = 0; r < rounds; r++) {
-          m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
-          m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
-          m[2][r] = loaderRate(d, store, batchRows, 1, slice);
-          m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
-          m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
-          m[5][r] = loaderRate(d, store, batchRows, threads, slice);
+        // The loader's own assembly: one loader a thread count, open throughout, so that its slices
+        // can be interleaved with the floor's (see LoaderSlices).
+        try (LoaderSlices one = new LoaderSlices(d, store, batchRows, 1);
+            LoaderSlices many = new LoaderSlices(d, store, batchRows, threads)) {
+          // Warm-up, not timed: the JIT compiles each loop first (on a small machine its compiler
+          // threads compete with the gathers, and a short first slice would time the interpreter).
+          double warm = quick ? 0.2 : 1.5;
+          floorRate(src, valid, validBase, width, byChunk, 1, arena, warm / 3);
+          floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3);
+          many.rate(warm);
+          one.rate(warm / 3);
+          // The machine's speed drifts by up to 2x within a minute (other tenants): floor and loader
+          // are timed in short slices, side by side, many times over; each pair's ratio compares
+          // figures taken within a second of each other, and the figures are the medians.
+          int pairs = quick ? 3 : 15;
+          double slice = Math.max(seconds, 0.3) / pairs;
+          double[][] m = new double[6][pairs];
+          double[] ratio1 = new double[pairs];
+          double[] ratioN = new double[pairs];
+          for (int r = 0; r < pairs; r++) {
+            // The order within a pair turns, so that neither side always follows the other.
+            if (r % 2 == 0) {
+              m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
+              m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
+              m[2][r] = one.rate(slice);
+              m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
+              m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
+              m[5][r] = many.rate(slice);
+            } else {
+              m[2][r] = one.rate(slice);
+              m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
+              m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
+              m[5][r] = many.rate(slice);
+              m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
+              m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
+            }
+            ratio1[r] = m[2][r] / Math.max(m[0][r], m[1][r]);
+            ratioN[r] = m[5][r] / Math.max(m[3][r], m[4][r]);
+          }
+          double chunk1 = median(m[0]);
+          double region1 = median(m[1]);
+          double chunkN = median(m[3]);
+          double regionN = median(m[4]);
+          ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("pairs", pairs)
+              .put("secondsPerSlice", slice).put("floor1", Math.max(chunk1, region1)).put("floorN", Math.max(chunkN, regionN))
+              .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second")
+              .put("ratio1", median(ratio1)).put("ratioN", median(ratioN));
+          o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
+          o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
+          var spread = o.putObject("pairRatios");
+          var s1 = spread.putArray("threads1");
+          var sN = spread.putArray("threadsN");
+          for (int r = 0; r < pairs; r++) {
+            s1.add(ratio1[r]);
+            sN.add(ratioN[r]);
+          }
+          return o;
         }
-        double chunk1 = median(m[0]);
-        double region1 = median(m[1]);
-        double chunkN = median(m[3]);
-        double regionN = median(m[4]);
-        ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("rounds", rounds)
-            .put("floor1", Math.max(chunk1, region1)).put("floorN", Math.max(chunkN, regionN))
-            .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second");
-        o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
-        o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
-        return o;
       } finally {
         for (SegmentLease l : leases) {
           l.close();
@@ -284,11 +314,25 @@ final class GatherFloor {
     }
   }
 
-  private double loaderRate(Dataset d, SegmentStore store, int batchRows, int nThreads, double secs) throws IOException {
-    try (Loader l = Loader.builder(d).features(PeersBench.ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1).epochs(100000)
-        .prefetch(4, nThreads).build()) {
-      var it = l.iterator();
-      for (int i = 0; i < 8; i++) {
+  /**
+   * One loader (shuffled single rows, {@code threads} prefetch threads, batches closed as they
+   * come: no consumer cost), open across slices. Between slices nobody takes its batches, so its
+   * threads fill the prefetch depth and wait; a slice first takes those ready batches untimed (made
+   * while the floor ran), then times the batches its threads make from then on.
+   */
+  private static final class LoaderSlices implements AutoCloseable {
+    private static final int DEPTH = 4;
+    private final Loader loader;
+    private final java.util.Iterator<Batch> it;
+
+    LoaderSlices(Dataset d, SegmentStore store, int batchRows, int threads) throws IOException {
+      loader = Loader.builder(d).features(PeersBench.ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1)
+          .epochs(100000).prefetch(DEPTH, threads).build();
+      it = loader.iterator();
+    }
+
+    double rate(double secs) {
+      for (int i = 0; i < DEPTH; i++) {
         it.next().close();
       }
       long t0 = System.nanoTime();
@@ -298,6 +342,11 @@ final class GatherFloor {
         n++;
       }
       return n / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    @Override
+    public void close() throws IOException {
+      loader.close();
     }
   }
 }
