@@ -19,6 +19,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.List;
 
 /**
@@ -323,7 +324,7 @@ final class GatherFloor {
   private static final class LoaderSlices implements AutoCloseable {
     private static final int DEPTH = 4;
     private final Loader loader;
-    private final java.util.Iterator<Batch> it;
+    private final Iterator<Batch> it;
 
     LoaderSlices(Dataset d, SegmentStore store, int batchRows, int threads) throws IOException {
       loader = Loader.builder(d).features(PeersBench.ROW_FEATURES).segments(store).rowBatches(batchRows, true).seed(1)
