@@ -43,5 +43,6 @@ module io.strata.sdk {
   exports io.strata.sdk.format to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.files to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.tiering to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.hadoop to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.internal to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -16,12 +16,16 @@ import static io.strata.sdk.files.OrcReads.gapBytes;
 import static io.strata.sdk.files.OrcReads.key;
 
 import io.strata.sdk.files.OrcReads.Ahead;
+import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.strata.sdk.internal.Confinement;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -31,6 +35,7 @@ import java.util.function.IntFunction;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSInputStream;
 import org.apache.hadoop.fs.FileRange;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 
@@ -57,10 +62,39 @@ final class CountingFileSystem extends RawLocalFileSystem {
 
   @Override
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
-    java.nio.file.Path file = pathToFile(f).toPath();
-    FSDataInputStream in = confinement.confined() ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
+    java.nio.file.Path file = nioPath(f);
+    FSDataInputStream in = confinement.confined() || HadoopFileSystems.isHadoop(file)
+        ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
         : super.open(f, bufferSize);
     return new FSDataInputStream(new Counting(in, key(file), file, gapBytes(file)));
+  }
+
+  /**
+   * A file of a Hadoop file system (a dataset on HDFS) is read through its {@code java.nio} view,
+   * so that the same confinement, counting and coalescing apply; what orc-core asks of such a
+   * file besides its stream is its length.
+   */
+  @Override
+  public FileStatus getFileStatus(Path f) throws IOException {
+    java.nio.file.Path file = nioPath(f);
+    if (!HadoopFileSystems.isHadoop(file)) {
+      return super.getFileStatus(f);
+    }
+    BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
+    return new FileStatus(a.size(), a.isDirectory(), 1, 128L << 20, a.lastModifiedTime().toMillis(), f);
+  }
+
+  @Override
+  protected void checkPath(Path path) {
+    if (!HadoopFileSystems.handles(path.toUri().getScheme())) {
+      super.checkPath(path);
+    }
+  }
+
+  /** The {@code java.nio} path of {@code f}: a local file, or a file of a Hadoop file system. */
+  private java.nio.file.Path nioPath(Path f) {
+    URI u = f.toUri();
+    return HadoopFileSystems.handles(u.getScheme()) ? HadoopFileSystems.path(u) : pathToFile(f).toPath();
   }
 
 

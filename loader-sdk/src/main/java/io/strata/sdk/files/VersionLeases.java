@@ -1,5 +1,6 @@
 package io.strata.sdk.files;
 
+import io.strata.sdk.hadoop.HadoopFileSystems;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -63,6 +64,9 @@ public final class VersionLeases {
 
   /** A lease on {@code version} of the dataset in {@code dir}; close it when done reading. */
   public static AutoCloseable acquire(Path dir, String version) {
+    if (HadoopFileSystems.isHadoop(dir)) {
+      return () -> {}; // read-only to Strata: no relayout ever replaces a version there
+    }
     Path f = file(dir, version);
     synchronized (VersionLeases.class) {
       Held h = HELD.get(f);

@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -96,6 +97,13 @@ public final class Confinement {
   public FileChannel openRead(Path file) throws IOException {
     if (!confined()) {
       return FileChannel.open(file, StandardOpenOption.READ);
+    }
+    if (file.getFileSystem() != FileSystems.getDefault()) {
+      // A file of another file system (HDFS: no links, no descriptors to ask): its real path is its
+      // normalized absolute path, checked before the open.
+      Path real = file.toRealPath();
+      check(file, real, Files.isRegularFile(real));
+      return FileChannel.open(real, StandardOpenOption.READ);
     }
     if (Native.AVAILABLE) {
       return Native.openConfined(this, file);

@@ -1,0 +1,47 @@
+package io.strata.sdk.hadoop;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Files of a Hadoop file system ({@code hdfs://name-node:port/...}) as {@code java.nio.file}
+ * paths, read-only: {@code Files}, {@code FileChannel.open} and the SDK's own opens work on them
+ * as on local files, so a dataset's readers need not know where it lives. A file of HDFS cannot be
+ * mapped; mapping it into an arena reads it into memory of that arena instead.
+ *
+ * <p>The Hadoop client is configured here, from the node's configuration (its {@code hadoop}
+ * section: core-site keys such as {@code dfs.client.retry.policy.enabled}), never from the
+ * environment or a {@code core-site.xml} that happens to be on the class path: {@link #configure}
+ * before the first path of a name node is made; file systems opened earlier keep their settings.
+ *
+ * <p>Threads: every method may be called from any thread.
+ */
+public final class HadoopFileSystems {
+  private static final HadoopProvider PROVIDER = new HadoopProvider();
+
+  private HadoopFileSystems() {}
+
+  /** The URI schemes read through Hadoop. */
+  public static boolean handles(String scheme) {
+    return scheme != null && scheme.equalsIgnoreCase(HadoopProvider.SCHEME);
+  }
+
+  /** Sets the Hadoop client settings of the file systems opened from now on. */
+  public static void configure(Map<String, String> coreSiteKeys) {
+    PROVIDER.configure(coreSiteKeys);
+  }
+
+  /**
+   * The path {@code uri} ({@code hdfs://host:port/path}) names; its file system is opened on first
+   * use. An {@link IllegalArgumentException} names what is wrong with the URI.
+   */
+  public static Path path(URI uri) {
+    return PROVIDER.getPath(uri);
+  }
+
+  /** Whether {@code p} is a path of a Hadoop file system. */
+  public static boolean isHadoop(Path p) {
+    return p instanceof HadoopPath;
+  }
+}

@@ -1,0 +1,157 @@
+package io.strata.sdk.hadoop;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.ClosedFileSystemException;
+import java.nio.file.FileStore;
+import java.nio.file.FileSystem;
+import java.nio.file.FileSystemException;
+import java.nio.file.FileSystems;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.PathMatcher;
+import java.nio.file.WatchService;
+import java.nio.file.attribute.UserPrincipalLookupService;
+import java.util.List;
+import java.util.Set;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.security.AccessControlException;
+
+/**
+ * One Hadoop file system (one name node, {@code hdfs://host:port}) seen through {@code java.nio}:
+ * read-only. Holds its own Hadoop client (not the process-wide cache's, so closing this closes
+ * only it). Thread-safe: the Hadoop client is.
+ */
+final class HadoopNioFileSystem extends FileSystem {
+  private final HadoopProvider provider;
+  private final URI root;
+  private final org.apache.hadoop.fs.FileSystem hadoop;
+  private volatile boolean open = true;
+
+  HadoopNioFileSystem(HadoopProvider provider, URI root, org.apache.hadoop.fs.FileSystem hadoop) {
+    this.provider = provider;
+    this.root = root;
+    this.hadoop = hadoop;
+  }
+
+  /** {@code scheme://authority/}. */
+  URI root() {
+    return root;
+  }
+
+  /** {@code scheme://authority}, no slash. */
+  String rootString() {
+    return root.getScheme() + "://" + root.getAuthority();
+  }
+
+  org.apache.hadoop.fs.FileSystem hadoop() {
+    if (!open) {
+      throw new ClosedFileSystemException();
+    }
+    return hadoop;
+  }
+
+  /** The status of {@code p}; a missing file is a {@link NoSuchFileException}, a refusal an {@link AccessDeniedException}. */
+  FileStatus status(HadoopPath p) throws IOException {
+    try {
+      return hadoop().getFileStatus(p.hadoop());
+    } catch (IOException e) {
+      throw translate(p, e);
+    }
+  }
+
+  /** Hadoop's exceptions as java.nio's, naming the file. */
+  static IOException translate(Path p, IOException e) {
+    if (e instanceof FileNotFoundException) {
+      return new NoSuchFileException(p.toString());
+    }
+    if (e instanceof AccessControlException) {
+      AccessDeniedException d = new AccessDeniedException(p.toString(), null, e.getMessage());
+      d.initCause(e);
+      return d;
+    }
+    if (e instanceof FileSystemException) {
+      return e;
+    }
+    FileSystemException f = new FileSystemException(p.toString(), null, e.getMessage());
+    f.initCause(e);
+    return f;
+  }
+
+  @Override
+  public HadoopProvider provider() {
+    return provider;
+  }
+
+  @Override
+  public void close() throws IOException {
+    if (open) {
+      open = false;
+      provider.forget(this);
+      hadoop.close();
+    }
+  }
+
+  @Override
+  public boolean isOpen() {
+    return open;
+  }
+
+  @Override
+  public boolean isReadOnly() {
+    return true;
+  }
+
+  @Override
+  public String getSeparator() {
+    return "/";
+  }
+
+  @Override
+  public Iterable<Path> getRootDirectories() {
+    return List.of(getPath("/"));
+  }
+
+  @Override
+  public Iterable<FileStore> getFileStores() {
+    return List.of();
+  }
+
+  @Override
+  public Set<String> supportedFileAttributeViews() {
+    return Set.of("basic");
+  }
+
+  /** A path of this file system; a first part that starts with this file system's URI ({@code hdfs://nn:8020/...}) is taken as that URI's path. */
+  @Override
+  public HadoopPath getPath(String first, String... more) {
+    String r = rootString();
+    if (first.regionMatches(true, 0, r, 0, r.length()) && (first.length() == r.length() || first.charAt(r.length()) == '/')) {
+      first = first.length() == r.length() ? "/" : first.substring(r.length());
+    }
+    return HadoopPath.parse(this, first, more);
+  }
+
+  @Override
+  public PathMatcher getPathMatcher(String syntaxAndPattern) {
+    PathMatcher m = FileSystems.getDefault().getPathMatcher(syntaxAndPattern);
+    return p -> p instanceof HadoopPath h && m.matches(Path.of(h.pathString()));
+  }
+
+  @Override
+  public UserPrincipalLookupService getUserPrincipalLookupService() {
+    throw new UnsupportedOperationException("no user principals on " + rootString());
+  }
+
+  @Override
+  public WatchService newWatchService() {
+    throw new UnsupportedOperationException("a Hadoop file system cannot be watched: " + rootString());
+  }
+
+  @Override
+  public String toString() {
+    return rootString();
+  }
+}
