@@ -86,7 +86,7 @@ class CacheNodeTest {
     assertEquals(201, ok.statusCode(), ok.body());
     HttpResponse<String> hdfs = raw("POST", "/v1/datasets", "{\"path\":\"hdfs://nn/data/events\"}", null);
     assertEquals(400, hdfs.statusCode(), hdfs.body());
-    assertTrue(hdfs.body().contains("hdfs:// file system is not supported"), hdfs.body());
+    assertTrue(hdfs.body().contains("needs a local or mounted directory") && hdfs.body().contains("not hdfs://"), hdfs.body());
   }
 
   @Test

@@ -187,7 +187,7 @@ final class DatasetCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      Path dir = Locations.local(target);
+      Path dir = Locations.dataset(target);
       // A path (an existing directory, or anything with a separator) is read locally; a bare name is asked of the node.
       if (!Files.isDirectory(dir) && !target.contains(File.separator)) {
         return onNode();
@@ -289,7 +289,7 @@ final class DatasetCommand implements Runnable {
   static final class Verify implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    @Parameters(paramLabel = "DIR", converter = DatasetPath.class, description = "Dataset directory (or hdfs:// URI).")
     Path dir;
 
     @Option(names = "--ssd", description = "SSD tier directory (segment store) whose segments of the dataset are checked too.")
@@ -371,7 +371,7 @@ final class DatasetCommand implements Runnable {
   static final class Truth implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    @Parameters(paramLabel = "DIR", converter = DatasetPath.class, description = "Dataset directory (or hdfs:// URI).")
     Path dir;
 
     @Option(names = {"-o", "--out"}, required = true, description = "Ground-truth file to write.")

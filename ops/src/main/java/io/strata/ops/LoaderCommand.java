@@ -70,7 +70,7 @@ final class LoaderCommand implements Runnable {
   static final class Run implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    @Option(names = "--dataset", required = true, converter = DatasetPath.class, description = "Dataset directory (or hdfs:// URI).")
     Path dataset;
 
     @Option(names = "--ssd", description = "SSD tier directory with promoted segments.")

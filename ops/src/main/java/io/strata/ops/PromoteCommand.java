@@ -3,6 +3,7 @@ package io.strata.ops;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.files.Locations;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
@@ -84,7 +85,7 @@ final class PromoteCommand implements Callable<Integer> {
 
   private int local() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
-    try (Dataset ds = Dataset.open(Path.of(dataset))) {
+    try (Dataset ds = Dataset.open(Locations.dataset(dataset))) {
       // Arguments are checked before the SSD directory is opened (or created).
       List<String> f = features != null ? features : ds.featureNames();
       f.forEach(ds::feature);

@@ -33,9 +33,9 @@ class CliTest {
     Cli.Result du = Cli.run("dataset", "describe", ds.toUri().toString());
     assertEquals(0, du.code(), du.err());
     assertEquals(d.out(), du.out());
-    Cli.Result hdfs = Cli.run("dataset", "describe", "hdfs://namenode/data/ev");
-    assertEquals(2, hdfs.code(), hdfs.err());
-    assertTrue(hdfs.err().contains("the hdfs:// file system is not supported") && !hdfs.err().contains("\tat "), hdfs.err());
+    Cli.Result s3 = Cli.run("dataset", "describe", "s3a://bucket/data/ev");
+    assertEquals(2, s3.code(), s3.err());
+    assertTrue(s3.err().contains("the s3a:// file system is not supported") && !s3.err().contains("\tat "), s3.err());
     Cli.Result p = Cli.run("promote", "--dataset", ds.toString(), "--ssd", ssd.toString(), "--features", "amount,tokens,score", "--chunks", "0,2");
     assertEquals(0, p.code(), p.err());
     assertTrue(p.out().contains("2 chunks"), p.out());

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -345,7 +346,13 @@ public final class Manifest {
   /** Reads {@code manifest.json} from a dataset directory, the open confined by {@code confinement}. */
   public static Manifest read(Path dir, Confinement confinement) throws IOException {
     Path file = dir.resolve(FILE_NAME);
-    if (!Files.isRegularFile(file)) {
+    boolean regular;
+    try {
+      regular = Files.readAttributes(file, BasicFileAttributes.class).isRegularFile();
+    } catch (NoSuchFileException e) {
+      regular = false;
+    } // another failure (a name node that does not answer) is said as it is
+    if (!regular) {
       throw new NoSuchFileException(
           file.toString(), null, "no dataset manifest: create one with 'strata dataset generate' or 'strata dataset import'");
     }

@@ -72,8 +72,8 @@ final class HadoopProvider extends FileSystemProvider {
     URI root = URI.create(key + "/");
     try {
       return new HadoopNioFileSystem(this, root, org.apache.hadoop.fs.FileSystem.newInstance(root, conf));
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(new FileSystemException(key, null, "cannot reach the Hadoop file system: " + e.getMessage()));
+    } catch (IOException | IllegalArgumentException e) { // an unknown host comes as IllegalArgumentException
+      throw new IllegalArgumentException(key + ": cannot open the Hadoop file system: " + e.getMessage(), e);
     }
   }
 

@@ -17,8 +17,12 @@ class LocationsTest {
     assertEquals(Path.of("/data/e v"), Locations.local("file:///data/e%20v"));
     assertEquals(Path.of("/data/ev"), Locations.local("file://localhost/data/ev"));
     IllegalArgumentException h = assertThrows(IllegalArgumentException.class, () -> Locations.local("hdfs://nn:8020/data/ev"));
-    assertTrue(h.getMessage().contains("hdfs:// file system is not supported"), h.getMessage());
-    assertThrows(IllegalArgumentException.class, () -> Locations.local("s3a://bucket/ev"));
+    assertTrue(h.getMessage().contains("needs a local or mounted directory") && h.getMessage().contains("not hdfs://"), h.getMessage());
+    IllegalArgumentException s3 = assertThrows(IllegalArgumentException.class, () -> Locations.local("s3a://bucket/ev"));
+    assertTrue(s3.getMessage().contains("s3a:// file system is not supported"), s3.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> Locations.dataset("s3a://bucket/ev"));
+    assertEquals(Path.of("/data/ev"), Locations.dataset("/data/ev"));
+    assertEquals(Path.of("/data/ev"), Locations.dataset("file:///data/ev"));
     IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> Locations.local("file://otherhost/data"));
     assertTrue(other.getMessage().contains("otherhost"), other.getMessage());
   }

@@ -20,8 +20,11 @@ public final class Messages {
 
   private Messages() {}
 
-  /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path). */
+  /** A path as messages name it: absolute, without {@code .} or {@code ..} steps (as given when it is not a path, or a URI). */
   private static String clean(String file) {
+    if (file.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
+      return file; // a file of another file system (hdfs://...), named as its URI
+    }
     try {
       return Path.of(file).toAbsolutePath().normalize().toString();
     } catch (InvalidPathException e) {

@@ -95,7 +95,7 @@ final class Session implements AutoCloseable {
     if (datasetPath == null) {
       throw new IllegalArgumentException("dataset is required");
     }
-    Dataset ds = Dataset.open(Locations.local(datasetPath));
+    Dataset ds = Dataset.open(Locations.dataset(datasetPath));
     resources.add(ds);
     String ssd = text(r, "ssd", null);
     if (ssd != null && !Files.isDirectory(Path.of(ssd))) {

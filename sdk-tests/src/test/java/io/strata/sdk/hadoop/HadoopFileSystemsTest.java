@@ -11,6 +11,7 @@ import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.files.Locations;
 import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
@@ -161,7 +162,7 @@ class HadoopFileSystemsTest {
         Progress.NONE);
     cluster.getFileSystem().copyFromLocalFile(false, true, new org.apache.hadoop.fs.Path(local.toUri()),
         new org.apache.hadoop.fs.Path("/datasets/events"));
-    Path remote = path("/datasets/events");
+    Path remote = Locations.dataset(root + "/datasets/events");
     Path ssd = base.resolve("ssd");
     try (Dataset a = Dataset.open(local); Dataset b = Dataset.open(remote)) {
       assertEquals(a.version(), b.version());

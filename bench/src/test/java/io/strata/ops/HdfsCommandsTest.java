@@ -1,0 +1,103 @@
+package io.strata.ops;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The commands that read a dataset take it by an hdfs:// URI, against a real HDFS (a NameNode and
+ * three DataNodes in this JVM), and read what its local copy holds; the commands that write refuse
+ * such a URI by name.
+ */
+class HdfsCommandsTest {
+  @TempDir
+  static Path tmp;
+
+  private static MiniDFSCluster cluster;
+  private static Path local;
+  private static String remote;
+  private static Path truth;
+
+  @BeforeAll
+  static void start() throws Exception {
+    Configuration conf = new Configuration();
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, tmp.resolve("dfs").toString());
+    cluster = new MiniDFSCluster.Builder(conf).numDataNodes(3).build();
+    cluster.waitActive();
+    local = tmp.resolve("events");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", local.toString(), "--rows", "40000", "--rows-per-chunk", "10000",
+        "--seed", "3").code());
+    cluster.getFileSystem().copyFromLocalFile(false, true, new org.apache.hadoop.fs.Path(local.toUri()),
+        new org.apache.hadoop.fs.Path("/datasets/events"));
+    remote = "hdfs://localhost:" + cluster.getNameNodePort() + "/datasets/events";
+    truth = tmp.resolve("truth.bin");
+    assertEquals(0, Cli.run("dataset", "truth", local.toString(), "-o", truth.toString()).code());
+  }
+
+  @AfterAll
+  static void stop() {
+    if (cluster != null) {
+      cluster.shutdown();
+    }
+  }
+
+  @Test
+  void readingCommandsTakeAnHdfsDataset() throws Exception {
+    Cli.Result d = Cli.run("dataset", "describe", remote, "--json");
+    assertEquals(0, d.code(), d.err());
+    JsonNode j = Json.parse(d.out());
+    assertEquals(40_000, j.path("rows").asLong());
+    assertEquals("events", j.path("name").asText());
+
+    Cli.Result v = Cli.run("dataset", "verify", remote, "--json");
+    assertEquals(0, v.code(), v.out() + v.err());
+
+    Path remoteTruth = tmp.resolve("truth-hdfs.bin");
+    assertEquals(0, Cli.run("dataset", "truth", remote, "-o", remoteTruth.toString()).code());
+    assertArrayEquals(Files.readAllBytes(truth), Files.readAllBytes(remoteTruth), "the same values as the local copy");
+
+    // Every sample of an epoch read from HDFS, checked against the local copy's ground truth; then
+    // promoted from HDFS to a local SSD tier and read from there.
+    Cli.Result run = Cli.run("loader", "run", "--dataset", remote, "--batch", "256", "--verify-against", truth.toString(), "--json");
+    assertEquals(0, run.code(), run.out() + run.err());
+    Path ssd = tmp.resolve("ssd");
+    Files.createDirectories(ssd);
+    Cli.Result p = Cli.run("promote", "--dataset", remote, "--ssd", ssd.toString());
+    assertEquals(0, p.code(), p.out() + p.err());
+    Cli.Result fromSsd = Cli.run("loader", "run", "--dataset", remote, "--ssd", ssd.toString(), "--batch", "256",
+        "--verify-against", truth.toString(), "--json");
+    assertEquals(0, fromSsd.code(), fromSsd.out() + fromSsd.err());
+  }
+
+  @Test
+  void writingCommandsRefuseHdfsByName() {
+    Cli.Result g = Cli.run("dataset", "generate", "--out", remote + "-new", "--rows", "100");
+    assertEquals(2, g.code(), g.err());
+    assertTrue(g.err().contains("needs a local or mounted directory") && g.err().contains("not hdfs://"), g.err());
+    assertFalse(g.err().contains("\tat "), g.err());
+    Cli.Result r = Cli.run("dataset", "rollback", remote);
+    assertEquals(2, r.code(), r.err());
+    assertTrue(r.err().contains("not hdfs://"), r.err());
+  }
+
+  @Test
+  void anUnknownNameNodeIsOneClearLine() throws IOException {
+    Cli.Result d = Cli.run("dataset", "describe", "hdfs://no-such-namenode.invalid/datasets/events");
+    assertEquals(2, d.code(), d.err());
+    assertTrue(d.err().strip().startsWith("strata: hdfs://no-such-namenode.invalid: cannot open the Hadoop file system"), d.err());
+    assertFalse(d.err().contains("\tat "), d.err());
+  }
+}
