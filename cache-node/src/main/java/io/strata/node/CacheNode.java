@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpServer;
@@ -56,6 +57,7 @@ public final class CacheNode implements AutoCloseable {
 
   /** As above, with the connection bounds given (tests shorten them). */
   static CacheNode start(NodeConfig startConfig, Set<String> given, ConnectionGuard.Limits limits) throws IOException {
+    HadoopFileSystems.configure(startConfig.hadoop()); // before any file of an hdfs:// root is read
     VertxOptions options = new VertxOptions().setWorkerPoolSize(8);
     Cluster cluster = startConfig.cluster() == null ? Cluster.ALONE : HazelcastCluster.join(startConfig.cluster(), options);
     TierManager tiers;

@@ -222,7 +222,7 @@ final class DatasetRegistry implements AutoCloseable {
     }
     Path p;
     try {
-      p = Locations.local(dir);
+      p = Locations.dataset(dir);
     } catch (IllegalArgumentException e) { // an InvalidPathException too
       throw NodeException.badRequest("'path' " + e.getMessage());
     }
@@ -367,7 +367,13 @@ final class DatasetRegistry implements AutoCloseable {
     }
     for (JsonNode e : a) {
       String name = e.path("name").asText("");
-      Path dir = Path.of(e.path("path").asText("/nonexistent"));
+      Path dir;
+      try {
+        dir = Locations.dataset(e.path("path").asText("/nonexistent")); // a path, or an hdfs:// URI
+      } catch (IllegalArgumentException bad) {
+        startupNotes.add(f + " names '" + e.path("path").asText() + "' for " + name + " (" + bad.getMessage() + "): not restored");
+        continue;
+      }
       if (Files.isDirectory(dir)) {
         registry.put(name, dir);
         registryView = Collections.unmodifiableMap(new TreeMap<>(registry));

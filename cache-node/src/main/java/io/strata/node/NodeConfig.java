@@ -1,6 +1,7 @@
 package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.files.Locations;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -14,13 +15,15 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
 /**
  * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
  * directory and byte budget, the flash write budget, the DRAM budget, the bind address, port and
- * token, and the cluster it joins ({@code cluster}, null: alone). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
+ * token, the cluster it joins ({@code cluster}, null: alone), and the settings of its HDFS client
+ * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
  * optional, see docs/API.md).
  */
 public record NodeConfig(
@@ -37,7 +40,8 @@ public record NodeConfig(
     long promotionBytesPerSecond,
     long maxBodyBytes,
     ClusterSettings cluster,
-    long scrubBytesPerSecond) {
+    long scrubBytesPerSecond,
+    Map<String, String> hadoop) {
 
   public static final int DEFAULT_PORT = 7070;
   /** The rate at which a node re-verifies its segments' checksums in the background ({@code scrubBytesPerSecond}). */
@@ -46,6 +50,7 @@ public record NodeConfig(
   public NodeConfig {
     Objects.requireNonNull(home, "home");
     hddRoots = List.copyOf(hddRoots);
+    hadoop = Map.copyOf(hadoop);
     Objects.requireNonNull(ssdDir, "ssdDir");
     if (hddRoots.isEmpty()) {
       throw new IllegalArgumentException("at least one HDD root is needed");
@@ -127,39 +132,39 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND);
+        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of());
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
   }
 
   /** This configuration scrubbing its segments' checksums at {@code bytesPerSecond} (0: off). */
   public NodeConfig withScrubRate(long bytesPerSecond) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop);
   }
 
   /** This configuration joining {@code c} (null: alone). */
   public NodeConfig withCluster(ClusterSettings c) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop);
   }
 
   /**
@@ -203,7 +208,7 @@ public record NodeConfig(
         if (!n.get(rootsKey).isArray()) {
           throw new IllegalArgumentException(rootsKey + " must be an array of directories");
         }
-        n.get(rootsKey).forEach(r -> roots.add(Path.of(r.asText())));
+        n.get(rootsKey).forEach(r -> roots.add(Locations.dataset(r.asText())));
       }
       String budgetKey = Setting.SSD_BUDGET_BYTES.fileKey();
       String flashKey = Setting.FLASH_WRITE_BUDGET_BYTES_PER_HOUR.fileKey();
@@ -221,10 +226,29 @@ public record NodeConfig(
           n.hasNonNull("promotionBytesPerSecond") ? bytes(n.get("promotionBytesPerSecond")) : d.promotionBytesPerSecond(),
           n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes(),
           n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null,
-          n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond());
+          n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond(),
+          n.hasNonNull("hadoop") ? hadoop(n.get("hadoop")) : Map.of());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The "hadoop" object: the HDFS client's settings (core-site and hdfs-site keys, string values),
+   * the only way the node's client is configured (no core-site.xml or environment is read).
+   */
+  static Map<String, String> hadoop(JsonNode h) {
+    if (!h.isObject()) {
+      throw new IllegalArgumentException("hadoop must be an object of Hadoop client settings {\"key\": \"value\"}");
+    }
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    for (var e : h.properties()) {
+      if (!e.getValue().isValueNode()) {
+        throw new IllegalArgumentException("hadoop." + e.getKey() + " must be a string, number or boolean");
+      }
+      m.put(e.getKey(), e.getValue().asText());
+    }
+    return m;
   }
 
   /** The "cluster" object: {"host": ADDRESS, "members": [ADDRESS, ...], "port": 5701, "name": "strata"}. */

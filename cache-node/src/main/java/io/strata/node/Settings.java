@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.files.Locations;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.node.policy.Policies;
@@ -90,7 +91,7 @@ final class Settings {
             case POPULARITY_DISCOUNT -> s.popularityDiscount = Math.max(1, v.get("value").asDouble());
             case HDD_ROOTS -> {
               List<Path> roots = new ArrayList<>();
-              v.get("value").forEach(r -> roots.add(Path.of(r.asText())));
+              v.get("value").forEach(r -> roots.add(Locations.dataset(r.asText())));
               if (!roots.isEmpty()) {
                 s.hddRoots = List.copyOf(roots);
               }

@@ -113,7 +113,7 @@ final class DatasetCommand implements Runnable {
   static final class Register implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Parameters(paramLabel = "DIR", description = "Dataset directory.")
+    @Parameters(paramLabel = "DIR", converter = DatasetPath.class, description = "Dataset directory (or hdfs:// URI).")
     Path dir;
 
     @Mixin NodeOptions node;

@@ -12,8 +12,9 @@ import java.util.Map;
  *
  * <p>The Hadoop client is configured here, from the node's configuration (its {@code hadoop}
  * section: core-site keys such as {@code dfs.client.retry.policy.enabled}), never from the
- * environment or a {@code core-site.xml} that happens to be on the class path: {@link #configure}
- * before the first path of a name node is made; file systems opened earlier keep their settings.
+ * environment or a {@code core-site.xml} that happens to be on the class path: a name node's
+ * client is made at the first read of one of its files, with the settings {@link #configure} gave
+ * last; it keeps them.
  *
  * <p>Threads: every method may be called from any thread.
  */
@@ -33,8 +34,9 @@ public final class HadoopFileSystems {
   }
 
   /**
-   * The path {@code uri} ({@code hdfs://host:port/path}) names; its file system is opened on first
-   * use. An {@link IllegalArgumentException} names what is wrong with the URI.
+   * The path {@code uri} ({@code hdfs://host:port/path}) names (nothing is read: a name node that
+   * cannot be reached is found at the first read). An {@link IllegalArgumentException} names what
+   * is wrong with the URI.
    */
   public static Path path(URI uri) {
     return PROVIDER.getPath(uri);

@@ -16,24 +16,27 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.UserPrincipalLookupService;
 import java.util.List;
 import java.util.Set;
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.security.AccessControlException;
 
 /**
  * One Hadoop file system (one name node, {@code hdfs://host:port}) seen through {@code java.nio}:
  * read-only. Holds its own Hadoop client (not the process-wide cache's, so closing this closes
- * only it). Thread-safe: the Hadoop client is.
+ * only it), made at the first read. Thread-safe: the client is made under this object's monitor,
+ * and the Hadoop client itself is thread-safe.
  */
 final class HadoopNioFileSystem extends FileSystem {
   private final HadoopProvider provider;
   private final URI root;
-  private final org.apache.hadoop.fs.FileSystem hadoop;
+  /** The Hadoop client, made at the first read (with the settings then in force); guarded by this. */
+  @GuardedBy("this")
+  private org.apache.hadoop.fs.FileSystem hadoop;
   private volatile boolean open = true;
 
-  HadoopNioFileSystem(HadoopProvider provider, URI root, org.apache.hadoop.fs.FileSystem hadoop) {
+  HadoopNioFileSystem(HadoopProvider provider, URI root) {
     this.provider = provider;
     this.root = root;
-    this.hadoop = hadoop;
   }
 
   /** {@code scheme://authority/}. */
@@ -46,9 +49,13 @@ final class HadoopNioFileSystem extends FileSystem {
     return root.getScheme() + "://" + root.getAuthority();
   }
 
-  org.apache.hadoop.fs.FileSystem hadoop() {
+  /** The Hadoop client; made at the first call, so that paths are syntax until something is read. */
+  synchronized org.apache.hadoop.fs.FileSystem hadoop() throws IOException {
     if (!open) {
       throw new ClosedFileSystemException();
+    }
+    if (hadoop == null) {
+      hadoop = provider.client(root);
     }
     return hadoop;
   }
@@ -86,11 +93,13 @@ final class HadoopNioFileSystem extends FileSystem {
   }
 
   @Override
-  public void close() throws IOException {
+  public synchronized void close() throws IOException {
     if (open) {
       open = false;
       provider.forget(this);
-      hadoop.close();
+      if (hadoop != null) {
+        hadoop.close();
+      }
     }
   }
 

@@ -38,7 +38,8 @@ import org.apache.hadoop.fs.FileStatus;
 
 /**
  * The {@code hdfs} scheme for {@code java.nio.file}: read-only file systems, one per name node,
- * opened on first use with the Hadoop client settings {@link HadoopFileSystems#configure} gave.
+ * whose Hadoop client is made at the first read with the settings {@link HadoopFileSystems#configure}
+ * gave.
  * Everything that would write is refused ({@link ReadOnlyFileSystemException}); files are read
  * through {@link HadoopChannel}. Thread-safe.
  */
@@ -66,15 +67,23 @@ final class HadoopProvider extends FileSystemProvider {
     return SCHEME + "://" + uri.getAuthority().toLowerCase(Locale.ROOT);
   }
 
-  private HadoopNioFileSystem open(String key) {
+  /** The Hadoop client of the file system at {@code root}, with the settings in force now. */
+  org.apache.hadoop.fs.FileSystem client(URI root) throws IOException {
     Configuration conf = new Configuration();
     settings.forEach(conf::set);
-    URI root = URI.create(key + "/");
     try {
-      return new HadoopNioFileSystem(this, root, org.apache.hadoop.fs.FileSystem.newInstance(root, conf));
+      return org.apache.hadoop.fs.FileSystem.newInstance(root, conf);
     } catch (IOException | IllegalArgumentException e) { // an unknown host comes as IllegalArgumentException
-      throw new IllegalArgumentException(key + ": cannot open the Hadoop file system: " + e.getMessage(), e);
+      String r = root.toString();
+      FileSystemException f = new FileSystemException(r.substring(0, r.length() - 1), null,
+          "cannot open the Hadoop file system: " + e.getMessage());
+      f.initCause(e);
+      throw f;
     }
+  }
+
+  private HadoopNioFileSystem open(String key) {
+    return new HadoopNioFileSystem(this, URI.create(key + "/"));
   }
 
   @Override
@@ -82,11 +91,6 @@ final class HadoopProvider extends FileSystemProvider {
     String k = key(uri);
     HadoopNioFileSystem fs = open(k);
     if (systems.putIfAbsent(k, fs) != null) {
-      try {
-        fs.close();
-      } catch (IOException ignored) {
-        // the one just opened, unused
-      }
       throw new FileSystemAlreadyExistsException(k);
     }
     return fs;
