@@ -122,6 +122,26 @@ class HdfsCommandsTest {
   }
 
   @Test
+  void aParquetDatasetOnHdfsReadsAsItsLocalCopy() throws Exception {
+    Path pq = tmp.resolve("events-pq");
+    assertEquals(0, Cli.run("dataset", "generate", "--format", "parquet", "--out", pq.toString(), "--rows", "30000",
+        "--rows-per-chunk", "10000", "--seed", "5").code());
+    cluster.getFileSystem().copyFromLocalFile(false, true, new org.apache.hadoop.fs.Path(pq.toUri()),
+        new org.apache.hadoop.fs.Path("/datasets/events-pq"));
+    String uri = "hdfs://localhost:" + cluster.getNameNodePort() + "/datasets/events-pq";
+    Path localTruth = tmp.resolve("truth-pq.bin");
+    Path remoteTruth = tmp.resolve("truth-pq-hdfs.bin");
+    assertEquals(0, Cli.run("dataset", "truth", pq.toString(), "-o", localTruth.toString()).code());
+    Cli.Result t = Cli.run("dataset", "truth", uri, "-o", remoteTruth.toString());
+    assertEquals(0, t.code(), t.out() + t.err());
+    assertArrayEquals(Files.readAllBytes(localTruth), Files.readAllBytes(remoteTruth), "the same values as the local copy");
+    Cli.Result v = Cli.run("dataset", "verify", uri);
+    assertEquals(0, v.code(), v.out() + v.err());
+    Cli.Result run = Cli.run("loader", "run", "--dataset", uri, "--batch", "256", "--verify-against", localTruth.toString());
+    assertEquals(0, run.code(), run.out() + run.err());
+  }
+
+  @Test
   void writingCommandsRefuseHdfsByName() {
     Cli.Result g = Cli.run("dataset", "generate", "--out", remote + "-new", "--rows", "100");
     assertEquals(2, g.code(), g.err());

@@ -84,9 +84,14 @@ class CacheNodeTest {
   void aDatasetMayBeRegisteredByFileUriAndOtherFileSystemsAreRefusedByName() throws Exception {
     HttpResponse<String> ok = raw("POST", "/v1/datasets", "{\"path\":\"" + datasetDir.toUri() + "\"}", null);
     assertEquals(201, ok.statusCode(), ok.body());
+    // hdfs:// is a file system a node reads (HdfsCommandsTest); outside every root it is refused as any path is, by its
+    // name alone (the name node "nn" is never asked).
     HttpResponse<String> hdfs = raw("POST", "/v1/datasets", "{\"path\":\"hdfs://nn/data/events\"}", null);
-    assertEquals(400, hdfs.statusCode(), hdfs.body());
-    assertTrue(hdfs.body().contains("needs a local or mounted directory") && hdfs.body().contains("not hdfs://"), hdfs.body());
+    assertEquals(403, hdfs.statusCode(), hdfs.body());
+    assertTrue(hdfs.body().contains("hdfs://nn/data/events is outside the node's HDD roots"), hdfs.body());
+    HttpResponse<String> s3 = raw("POST", "/v1/datasets", "{\"path\":\"s3a://bucket/data/events\"}", null);
+    assertEquals(400, s3.statusCode(), s3.body());
+    assertTrue(s3.body().contains("s3a:// file system is not supported"), s3.body());
   }
 
   @Test
