@@ -14,6 +14,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -241,7 +242,7 @@ public record NodeConfig(
     if (!h.isObject()) {
       throw new IllegalArgumentException("hadoop must be an object of Hadoop client settings {\"key\": \"value\"}");
     }
-    Map<String, String> m = new java.util.LinkedHashMap<>();
+    Map<String, String> m = new LinkedHashMap<>();
     for (var e : h.properties()) {
       if (!e.getValue().isValueNode()) {
         throw new IllegalArgumentException("hadoop." + e.getKey() + " must be a string, number or boolean");

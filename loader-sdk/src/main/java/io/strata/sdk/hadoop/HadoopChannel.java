@@ -4,13 +4,15 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileLock;
 import java.nio.channels.NonWritableChannelException;
 import java.nio.channels.ReadableByteChannel;
-import java.nio.channels.WritableByteChannel;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import org.apache.hadoop.fs.FSDataInputStream;
 
 /**
@@ -115,7 +117,7 @@ final class HadoopChannel extends FileChannel {
       } catch (IOException e) {
         throw HadoopNioFileSystem.translate(path, e);
       }
-      MemorySegment.copy(b, 0, m, java.lang.foreign.ValueLayout.JAVA_BYTE, done, n);
+      MemorySegment.copy(b, 0, m, ValueLayout.JAVA_BYTE, done, n);
       done += n;
     }
     return m.asReadOnly();
@@ -214,7 +216,7 @@ final class HadoopChannel extends FileChannel {
 
   private void ensureOpen() throws IOException {
     if (!isOpen()) {
-      throw new java.nio.channels.ClosedChannelException();
+      throw new ClosedChannelException();
     }
   }
 }

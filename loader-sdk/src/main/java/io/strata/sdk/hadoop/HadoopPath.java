@@ -3,6 +3,7 @@ package io.strata.sdk.hadoop;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.file.InvalidPathException;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.ProviderMismatchException;
@@ -37,7 +38,7 @@ final class HadoopPath implements Path {
     }
     String s = joined.toString();
     if (s.indexOf('\0') >= 0) {
-      throw new java.nio.file.InvalidPathException(s, "a NUL character in a path");
+      throw new InvalidPathException(s, "a NUL character in a path");
     }
     List<String> names = new ArrayList<>();
     for (String n : s.split("/")) {

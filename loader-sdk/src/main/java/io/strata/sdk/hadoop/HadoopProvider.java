@@ -98,9 +98,10 @@ final class HadoopProvider extends FileSystemProvider {
 
   @Override
   public HadoopNioFileSystem getFileSystem(URI uri) {
-    HadoopNioFileSystem fs = systems.get(key(uri));
+    String k = key(uri);
+    HadoopNioFileSystem fs = systems.get(k);
     if (fs == null) {
-      throw new FileSystemNotFoundException(key(uri));
+      throw new FileSystemNotFoundException(k);
     }
     return fs;
   }
