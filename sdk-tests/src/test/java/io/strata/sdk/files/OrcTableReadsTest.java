@@ -153,6 +153,10 @@ class OrcTableReadsTest {
       long mine = OrcReads.bytesOnThisThread();
       for (int c = 0; c < chunks; c++) {
         values.add(ds.table().readChunk(c, some, Arena.global()));
+        // A job's work between chunks: the read-ahead thread starts in it. Without it, on a loaded
+        // machine the reader could reach the next chunk before that thread ran at all (the
+        // read-ahead is then dropped, correctly, and this test would count too few).
+        Thread.sleep(50);
       }
       inOrder = rec.requests();
       // This thread's bytes: its own requests and the stripes it took from the read-ahead (all of
