@@ -12,6 +12,7 @@ sends to the server with its next request.
 import base64
 import numbers
 import os
+import re
 import warnings
 
 import numpy as np
@@ -24,10 +25,14 @@ from ._protocol import _Lease, _Server
 _STATE_FORMAT = 1
 
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 def _local_path(location):
-    """A dataset location as the Java side takes it: a path, or a file:// URI (other schemes are refused there)."""
+    """A dataset location as the Java side takes it: a path (made absolute), or a URI as given (file://, hdfs://;
+    the Java side refuses other schemes by name)."""
     text = os.fspath(location)
-    if isinstance(text, str) and text.startswith("file:"):
+    if isinstance(text, str) and _URI.match(text):
         return text
     return os.path.abspath(text)
 
@@ -41,7 +46,7 @@ class Loader:
     A batch's memory is recycled once nothing refers to it any more; its schema metadata has
     ``strata.epoch`` and ``strata.step``.
 
-    dataset: the dataset directory (a path or a ``file://`` URI). features: column names or derived specs such as
+    dataset: the dataset directory (a path, a ``file://`` URI, or an ``hdfs://`` URI: read-only there). features: column names or derived specs such as
     ``"zscore(log1p(amount))"`` (default: every feature). node: a cache node's URL; the job
     declares its plan and reports its reads there, and shares the node's SSD tier. ssd: a local
     SSD tier directory instead (without node or ssd, everything comes from ORC). feature_store:

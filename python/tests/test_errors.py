@@ -31,6 +31,17 @@ def test_missing_dataset(tmp_path):
     assert "absent" in one_line(e)
 
 
+def test_a_dataset_uri_goes_to_java_as_given_and_an_unreachable_hdfs_is_one_line():
+    from strata._loader import _local_path
+
+    assert _local_path("hdfs://nn:8020/data/ev") == "hdfs://nn:8020/data/ev"
+    assert _local_path("file:///data/ev") == "file:///data/ev"
+    assert _local_path("rel/ev") == os.path.abspath("rel/ev")
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader("hdfs://localhost:1/data/ev", features=["amount"])
+    assert "hdfs://localhost:1" in one_line(e)
+
+
 def test_state_of_another_plan_is_refused(dataset):
     a = strata.Loader(dataset, features=["amount"], batch_samples=4, seed=1)
     next(iter(a))

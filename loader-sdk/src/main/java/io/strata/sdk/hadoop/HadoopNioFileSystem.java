@@ -2,7 +2,10 @@ package io.strata.sdk.hadoop;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
 import java.net.URI;
+import java.net.UnknownHostException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.ClosedFileSystemException;
 import java.nio.file.FileStore;
@@ -69,22 +72,46 @@ final class HadoopNioFileSystem extends FileSystem {
     }
   }
 
-  /** Hadoop's exceptions as java.nio's, naming the file. */
+  /** Hadoop's exceptions as java.nio's, naming the file and the problem in Strata's words. */
   static IOException translate(Path p, IOException e) {
     if (e instanceof FileNotFoundException) {
       return new NoSuchFileException(p.toString());
     }
     if (e instanceof AccessControlException) {
-      AccessDeniedException d = new AccessDeniedException(p.toString(), null, e.getMessage());
+      AccessDeniedException d = new AccessDeniedException(p.toString(), null, reason(e));
       d.initCause(e);
       return d;
     }
     if (e instanceof FileSystemException) {
       return e;
     }
-    FileSystemException f = new FileSystemException(p.toString(), null, e.getMessage());
+    FileSystemException f = new FileSystemException(p.toString(), null, reason(e));
     f.initCause(e);
     return f;
+  }
+
+  /**
+   * What went wrong, without the Java class names and wiki links of Hadoop's messages ("Call From
+   * h/127.0.0.1 to nn:1 failed on connection exception: java.net.ConnectException: ...").
+   */
+  static String reason(Exception e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException) {
+        return "the name node refuses connections (is it running, and is this its address?)";
+      }
+      if (t instanceof UnknownHostException) {
+        return "unknown host " + stripped(t.getMessage());
+      }
+      if (t instanceof SocketTimeoutException) {
+        return "the name node did not answer in time";
+      }
+    }
+    return stripped(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage());
+  }
+
+  private static String stripped(String m) {
+    return m == null ? "" : m.replaceAll("\\b(?:[a-z][\\w$]*\\.)+[A-Z][\\w$]*(?:Exception|Error): ", "")
+        .replaceAll(";?\\s*For more details see:.*$", "").strip();
   }
 
   @Override

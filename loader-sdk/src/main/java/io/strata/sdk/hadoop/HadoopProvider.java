@@ -76,7 +76,7 @@ final class HadoopProvider extends FileSystemProvider {
     } catch (IOException | IllegalArgumentException e) { // an unknown host comes as IllegalArgumentException
       String r = root.toString();
       FileSystemException f = new FileSystemException(r.substring(0, r.length() - 1), null,
-          "cannot open the Hadoop file system: " + e.getMessage());
+          "cannot open the Hadoop file system: " + HadoopNioFileSystem.reason(e));
       f.initCause(e);
       throw f;
     }
