@@ -153,10 +153,10 @@ class OrcTableReadsTest {
       long mine = OrcReads.bytesOnThisThread();
       for (int c = 0; c < chunks; c++) {
         values.add(ds.table().readChunk(c, some, Arena.global()));
-        // A job's work between chunks: the read-ahead thread starts in it. Without it, on a loaded
-        // machine the reader could reach the next chunk before that thread ran at all (the
-        // read-ahead is then dropped, correctly, and this test would count too few).
-        Thread.sleep(50);
+        // As a job's work between chunks would: the read-ahead the read issued gets to start. On a
+        // loaded machine the reader could otherwise reach the next chunk before that thread ran at
+        // all (the read-ahead is then dropped, correctly, and this test would count too few).
+        awaitReadAheadsStarted();
       }
       inOrder = rec.requests();
       // This thread's bytes: its own requests and the stripes it took from the read-ahead (all of
@@ -192,6 +192,14 @@ class OrcTableReadsTest {
     assertEquals(backwards.size(), inOrder.size() - inOrder.stream().filter(q -> q.ahead() && q.length() < 17_000
         && q.offset() > 0 && isTail(q)).count(), "no stripe read twice");
     assertTrue(files.size() >= 2, "chunks read ahead across files too");
+  }
+
+  /** Waits (at most 10 s) until no read-ahead is still queued: each has started, or ended. */
+  private static void awaitReadAheadsStarted() throws InterruptedException {
+    long end = System.nanoTime() + 10_000_000_000L;
+    while (OrcReads.AHEAD.stream().anyMatch(a -> a.state.get() == OrcReads.QUEUED) && System.nanoTime() < end) {
+      Thread.sleep(1);
+    }
   }
 
   /** A request for the end of its file (an ORC reader's open). */
