@@ -10,6 +10,7 @@ import io.strata.ops.Main;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.strata.sdk.Progress;
 import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.internal.Json;
@@ -67,11 +68,23 @@ public final class ClusterBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
+  @Option(names = "--hdd", defaultValue = "local", description = "Where the shared HDD tier is: local (a directory of this"
+      + " machine) or hdfs (a real HDFS, a NameNode and three DataNodes as processes of a fourth host, reached over the hosts'"
+      + " network, with a DataNode killed and the NameNode restarted while jobs read); default ${DEFAULT-VALUE}.")
+  String hdd;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter log = spec.commandLine().getErr();
+    if (!hdd.equals("local") && !hdd.equals("hdfs")) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--hdd is local or hdfs, not '" + hdd + "'");
+    }
+    boolean hdfs = hdd.equals("hdfs");
     String why = ClusterLab.unavailable();
+    if (why == null && hdfs) {
+      why = HdfsLab.unavailable();
+    }
     if (why != null) {
       // As 'bench gpu' without a GPU: say what is missing, measure nothing.
       if (json) {
@@ -84,7 +97,7 @@ public final class ClusterBench implements Callable<Integer> {
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-cluster") : work;
     try {
-      ObjectNode r = run(dir, quick ? Math.min(rows, 120_000) : rows, stepMs, killDuring, log);
+      ObjectNode r = run(dir, quick ? Math.min(rows, 120_000) : rows, stepMs, killDuring, hdfs, log);
       if (json) {
         out.println(Json.compact(r));
       } else {
@@ -100,6 +113,10 @@ public final class ClusterBench implements Callable<Integer> {
             r.has("partitionNoticedSeconds") ? Terminal.seconds(r.path("partitionNoticedSeconds").asDouble()) : "-",
             r.path("valuesVerified").asLong(),
             r.path("mismatches").asLong());
+        if (hdfs) {
+          out.printf("HDD tier on HDFS (3 DataNodes): a DataNode killed and the NameNode restarted (%s) while jobs B and C"
+              + " read, in both runs%n", Terminal.seconds(c.path("hdfs").path("nameNodeRestartSeconds").asDouble()));
+        }
       }
       return r.path("mismatches").asLong() == 0 && r.path("jobFailures").asInt() == 0 ? 0 : 1;
     } finally {
@@ -109,8 +126,18 @@ public final class ClusterBench implements Callable<Integer> {
     }
   }
 
-  /** The whole comparison in {@code dir}; the JSON it reports. */
+  /** The whole comparison in {@code dir} with the shared HDD tier a local directory; the JSON it reports. */
   public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, PrintWriter log) throws Exception {
+    return run(dir, rows, stepMs, killDuring, false, log);
+  }
+
+  /**
+   * The whole comparison in {@code dir}; with {@code hdfs} the shared HDD tier is an HDFS ({@link
+   * HdfsLab}) every host reads over its network, and in each run a DataNode is killed and the
+   * NameNode restarted while jobs B and C read. The JSON it reports.
+   */
+  public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, boolean hdfs, PrintWriter log)
+      throws Exception {
     Path data = dir.resolve("shared/events");
     log.println("generating " + Terminal.count(rows) + " rows ...");
     DatasetGenerator.generate(data, DatasetGenerator.Options.of("events", rows, 11).withFeatures(12)
@@ -125,13 +152,13 @@ public final class ClusterBench implements Callable<Integer> {
     List<List<String>> jobs = List.of(names.subList(0, 8),
         concat(names.subList(0, 8), names.get(8)), concat(names.subList(0, 8), names.get(9)));
     ObjectNode r = Json.object();
-    r.put("available", true).put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
+    r.put("available", true).put("hdd", hdfs ? "hdfs" : "local").put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
     ArrayNode js = r.putArray("jobs");
     for (int j = 0; j < jobs.size(); j++) {
       js.addObject().put("job", "job-" + (char) ('a' + j)).put("host", j + 1).put("features", String.join(",", jobs.get(j)));
     }
-    ObjectNode alone = mode(dir.resolve("alone"), data, truth, jobs, false, false, stepMs, log);
-    ObjectNode clustered = mode(dir.resolve("clustered"), data, truth, jobs, true, killDuring, stepMs, log);
+    ObjectNode alone = mode(dir.resolve("alone"), data, truth, jobs, false, false, hdfs, stepMs, log);
+    ObjectNode clustered = mode(dir.resolve("clustered"), data, truth, jobs, true, killDuring, hdfs, stepMs, log);
     r.set("alone", alone);
     r.set("clustered", clustered);
     r.put("deadHostNoticedSeconds", clustered.path("deadHostNoticedSeconds").asDouble());
@@ -145,8 +172,11 @@ public final class ClusterBench implements Callable<Integer> {
     r.putObject("ratios").put("hddClusteredVsAlone", ha == 0 ? 0 : (double) clustered.path("hddBytes").asLong() / ha)
         .put("peerVsOrcDecode", clustered.path("orcDecodeCopyGBps").asDouble() == 0 ? 0
             : clustered.path("peerCopyGBps").asDouble() / clustered.path("orcDecodeCopyGBps").asDouble());
-    r.put("assumes", "one machine: the hosts share its cores, disk and page cache; the shared HDD tier is a local directory;"
-        + " job A runs before B and C (a popular feature set, read again later on other hosts)");
+    r.put("assumes", "one machine: the hosts share its cores, disk and page cache; the shared HDD tier is "
+        + (hdfs ? "an HDFS (a NameNode and three DataNodes, replication 3, processes of a fourth host, their blocks on this"
+            + " machine's disk, reached over the hosts' bridge: no network cost beyond the kernel's, no disk of their own)"
+            : "a local directory")
+        + "; job A runs before B and C (a popular feature set, read again later on other hosts)");
     return r;
   }
 
@@ -163,12 +193,19 @@ public final class ClusterBench implements Callable<Integer> {
   }
 
   /** One run of the three jobs with the nodes alone or clustered. */
-  private static ObjectNode mode(Path dir, Path data, Path truth, List<List<String>> jobs, boolean clustered,
-      boolean killDuring, int stepMs, PrintWriter log) throws Exception {
+  private static ObjectNode mode(Path dir, Path localData, Path truth, List<List<String>> jobs, boolean clustered,
+      boolean killDuring, boolean hdfs, int stepMs, PrintWriter log) throws Exception {
     String label = clustered ? "clustered" : "alone";
     Files.createDirectories(dir);
     ObjectNode m = Json.object();
-    try (ClusterLab lab = ClusterLab.create(3)) {
+    // With HDFS, a fourth host holds it (its NameNode and DataNodes, a process each).
+    try (ClusterLab lab = ClusterLab.create(hdfs ? 4 : 3);
+        HdfsLab dfs = hdfs ? HdfsLab.start(lab, 4, dir.resolve("hdfs"), 3, 8L << 20, localData, "/shared/events") : null) {
+      // The shared tier: the local directory, or its copy on the HDFS (a URI every host resolves alike).
+      Path data = dfs == null ? localData : HadoopFileSystems.path(dfs.uri().resolve("/shared/events"));
+      if (dfs != null) {
+        log.printf("%s: HDFS at %s, the dataset copied in%n", label, dfs.uri());
+      }
       Map<String, String> env = Map.of("STRATA_TOKEN", TOKEN);
       List<Process> nodes = new ArrayList<>();
       List<NodeClient> clients = new ArrayList<>();
@@ -179,6 +216,10 @@ public final class ClusterBench implements Callable<Integer> {
             .put("ssdBudget", "2g").put("bind", lab.address(h)).put("port", 7070).put("token", TOKEN)
             .put("promotionThreads", 4).put("promotionBytesPerSecond", 0);
         c.putArray("hddRoots").add(data.getParent().toString());
+        if (dfs != null) {
+          // The node's HDFS client: patient enough to see a NameNode restart through.
+          c.putObject("hadoop").put("ipc.client.connect.max.retries", "60").put("ipc.client.connect.retry.interval", "500");
+        }
         if (clustered) {
           ObjectNode cl = c.putObject("cluster").put("host", lab.address(h)).put("name", "bench");
           ArrayNode members = cl.putArray("members");
@@ -211,9 +252,27 @@ public final class ClusterBench implements Callable<Integer> {
       await(() -> clients.get(0).tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "host 1's promotions");
       JsonNode node1 = clients.get(0).tiers();
       log.printf("%s: jobs B and C on hosts 2 and 3 ...%n", label);
-      Process b = job(lab, 2, "job-b", data, truth, jobs.get(1), stepMs, env, dir);
-      Process c = job(lab, 3, "job-c", data, truth, jobs.get(2), stepMs, env, dir);
+      // On HDFS, B and C train slower (at least 500 ms a batch), so that they still read when the
+      // NameNode comes back (a restart takes some 5 s here).
+      int stepBC = dfs == null ? stepMs : Math.max(stepMs, 500);
+      Process b = job(lab, 2, "job-b", data, truth, jobs.get(1), stepBC, env, dir);
+      Process c = job(lab, 3, "job-c", data, truth, jobs.get(2), stepBC, env, dir);
       double noticed = Double.NaN;
+      if (dfs != null) {
+        await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
+            "host 2's first reads");
+        boolean during = b.isAlive() && c.isAlive();
+        dfs.killDataNode(0);
+        log.printf("%s: HDFS DataNode 0 killed (SIGKILL) while B and C run%n", label);
+        Thread.sleep(1000);
+        long t0 = System.nanoTime();
+        dfs.restartNameNode();
+        double restart = (System.nanoTime() - t0) / 1e9;
+        log.printf("%s: HDFS NameNode restarted (%s)%n", label, Terminal.seconds(restart));
+        m.putObject("hdfs").put("dataNodes", 3).put("blockBytes", 8L << 20).put("stepMsOfJobsBC", stepBC)
+            .put("dataNodeKilledDuringJobs", during)
+            .put("nameNodeRestartedDuringJobs", b.isAlive() && c.isAlive()).put("nameNodeRestartSeconds", restart);
+      }
       if (clustered && killDuring) {
         await(() -> !b.isAlive() || clients.get(1).tiers().path("cluster").path("peerReads").asLong() > 0, 120,
             "host 2's first peer read");

@@ -107,13 +107,18 @@ public final class ClusterLab implements AutoCloseable {
    * so the process is the command itself (a kill reaches it).
    */
   public Process start(int h, List<String> command, Map<String, String> env, Path log) throws IOException {
-    List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", namespace(h)));
+    List<String> cmd = new ArrayList<>(exec(h));
     cmd.addAll(command);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
     pb.environment().putAll(env);
     Process p = pb.start();
     started.add(p);
     return p;
+  }
+
+  /** The command prefix that runs a command inside host {@code h} ({@code ip netns exec}, which execs it). */
+  public List<String> exec(int h) {
+    return List.of("ip", "netns", "exec", namespace(h));
   }
 
   /** Cuts host {@code h} off the network (its link on the bridge goes down): a partition, no process dies. */

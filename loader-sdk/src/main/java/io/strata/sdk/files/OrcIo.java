@@ -11,8 +11,10 @@ import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -79,10 +81,7 @@ public final class OrcIo {
 
   /** As {@link #open(java.nio.file.Path)}, through {@code fs} (from {@link #fileSystem}) and its {@code confinement}. */
   public static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement) throws IOException {
-    if (!Files.isRegularFile(file)) {
-      throw new NoSuchFileException(file.toString(), null, "ORC file does not exist");
-    }
-    if (Files.size(file) == 0) {
+    if (regularFileSize(file, "ORC") == 0) {
       // orc-core would open it as an ORC file of no rows (Hive writes such files).
       checkShape(file, confinement);
     }
@@ -207,6 +206,43 @@ public final class OrcIo {
       }
     }
     return kept != null ? kept : "its encoded data is malformed (damaged, or written by a faulty writer)";
+  }
+
+  /**
+   * The size of {@code file}, a regular file (else "{@code format} file does not exist"). A file
+   * system that cannot be asked (a name node down) is an error of its own, not a missing file.
+   */
+  static long regularFileSize(java.nio.file.Path file, String format) throws IOException {
+    BasicFileAttributes a;
+    try {
+      a = Files.readAttributes(file, BasicFileAttributes.class);
+    } catch (NoSuchFileException e) {
+      a = null;
+    }
+    if (a == null || !a.isRegularFile()) {
+      throw new NoSuchFileException(file.toString(), null, format + " file does not exist");
+    }
+    return a.size();
+  }
+
+  /**
+   * A failure of the file system under a read of {@code what} in {@code file} (a name node or
+   * DataNode that cannot be reached, access refused) found among {@code e}'s causes, as an I/O error
+   * naming the file, what was read and the file system's reason; null when none of {@code e}'s
+   * causes is the file system's. A reader's failure to reach its data is not damage in the data.
+   */
+  static FileSystemException readFailure(java.nio.file.Path file, String what, Throwable e) {
+    Set<Throwable> seen = new HashSet<>();
+    for (Throwable t = e; t != null && seen.add(t); t = t.getCause()) {
+      if (t instanceof FileSystemException f) {
+        String reason = "cannot read " + what + ": " + (f.getReason() != null ? f.getReason() : f.getMessage());
+        FileSystemException r = f instanceof AccessDeniedException
+            ? new AccessDeniedException(file.toString(), null, reason) : new FileSystemException(file.toString(), null, reason);
+        r.initCause(e);
+        return r;
+      }
+    }
+    return null;
   }
 
   /** A {@link CorruptFileException} of Strata's own in {@code e}'s causes (orc-core wraps what its streams throw), or null. */

@@ -9,6 +9,7 @@ import io.strata.sdk.internal.Confinement;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -403,6 +404,10 @@ public final class OrcTable implements HddTable {
         CorruptFileException ours = OrcIo.strataCause(e);
         if (ours != null) {
           throw ours; // found by Strata under orc-core (a stream checksum), which wrapped it
+        }
+        FileSystemException unread = OrcIo.readFailure(file, "stripe " + c.stripe(), e);
+        if (unread != null) {
+          throw unread;
         }
         throw new CorruptFileException(
             file, "cannot decode stripe " + c.stripe() + " (columns " + names + "): " + OrcIo.describeChain(e), e);

@@ -14,8 +14,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import org.apache.parquet.ParquetReadOptions;
@@ -96,9 +94,7 @@ public final class ParquetIo {
 
   /** The input of an existing file whose shape is Parquet's (see {@link #checkShape}), read through {@code confinement}. */
   static InputFile open(Path file, Confinement confinement) throws IOException {
-    if (!Files.isRegularFile(file)) {
-      throw new NoSuchFileException(file.toString(), null, "Parquet file does not exist");
-    }
+    OrcIo.regularFileSize(file, "Parquet");
     checkShape(file, confinement);
     return inputFile(file, confinement);
   }

@@ -10,6 +10,7 @@ import io.strata.sdk.internal.Confinement;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -208,6 +209,10 @@ public final class ParquetTable implements HddTable {
       }
       if (e instanceof IllegalArgumentException && e.getMessage() != null && e.getMessage().startsWith("dataset ")) {
         throw e;
+      }
+      FileSystemException unread = OrcIo.readFailure(path, "row group " + c.stripe(), e);
+      if (unread != null) {
+        throw unread;
       }
       throw new CorruptFileException(
           path, "cannot decode row group " + c.stripe() + " (columns " + features + "): " + ParquetIo.describe(e), e);

@@ -77,26 +77,37 @@ final class HadoopChannel extends FileChannel {
     if (want == 0) {
       return 0;
     }
-    try {
-      if (dst.hasArray()) {
-        in.readFully(at, dst.array(), dst.arrayOffset() + dst.position(), want);
-        dst.position(dst.position() + want);
-      } else {
-        byte[] b = new byte[Math.min(want, CHUNK)];
-        int done = 0;
-        while (done < want) {
-          int n = Math.min(b.length, want - done);
-          in.readFully(at + done, b, 0, n);
-          dst.put(b, 0, n);
-          done += n;
-        }
+    if (dst.hasArray()) {
+      readFully(at, dst.array(), dst.arrayOffset() + dst.position(), want);
+      dst.position(dst.position() + want);
+    } else {
+      byte[] b = new byte[Math.min(want, CHUNK)];
+      int done = 0;
+      while (done < want) {
+        int n = Math.min(b.length, want - done);
+        readFully(at + done, b, 0, n);
+        dst.put(b, 0, n);
+        done += n;
       }
-    } catch (EOFException e) {
-      throw new EOFException(path + " is shorter than the " + size + " bytes it had when opened (read at " + at + ")");
-    } catch (IOException e) {
-      throw HadoopNioFileSystem.translate(path, e);
     }
     return want;
+  }
+
+  /** A positioned read of exactly {@code n} bytes, a name node's restart waited out ({@link HadoopNioFileSystem#call}). */
+  private void readFully(long at, byte[] b, int off, int n) throws IOException {
+    path.getFileSystem().call(path, () -> {
+      try {
+        in.readFully(at, b, off, n);
+      } catch (EOFException e) {
+        if (!HadoopNioFileSystem.nameNodeGone(e)) {
+          EOFException x = new EOFException(path + " is shorter than the " + size + " bytes it had when opened (read at " + at + ")");
+          x.initCause(e);
+          throw x;
+        }
+        throw e;
+      }
+      return null;
+    });
   }
 
   /** Reads {@code [at, at + length)} into memory of {@code arena}: the mapping this file system cannot give. */
@@ -112,11 +123,7 @@ final class HadoopChannel extends FileChannel {
     byte[] b = new byte[(int) Math.min(CHUNK, Math.max(1, length))];
     for (long done = 0; done < length; ) {
       int n = (int) Math.min(b.length, length - done);
-      try {
-        in.readFully(at + done, b, 0, n);
-      } catch (IOException e) {
-        throw HadoopNioFileSystem.translate(path, e);
-      }
+      readFully(at + done, b, 0, n);
       MemorySegment.copy(b, 0, m, ValueLayout.JAVA_BYTE, done, n);
       done += n;
     }

@@ -1,8 +1,11 @@
 package io.strata.sdk.hadoop;
 
+import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.ConnectException;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.UnknownHostException;
@@ -19,8 +22,10 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.UserPrincipalLookupService;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.ipc.RemoteException;
 import org.apache.hadoop.security.AccessControlException;
 
 /**
@@ -36,6 +41,16 @@ final class HadoopNioFileSystem extends FileSystem {
   @GuardedBy("this")
   private org.apache.hadoop.fs.FileSystem hadoop;
   private volatile boolean open = true;
+  /** Whether the name node has answered a call of this file system (from then on, its absence is waited out). */
+  private volatile boolean answered;
+  /** How long a name node that answered before may be gone before a call fails: a restart's worth. */
+  static final long NAME_NODE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(30);
+  private static final long RETRY_MILLIS = 500;
+
+  /** A call of the Hadoop client. */
+  interface Call<T> {
+    T run() throws IOException;
+  }
 
   HadoopNioFileSystem(HadoopProvider provider, URI root) {
     this.provider = provider;
@@ -65,11 +80,66 @@ final class HadoopNioFileSystem extends FileSystem {
 
   /** The status of {@code p}; a missing file is a {@link NoSuchFileException}, a refusal an {@link AccessDeniedException}. */
   FileStatus status(HadoopPath p) throws IOException {
-    try {
-      return hadoop().getFileStatus(p.hadoop());
-    } catch (IOException e) {
-      throw translate(p, e);
+    return call(p, () -> hadoop().getFileStatus(p.hadoop()));
+  }
+
+  /**
+   * Runs {@code c} (a call about {@code p}), its failure translated. A name node that has answered
+   * this file system before and then stops answering (its connection closed mid-call or refused while
+   * it restarts, or it answers that it is starting: safe mode, "retry") is waited for, the call tried
+   * again every half second for up to {@link #NAME_NODE_GRACE_NANOS}; one that never answered fails
+   * the call at once (a wrong address is said now, not in half a minute). Hadoop's own retry policy
+   * is left off: it nests a connection's retries inside a call's and took minutes to say that
+   * nothing listens. A DataNode's failure is the Hadoop client's business: a read turns to another
+   * replica.
+   */
+  <T> T call(HadoopPath p, Call<T> c) throws IOException {
+    long deadline = 0;
+    while (true) {
+      try {
+        T r = c.run();
+        answered = true;
+        return r;
+      } catch (IOException e) {
+        if (!answered || !nameNodeGone(e)) {
+          throw translate(p, e);
+        }
+        long now = System.nanoTime();
+        if (deadline == 0) {
+          deadline = now + NAME_NODE_GRACE_NANOS;
+        } else if (now - deadline > 0) {
+          throw translate(p, e);
+        }
+        try {
+          Thread.sleep(RETRY_MILLIS);
+        } catch (InterruptedException i) {
+          Thread.currentThread().interrupt();
+          InterruptedIOException x = new InterruptedIOException("interrupted waiting for the name node of " + p);
+          x.initCause(e);
+          throw x;
+        }
+      }
     }
+  }
+
+  /** Whether {@code e} says the name node (or the connection to it) is gone for now, not that the call was wrong. */
+  static boolean nameNodeGone(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException || t instanceof SocketException) {
+        return true;
+      }
+      // Hadoop's IPC wraps a connection closed mid-call as an EOFException naming both ends (its
+      // cause the bare one); a read past a file's end is an EOFException of no such words.
+      if (t instanceof EOFException && (t.getCause() instanceof EOFException
+          || String.valueOf(t.getMessage()).startsWith("End of File Exception between"))) {
+        return true;
+      }
+      if (t instanceof RemoteException r && (r.getClassName().endsWith(".SafeModeException")
+          || r.getClassName().endsWith(".RetriableException") || r.getClassName().endsWith(".StandbyException"))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Hadoop's exceptions as java.nio's, naming the file and the problem in Strata's words. */
@@ -82,8 +152,8 @@ final class HadoopNioFileSystem extends FileSystem {
       d.initCause(e);
       return d;
     }
-    if (e instanceof FileSystemException) {
-      return e;
+    if (e instanceof FileSystemException || (e instanceof EOFException && !nameNodeGone(e))) {
+      return e; // ours already, or a file that ended early
     }
     FileSystemException f = new FileSystemException(p.toString(), null, reason(e));
     f.initCause(e);

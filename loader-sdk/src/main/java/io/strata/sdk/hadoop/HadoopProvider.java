@@ -143,23 +143,16 @@ final class HadoopProvider extends FileSystemProvider {
     if (st.isDirectory()) {
       throw new FileSystemException(p.toString(), null, "is a directory");
     }
-    try {
-      FSDataInputStream in = p.getFileSystem().hadoop().open(p.hadoop());
-      return new HadoopChannel(in, st.getLen(), p);
-    } catch (IOException e) {
-      throw HadoopNioFileSystem.translate(p, e);
-    }
+    HadoopNioFileSystem fs = p.getFileSystem();
+    FSDataInputStream in = fs.call(p, () -> fs.hadoop().open(p.hadoop()));
+    return new HadoopChannel(in, st.getLen(), p);
   }
 
   @Override
   public DirectoryStream<Path> newDirectoryStream(Path dir, DirectoryStream.Filter<? super Path> filter) throws IOException {
     HadoopPath d = of(dir);
-    FileStatus[] list;
-    try {
-      list = d.getFileSystem().hadoop().listStatus(d.hadoop());
-    } catch (IOException e) {
-      throw HadoopNioFileSystem.translate(d, e);
-    }
+    HadoopNioFileSystem fs = d.getFileSystem();
+    FileStatus[] list = fs.call(d, () -> fs.hadoop().listStatus(d.hadoop()));
     List<Path> children = new ArrayList<>();
     for (FileStatus s : list) {
       Path child = d.resolve(s.getPath().getName());

@@ -42,6 +42,8 @@ import java.util.Random;
 import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.ipc.RemoteException;
+import org.apache.hadoop.net.NetUtils;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -238,6 +240,62 @@ class HadoopFileSystemsTest {
       assertArrayEquals(content, all.array());
     }
     assertArrayEquals(content, Files.readAllBytes(a));
+  }
+
+  @Test
+  void aNameNodeRestartIsWaitedOutOnceItHadAnswered() throws Exception {
+    Path a = path("/data/ev/a.bin");
+    assertArrayEquals(content, Files.readAllBytes(a)); // the name node has answered this file system
+    try (FileChannel open = FileChannel.open(a, StandardOpenOption.READ)) {
+      cluster.shutdownNameNode(0);
+      Thread restart = new Thread(() -> {
+        try {
+          Thread.sleep(2000);
+          cluster.restartNameNode(0, true);
+        } catch (IOException | InterruptedException e) {
+          throw new IllegalStateException(e);
+        }
+      }, "test-namenode-restart");
+      restart.start();
+      try {
+        long t0 = System.nanoTime();
+        // A new open, a listing and the attributes need the name node: they wait for it (they failed
+        // at once, connection refused, before).
+        assertArrayEquals("hello".getBytes(StandardCharsets.UTF_8), Files.readAllBytes(path("/data/ev/sub/b.txt")));
+        assertTrue(System.nanoTime() - t0 > 1e9, "read before the name node was back?");
+        try (var list = Files.list(path("/data/ev"))) {
+          assertEquals(2, list.count());
+        }
+        // A channel opened before reads on (its blocks' locations known, or asked for again).
+        ByteBuffer all = ByteBuffer.allocate(content.length);
+        while (all.hasRemaining() && open.read(all, all.position()) > 0) {
+          // every byte
+        }
+        assertArrayEquals(content, all.array());
+      } finally {
+        restart.join();
+      }
+    }
+    // A name node that never answered is not waited for: its refusal is said at once.
+    long t0 = System.nanoTime();
+    assertThrows(FileSystemException.class, () -> Files.readAllBytes(HadoopFileSystems.path(URI.create("hdfs://localhost:1/x"))));
+    assertTrue(System.nanoTime() - t0 < 10e9, "waited " + (System.nanoTime() - t0) / 1e9 + " s for a name node never seen");
+  }
+
+  @Test
+  void whatCountsAsANameNodeGoneForNow() {
+    // Hadoop's IPC wraps a connection closed mid-call (a name node stopping) as an EOFException
+    // naming both ends, as here; a read past a file's end is a bare one.
+    IOException cut = NetUtils.wrapException("nn", 8020, "client", 0, new java.io.EOFException());
+    assertTrue(HadoopNioFileSystem.nameNodeGone(cut), cut.getMessage());
+    assertTrue(HadoopNioFileSystem.nameNodeGone(NetUtils.wrapException("nn", 8020, "client", 0,
+        new java.net.ConnectException("Connection refused"))));
+    assertTrue(HadoopNioFileSystem.nameNodeGone(
+        new RemoteException("org.apache.hadoop.hdfs.server.namenode.SafeModeException", "Name node is in safe mode")));
+    assertFalse(HadoopNioFileSystem.nameNodeGone(new java.io.EOFException("Cannot seek after EOF")));
+    assertFalse(HadoopNioFileSystem.nameNodeGone(new java.io.FileNotFoundException("File does not exist: /x")));
+    assertFalse(HadoopNioFileSystem.nameNodeGone(
+        new RemoteException("org.apache.hadoop.security.AccessControlException", "Permission denied")));
   }
 
   @Test
