@@ -82,15 +82,17 @@ public final class ClusterBench implements Callable<Integer> {
     }
     boolean hdfs = hdd.equals("hdfs");
     String why = ClusterLab.unavailable();
-    if (why == null && hdfs) {
-      why = HdfsLab.unavailable();
+    if (why != null) {
+      why = "network namespaces: " + why;
+    } else if (hdfs && HdfsLab.unavailable() != null) {
+      why = "an HDFS: " + HdfsLab.unavailable();
     }
     if (why != null) {
       // As 'bench gpu' without a GPU: say what is missing, measure nothing.
       if (json) {
         out.println(Json.compact(Json.object().put("available", false).put("reason", why)));
       } else {
-        out.println("not measured: bench cluster needs network namespaces: " + why);
+        out.println("not measured: bench cluster needs " + why);
       }
       return 0;
     }
@@ -216,10 +218,6 @@ public final class ClusterBench implements Callable<Integer> {
             .put("ssdBudget", "2g").put("bind", lab.address(h)).put("port", 7070).put("token", TOKEN)
             .put("promotionThreads", 4).put("promotionBytesPerSecond", 0);
         c.putArray("hddRoots").add(data.getParent().toString());
-        if (dfs != null) {
-          // The node's HDFS client: patient enough to see a NameNode restart through.
-          c.putObject("hadoop").put("ipc.client.connect.max.retries", "60").put("ipc.client.connect.retry.interval", "500");
-        }
         if (clustered) {
           ObjectNode cl = c.putObject("cluster").put("host", lab.address(h)).put("name", "bench");
           ArrayNode members = cl.putArray("members");

@@ -11,7 +11,7 @@ import java.util.Map;
  * mapped; mapping it into an arena reads it into memory of that arena instead.
  *
  * <p>The Hadoop client is configured here, from the node's configuration (its {@code hadoop}
- * section: core-site keys such as {@code dfs.client.retry.policy.enabled}), never from the
+ * section: core-site keys such as {@code dfs.client.socket-timeout}), never from the
  * environment or a {@code core-site.xml} that happens to be on the class path: a name node's
  * client is made at the first read of one of its files, with the settings {@link #configure} gave
  * last; it keeps them.
