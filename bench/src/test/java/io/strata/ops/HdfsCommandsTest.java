@@ -87,6 +87,40 @@ class HdfsCommandsTest {
     assertEquals(0, fromSsd.code(), fromSsd.out() + fromSsd.err());
   }
 
+  /**
+   * The Python client (its loader service of this build) reads the dataset by its hdfs:// URI:
+   * every batch of two shuffled epochs equal to the same batch read from the local copy.
+   */
+  @Test
+  void thePythonClientReadsAnHdfsDatasetAsItsLocalCopy() throws Exception {
+    String[] why = new String[1];
+    String py = PythonClientIT.python(why);
+    if (py == null && "1".equals(System.getenv("STRATA_REQUIRE_PYTHON"))) {
+      throw new AssertionError("STRATA_REQUIRE_PYTHON=1 but " + why[0]);
+    }
+    org.junit.jupiter.api.Assumptions.assumeTrue(py != null, () -> why[0]);
+    String script = String.join("\n",
+        "import itertools, sys, strata",
+        "remote, local = sys.argv[1], sys.argv[2]",
+        "n = 0",
+        "for a, b in itertools.zip_longest(strata.Loader(remote, batch_samples=300, seed=9, epochs=2),",
+        "                                  strata.Loader(local, batch_samples=300, seed=9, epochs=2)):",
+        "    assert a is not None and b is not None, 'a different number of batches'",
+        "    assert a.equals(b), 'batch %d differs' % n",
+        "    n += 1",
+        "print('batches', n)");
+    ProcessBuilder pb = new ProcessBuilder(py, "-c", script, remote, local.toString());
+    Processes.clientEnvironment(pb, tmp.resolve("py/loader.sock"), 5);
+    pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+    pb.redirectErrorStream(true);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    assertTrue(p.waitFor(5, java.util.concurrent.TimeUnit.MINUTES), out);
+    assertEquals(0, p.exitValue(), out);
+    assertTrue(out.lines().anyMatch(l -> l.matches("batches [1-9]\\d*")), out);
+  }
+
   @Test
   void aNodeWhoseHddRootIsOnHdfsServesADatasetThere() throws Exception {
     String datasets = "hdfs://localhost:" + cluster.getNameNodePort() + "/datasets";
