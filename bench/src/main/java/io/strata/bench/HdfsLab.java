@@ -32,7 +32,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class HdfsLab implements AutoCloseable {
   private static final String MINI = "org.apache.hadoop.hdfs.MiniDFSCluster";
-  private final List<Daemon> daemons = new ArrayList<>();
   private Daemon nameNode;
   private final List<Daemon> dataNodes = new ArrayList<>();
   private URI uri;
@@ -60,7 +59,7 @@ public final class HdfsLab implements AutoCloseable {
     HdfsLab dfs = new HdfsLab();
     boolean ok = false;
     try {
-      dfs.nameNode = dfs.daemon(lab, host, cp, base, "namenode", List.of("--address", lab.address(host),
+      dfs.nameNode = daemon(lab, host, cp, base, "namenode", List.of("--address", lab.address(host),
           "--base", base.resolve("namenode").toString(), "--block-size", Long.toString(blockSize)));
       String ready = dfs.nameNode.answer(180);
       if (!ready.startsWith("ready ")) {
@@ -68,7 +67,7 @@ public final class HdfsLab implements AutoCloseable {
       }
       dfs.uri = new URI(ready.substring("ready ".length()).strip());
       for (int i = 0; i < dataNodes; i++) {
-        dfs.dataNodes.add(dfs.daemon(lab, host, cp, base, "datanode-" + i,
+        dfs.dataNodes.add(daemon(lab, host, cp, base, "datanode-" + i,
             List.of("--namenode", dfs.uri.toString(), "--base", base.resolve("datanode-" + i).toString())));
       }
       for (Daemon d : dfs.dataNodes) {
@@ -92,7 +91,7 @@ public final class HdfsLab implements AutoCloseable {
     }
   }
 
-  private Daemon daemon(ClusterLab lab, int host, String cp, Path base, String name, List<String> args) throws IOException {
+  private static Daemon daemon(ClusterLab lab, int host, String cp, Path base, String name, List<String> args) throws IOException {
     Files.createDirectories(base);
     Path log = base.resolve(name + ".log");
     List<String> cmd = new ArrayList<>(lab.exec(host));
@@ -102,7 +101,6 @@ public final class HdfsLab implements AutoCloseable {
     cmd.addAll(args);
     Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
     Daemon d = new Daemon(name, p, log);
-    daemons.add(d);
     Thread reader = new Thread(d::readAnswers, "strata-hdfs-" + name);
     reader.setDaemon(true);
     reader.start();
@@ -157,6 +155,10 @@ public final class HdfsLab implements AutoCloseable {
   /** Ends every daemon (each shuts down when its stdin closes), forcibly after 60 s. */
   @Override
   public void close() {
+    List<Daemon> daemons = new ArrayList<>(dataNodes);
+    if (nameNode != null) {
+      daemons.add(nameNode);
+    }
     for (Daemon d : daemons) {
       d.in.close();
     }

@@ -93,12 +93,7 @@ class HdfsCommandsTest {
    */
   @Test
   void thePythonClientReadsAnHdfsDatasetAsItsLocalCopy() throws Exception {
-    String[] why = new String[1];
-    String py = PythonClientIT.python(why);
-    if (py == null && "1".equals(System.getenv("STRATA_REQUIRE_PYTHON"))) {
-      throw new AssertionError("STRATA_REQUIRE_PYTHON=1 but " + why[0]);
-    }
-    org.junit.jupiter.api.Assumptions.assumeTrue(py != null, () -> why[0]);
+    String py = PythonClientIT.pythonOrSkip();
     String script = String.join("\n",
         "import itertools, sys, strata",
         "remote, local = sys.argv[1], sys.argv[2]",

@@ -46,14 +46,23 @@ class PythonClientIT {
     }
   }
 
-  @Test
-  void pytestSuitePasses() throws Exception {
+  /**
+   * The Python that has the client's dependencies; the calling test is skipped with the reason where
+   * there is none, or fails under {@code STRATA_REQUIRE_PYTHON=1} (CI).
+   */
+  static String pythonOrSkip() throws InterruptedException {
     String[] why = new String[1];
     String py = python(why);
     if (py == null && "1".equals(System.getenv("STRATA_REQUIRE_PYTHON"))) {
       throw new AssertionError("STRATA_REQUIRE_PYTHON=1 but " + why[0]);
     }
     assumeTrue(py != null, () -> why[0]);
+    return py;
+  }
+
+  @Test
+  void pytestSuitePasses() throws Exception {
+    String py = pythonOrSkip();
     Path root = projectDir();
     ProcessBuilder pb = new ProcessBuilder(py, "-m", "pytest", "-q", "-p", "no:cacheprovider",
         "--basetemp=" + tmp.resolve("pytest"), root.resolve("python/tests").toString());
