@@ -32,6 +32,8 @@ import org.apache.orc.MemoryManager;
 import org.apache.orc.OrcFile;
 import org.apache.orc.Reader;
 import org.apache.orc.TypeDescription;
+import org.apache.orc.impl.BufferChunk;
+import org.apache.orc.impl.OrcTail;
 
 /**
  * The ORC entry points Strata uses: a Hadoop {@code Configuration} without default resources and
@@ -81,13 +83,28 @@ public final class OrcIo {
 
   /** As {@link #open(java.nio.file.Path)}, through {@code fs} (from {@link #fileSystem}) and its {@code confinement}. */
   public static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement) throws IOException {
-    if (regularFileSize(file, "ORC") == 0) {
+    return open(file, fs, confinement, null);
+  }
+
+  /**
+   * As {@link #open(java.nio.file.Path, FileSystem, Confinement)}, with the file's tail (postscript,
+   * footer and metadata) taken from {@code sameFile}, a reader of the same file opened before,
+   * instead of read again (null: read it).
+   */
+  static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement, Reader sameFile) throws IOException {
+    long size = regularFileSize(file, "ORC");
+    if (size == 0) {
       // orc-core would open it as an ORC file of no rows (Hive writes such files).
       checkShape(file, confinement);
     }
     try {
-      return OrcFile.createReader(
-        hadoopPath(file), OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true));
+      OrcFile.ReaderOptions options = OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true);
+      if (sameFile != null) {
+        // The tail as the first reader read it: the file's last bytes, and their parse.
+        ByteBuffer tail = sameFile.getSerializedFileFooter().duplicate();
+        options.orcTail(new OrcTail(sameFile.getFileTail(), new BufferChunk(tail, size - tail.remaining()), -1));
+      }
+      return OrcFile.createReader(hadoopPath(file), options);
     } catch (AccessDeniedException e) {
       throw e; // refused by the confinement: said as it is
     } catch (IOException | RuntimeException e) {

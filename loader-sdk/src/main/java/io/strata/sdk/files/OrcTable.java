@@ -199,27 +199,31 @@ public final class OrcTable implements HddTable {
     if (closed || next.length() > OrcReads.AHEAD_STRIPE_MAX || OrcReads.gapBytes(path) == 0) {
       return;
     }
-    reader(next.file()); // its footers and checksums registered, its key known
+    Reader table = reader(next.file()); // its footers and checksums registered, its key known
     String key;
     synchronized (this) {
       key = footerKeys[next.file()];
     }
     OrcReads.readAhead(key, next.offset(), next.offset() + next.length(), () -> {
-      Reader r = aheadReader(next.file());
+      Reader r = aheadReader(next.file(), table);
       OrcProjection p = projection(next.file(), r, cols);
       // Opening the stripe reads its data: kept for the reader to come.
       r.rows(r.options().include(p.include()).range(next.offset(), next.length())).close();
     });
   }
 
-  /** The read-ahead thread's reader of file {@code file} (that thread's alone; opened on first use). */
-  private Reader aheadReader(int file) throws IOException {
+  /**
+   * The read-ahead thread's reader of file {@code file} (that thread's alone; opened on first use),
+   * opened with the tail {@code table}, the table's reader of that file, already read: on a disk
+   * that seeks, reading the tail again would cost a seek to the file's end and one back, a file.
+   */
+  private Reader aheadReader(int file, Reader table) throws IOException {
     synchronized (aheadReaders) {
       if (closed) {
         throw new IllegalStateException("dataset " + manifest.name() + " is already closed");
       }
       if (aheadReaders[file] == null) {
-        aheadReaders[file] = OrcIo.open(filePath(file), fs, confinement);
+        aheadReaders[file] = OrcIo.open(filePath(file), fs, confinement, table);
       }
       return aheadReaders[file];
     }
