@@ -41,10 +41,11 @@ final class GatherFloor {
   /**
    * The gather floor of shuffled single rows: the same rows of the same segments the loader
    * gathers (its first batches' rows), values and, for a column with nulls, validity bits, copied
-   * by the tightest loop (one source segment per loop, one {@code get}/{@code set} a row) in the
-   * best of two orders given beforehand: grouped by chunk
-   * in batch order, and the loader's own gather order ({@link GatherOrder}, grouped by region);
-   * on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
+   * by the tightest loops found, the best of three: a pass a feature (one source segment per
+   * loop, one {@code get}/{@code set} a row) in either of two orders given beforehand, grouped by
+   * chunk in batch order or the loader's own gather order ({@link GatherOrder}, grouped by
+   * region), and every feature in one pass in the region order ({@link #fused}, where the
+   * features have the widths it is written for); on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
    * own assembly of those batches in this process (computing its order, the permutation and the
    * grouping, itself), on one and on {@code threads} prefetch threads, batches closed as they come
    * (no consumer cost). The machine is shared and its speed drifts: after a warm-up of each (not
@@ -111,6 +112,11 @@ final class GatherFloor {
           double warm = quick ? 0.2 : 1.5;
           floorRate(src, valid, validBase, width, byChunk, 1, arena, warm / 3);
           floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3);
+          // The fused loop where this feature set has the widths it is written for (else left out).
+          boolean fusable = Arrays.equals(width, FUSED_WIDTHS);
+          if (fusable) {
+            floorRate(src, valid, validBase, width, byRegion, 1, arena, warm / 3, true);
+          }
           many.rate(warm);
           one.rate(warm / 3);
           // The machine's speed drifts by up to 2x within a minute (other tenants): floor and loader
@@ -118,7 +124,7 @@ final class GatherFloor {
           // figures taken within a second of each other, and the figures are the medians.
           int pairs = quick ? 3 : 15;
           double slice = Math.max(seconds, 0.3) / pairs;
-          double[][] m = new double[6][pairs];
+          double[][] m = new double[8][pairs];
           double[] ratio1 = new double[pairs];
           double[] ratioN = new double[pairs];
           for (int r = 0; r < pairs; r++) {
@@ -126,31 +132,44 @@ final class GatherFloor {
             if (r % 2 == 0) {
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
+              m[6][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, true) : 0;
               m[2][r] = one.rate(slice);
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
+              m[7][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, true) : 0;
               m[5][r] = many.rate(slice);
             } else {
               m[2][r] = one.rate(slice);
+              m[6][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, true) : 0;
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
               m[5][r] = many.rate(slice);
+              m[7][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, true) : 0;
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
             }
-            ratio1[r] = m[2][r] / Math.max(m[0][r], m[1][r]);
-            ratioN[r] = m[5][r] / Math.max(m[3][r], m[4][r]);
+            ratio1[r] = m[2][r] / Math.max(m[6][r], Math.max(m[0][r], m[1][r]));
+            ratioN[r] = m[5][r] / Math.max(m[7][r], Math.max(m[3][r], m[4][r]));
           }
           double chunk1 = median(m[0]);
           double region1 = median(m[1]);
           double chunkN = median(m[3]);
           double regionN = median(m[4]);
+          double fused1 = median(m[6]);
+          double fusedN = median(m[7]);
           ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("pairs", pairs)
-              .put("secondsPerSlice", slice).put("floor1", Math.max(chunk1, region1)).put("floorN", Math.max(chunkN, regionN))
+              .put("secondsPerSlice", slice).put("floor1", Math.max(fused1, Math.max(chunk1, region1)))
+              .put("floorN", Math.max(fusedN, Math.max(chunkN, regionN)))
               .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second")
               .put("ratio1", median(ratio1)).put("ratioN", median(ratioN));
           o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
           o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
+          if (fusable) {
+            o.putObject("floorFusedByRegion").put("threads1", fused1).put("threadsN", fusedN);
+          } else {
+            o.put("floorFusedByRegion", "left out: the features' widths are not the " + Arrays.toString(FUSED_WIDTHS)
+                + " its loop is written for");
+          }
           var spread = o.putObject("pairRatios");
           var s1 = spread.putArray("threads1");
           var sN = spread.putArray("threadsN");
@@ -235,6 +254,17 @@ final class GatherFloor {
   private double floorRate(MemorySegment[][] src, MemorySegment[][] valid, long[][] validBase, int[] width, FloorOrder[] orders,
       int nThreads, Arena arena, double secs)
       throws Exception {
+    return floorRate(src, valid, validBase, width, orders, nThreads, arena, secs, false);
+  }
+
+  /**
+   * Batches a second of the floor: {@code orders} cycled through on {@code nThreads} threads for
+   * {@code secs}; with {@code fused}, each run's rows are copied for every feature in one pass
+   * ({@link #fused}) instead of a pass a feature.
+   */
+  private double floorRate(MemorySegment[][] src, MemorySegment[][] valid, long[][] validBase, int[] width, FloorOrder[] orders,
+      int nThreads, Arena arena, double secs, boolean fused)
+      throws Exception {
     int batches = orders.length;
     long nanos = (long) (secs * 1e9);
     long[] done = new long[nThreads];
@@ -252,10 +282,18 @@ final class GatherFloor {
         int b = me;
         while (System.nanoTime() - t0 < nanos) {
           FloorOrder o = orders[b % batches];
+          if (fused) {
+            for (int r = 0; r < o.chunk().length; r++) {
+              int c = o.chunk()[r];
+              fused(src[0][c], src[1][c], src[2][c], src[3][c], src[4][c], out, o.row()[r], o.at()[r]);
+            }
+          }
           for (int f = 0; f < width.length; f++) {
             for (int r = 0; r < o.chunk().length; r++) {
               int c = o.chunk()[r];
-              floorGather(src[f][c], out[f], width[f], o.row()[r], o.at()[r]);
+              if (!fused) {
+                floorGather(src[f][c], out[f], width[f], o.row()[r], o.at()[r]);
+              }
               if (valid[f][c] != null) {
                 floorBits(valid[f][c], validBase[f][c], outValid[f], o.row()[r], o.at()[r]);
               }
@@ -300,6 +338,33 @@ final class GatherFloor {
           MemorySegment.copy(src, (long) row[k] * width, out, (long) at[k] * width, width);
         }
       }
+    }
+  }
+
+  /** The widths of the features, in order, that {@link #fused} is written for. */
+  static final int[] FUSED_WIDTHS = {8, 4, 2, 4, 8};
+
+  /**
+   * The tightest loop found for this feature set: every feature of one chunk's rows in one pass,
+   * each row's place read once and its five loads independent of each other (a pass a feature
+   * reads the order five times and has one load in flight a row). Written for the widths
+   * {@link #FUSED_WIDTHS}, which {@link PeersBench#ROW_FEATURES} have.
+   */
+  private static void fused(MemorySegment s0, MemorySegment s1, MemorySegment s2, MemorySegment s3, MemorySegment s4,
+      MemorySegment[] out, int[] row, int[] at) {
+    MemorySegment d0 = out[0];
+    MemorySegment d1 = out[1];
+    MemorySegment d2 = out[2];
+    MemorySegment d3 = out[3];
+    MemorySegment d4 = out[4];
+    for (int k = 0; k < row.length; k++) {
+      int r = row[k];
+      int p = at[k];
+      d0.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, p, s0.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, r));
+      d1.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, p, s1.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, r));
+      d2.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, p, s2.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, r));
+      d3.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, p, s3.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, r));
+      d4.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, p, s4.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, r));
     }
   }
 
