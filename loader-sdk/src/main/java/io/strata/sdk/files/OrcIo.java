@@ -100,9 +100,11 @@ public final class OrcIo {
     try {
       OrcFile.ReaderOptions options = OrcFile.readerOptions(CONF).filesystem(fs).useUTCTimestamp(true);
       if (sameFile != null) {
-        // The tail as the first reader read it: the file's last bytes, and their parse.
+        // The tail as the first reader read it: the file's last bytes (placed by the length that
+        // reader saw, not by the file's length now), and their parse.
         ByteBuffer tail = sameFile.getSerializedFileFooter().duplicate();
-        options.orcTail(new OrcTail(sameFile.getFileTail(), new BufferChunk(tail, size - tail.remaining()), -1));
+        long length = sameFile.getFileTail().getFileLength();
+        options.orcTail(new OrcTail(sameFile.getFileTail(), new BufferChunk(tail, (length > 0 ? length : size) - tail.remaining()), -1));
       }
       return OrcFile.createReader(hadoopPath(file), options);
     } catch (AccessDeniedException e) {
