@@ -381,10 +381,29 @@ public final class ColumnBuilder {
    * run), and written to their batch positions.
    */
   public void appendGathered(Column[] cols, GatherOrder order) {
+    boolean anyNulls = beginGathered(cols, order);
+    if (order.size() == 0) {
+      return;
+    }
+    long at = rows;
+    int[] local = order.local();
+    int[] pos = order.positions();
+    for (int r = 0; r < order.runs(); r++) {
+      Column c = cols[order.runChunk(r)];
+      gather(c.values(), c.offset(), local, pos, order.runStart(r), order.runStart(r + 1), at);
+    }
+    endGathered(cols, order, anyNulls);
+  }
+
+  /**
+   * The checks of {@link #appendGathered} and room for its rows; returns whether a column of a run
+   * has nulls. Then the values go to {@link #gatherTarget} ({@link FusedGather}: several builders'
+   * in one pass), then {@link #endGathered}.
+   */
+  boolean beginGathered(Column[] cols, GatherOrder order) {
     if (!fixed) {
       throw new IllegalStateException("gathering single rows needs a fixed-width type, not " + type);
     }
-    int n = order.size();
     boolean anyNulls = false;
     for (int r = 0; r < order.runs(); r++) {
       Column c = cols[order.runChunk(r)];
@@ -397,17 +416,31 @@ public final class ColumnBuilder {
       }
       anyNulls |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
     }
+    if (order.size() > 0) {
+      ensureRows(order.size());
+    }
+    return anyNulls;
+  }
+
+  /** Bytes a value of this builder's type takes (0: a bit). */
+  int width() {
+    return width;
+  }
+
+  /** Where the next row's value goes (room made by {@link #beginGathered}): values from the current end on. */
+  MemorySegment gatherTarget() {
+    return values.asSlice((long) rows * width);
+  }
+
+  /** Ends {@link #beginGathered}: the rows' validity, and the rows counted. */
+  void endGathered(Column[] cols, GatherOrder order, boolean anyNulls) {
+    int n = order.size();
     if (n == 0) {
       return;
     }
-    ensureRows(n);
     long at = rows;
     int[] local = order.local();
     int[] pos = order.positions();
-    for (int r = 0; r < order.runs(); r++) {
-      Column c = cols[order.runChunk(r)];
-      gather(c.values(), c.offset(), local, pos, order.runStart(r), order.runStart(r + 1), at);
-    }
     if (anyNulls) {
       if (validity == MemorySegment.NULL) {
         materializeValidity(n);

@@ -383,9 +383,18 @@ class LoaderTest {
   void shuffledSingleRowsOfResidentFixedWidthFeaturesAreGatheredExactly() throws IOException {
     // Every fixed-width type, nulls (score) and bit-packed bools included, resident in every chunk:
     // the loader gathers each feature's rows in one pass (ColumnBuilder.appendGathered).
-    List<String> fixed = List.of("sample_id", "event_time", "amount", "is_online", "balance", "score", "event_date", "channel");
-    int widths = 8 + 8 + 8 + 1 + 16 + 4 + 4 + 1;
-    try (SegmentStore full = SegmentStore.open(tmp.resolve("ssd-fixed"), false, SegmentFile.Verify.FIRST_OPEN)) {
+    gatheredExactly(List.of("sample_id", "event_time", "amount", "is_online", "balance", "score", "event_date", "channel"),
+        8 + 8 + 8 + 1 + 16 + 4 + 4 + 1, "ssd-fixed");
+  }
+
+  @Test
+  void shuffledSingleRowsOfFeaturesOfOneToEightBytesAreGatheredInOnePassExactly() throws IOException {
+    // Only values of 8 and 4 bytes (nulls in score): one loop copies every feature of a run (FusedGather).
+    gatheredExactly(List.of("sample_id", "event_time", "amount", "score", "event_date"), 8 + 8 + 8 + 4 + 4, "ssd-fused");
+  }
+
+  private void gatheredExactly(List<String> fixed, int widths, String ssd) throws IOException {
+    try (SegmentStore full = SegmentStore.open(tmp.resolve(ssd), false, SegmentFile.Verify.FIRST_OPEN)) {
       Promoter.promote(dataset, full, fixed, null, Progress.NONE);
       long nulls = 0;
       long rows = 0;
