@@ -323,9 +323,15 @@ public final class TieredReader implements AutoCloseable {
       coldReads.readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
-    // Several features of 1, 2, 4 or 8 bytes a value: one pass a run copies them all (FusedGather).
-    boolean done = FusedGather.fits(out) ? fused(out, order) : byFeature(out, (i, into, read) -> {
-      into.appendGathered(columns[i], order);
+    // Several features of 1, 2, 4 or 8 bytes a value: one pass a run copies them all (FusedGather),
+    // made with the first feature's part; each feature's reads are reported as for a pass of its own.
+    boolean oneLoop = FusedGather.fits(out);
+    boolean done = byFeature(out, (i, into, read) -> {
+      if (!oneLoop) {
+        into.appendGathered(columns[i], order);
+      } else if (i == 0) {
+        FusedGather.append(out, columns, order);
+      }
       int width = Math.max(1, into.type().kind().width());
       for (int r = 0; r < order.runs(); r++) {
         read.add(order.runChunk(r), (long) order.runRows(r) * width);
@@ -339,50 +345,10 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
-   * Single rows of every feature gathered in one pass a run ({@link FusedGather#append}), the reads
-   * reported and timed as {@link #byFeature} reports them. A segment that went bad (an access out of
-   * its bounds, or the JVM's InternalError on a truncated mapping) undoes every append of the batch
-   * and returns false, as there.
+   * What a feature-major pass does for feature {@code i}: append its part of the batch to {@code
+   * into} (or, where one loop fills every builder, leave it to the first feature's call), adding
+   * what it read of each chunk to {@code read}.
    */
-  private boolean fused(List<ColumnBuilder> out, GatherOrder order) {
-    long t0 = System.nanoTime();
-    int[] before = new int[features.size()];
-    for (int i = 0; i < features.size(); i++) {
-      before[i] = out.get(i).rows();
-    }
-    try {
-      FusedGather.append(out, columns, order);
-    } catch (IndexOutOfBoundsException | InternalError fault) {
-      for (int j = 0; j < features.size(); j++) {
-        out.get(j).truncate(before[j]);
-      }
-      return false;
-    }
-    if (chunkBytes == null) {
-      chunkBytes = new ChunkBytes(dataset.chunks().size());
-    }
-    ChunkBytes read = chunkBytes;
-    long bytes = 0;
-    for (int i = 0; i < features.size(); i++) {
-      read.clear();
-      int width = out.get(i).type().kind().width();
-      for (int r = 0; r < order.runs(); r++) {
-        read.add(order.runChunk(r), (long) order.runRows(r) * width);
-      }
-      for (int k = 0; k < read.n; k++) {
-        int c = read.touched[k];
-        bytes += read.bytes[c];
-        if (store != null) {
-          store.read(dataset, features.get(i), c, read.bytes[c], Tier.SSD);
-        }
-      }
-    }
-    read.clear();
-    stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
-    return true;
-  }
-
-  /** What a feature-major pass does for feature {@code i}: append its part of the batch to {@code into}, adding what it read of each chunk to {@code read}. */
   @FunctionalInterface
   private interface FeaturePass {
     void append(int i, ColumnBuilder into, ChunkBytes read);
@@ -414,7 +380,7 @@ public final class TieredReader implements AutoCloseable {
       try {
         pass.append(i, out.get(i), read);
       } catch (IndexOutOfBoundsException | InternalError fault) {
-        for (int j = 0; j <= i; j++) {
+        for (int j = 0; j < features.size(); j++) { // every builder: one pass may append to several
           out.get(j).truncate(before[j]);
         }
         read.clear();
