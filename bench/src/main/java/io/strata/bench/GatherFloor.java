@@ -45,9 +45,10 @@ final class GatherFloor {
    * loop, one {@code get}/{@code set} a row) in either of two orders given beforehand, grouped by
    * chunk in batch order or the loader's own gather order ({@link GatherOrder}, grouped by
    * region), and every feature in one pass in the region order ({@link #fused}, where the
-   * features have the widths it is written for); on one thread and on {@code threads} threads each doing whole batches. Beside it the loader's
-   * own assembly of those batches in this process (computing its order, the permutation and the
-   * grouping, itself), on one and on {@code threads} prefetch threads, batches closed as they come
+   * features have the widths it is written for); on one thread and on {@code threads} threads
+   * each doing whole batches. Beside it the loader's own assembly of those batches in this
+   * process (computing its order, the permutation and the grouping, itself; since 2026-11-26 its
+   * gather a pass for every feature too, {@code FusedGather}), on one and on {@code threads} prefetch threads, batches closed as they come
    * (no consumer cost). The machine is shared and its speed drifts: after a warm-up of each (not
    * timed), floor and loader are timed in short slices side by side, 15 pairs of them (3 with
    * --quick); the ratios are the medians of the pairs' ratios, each figure the median of its slices.
