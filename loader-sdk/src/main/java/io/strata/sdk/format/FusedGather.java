@@ -42,7 +42,8 @@ public final class FusedGather {
     void gather(MemorySegment[] src, MemorySegment[] dst, int[] row, int[] pos, int from, int to);
   }
 
-  private static final ConcurrentHashMap<String, Loop> LOOPS = new ConcurrentHashMap<>();
+  /** The loops made, by {@link #key}. */
+  private static final ConcurrentHashMap<Integer, Loop> LOOPS = new ConcurrentHashMap<>();
 
   private FusedGather() {}
 
@@ -107,7 +108,7 @@ public final class FusedGather {
 
   /** The loop for {@code widths}, made on first use. */
   static Loop loop(int[] widths) {
-    String key = Arrays.toString(widths);
+    int key = key(widths);
     Loop l = LOOPS.get(key);
     if (l == null) {
       l = make(widths.clone());
@@ -117,6 +118,15 @@ public final class FusedGather {
       }
     }
     return l;
+  }
+
+  /** The widths as a number (a batch asks once): their count, then two bits a width (its log2). */
+  private static int key(int[] widths) {
+    int key = widths.length;
+    for (int w : widths) {
+      key = key << 2 | Integer.numberOfTrailingZeros(w);
+    }
+    return key;
   }
 
   private static final ClassDesc SEGMENT = ClassDesc.of("java.lang.foreign.MemorySegment");

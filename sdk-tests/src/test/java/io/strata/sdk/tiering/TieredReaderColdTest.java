@@ -100,7 +100,8 @@ class TieredReaderColdTest {
     return offsets;
   }
 
-  private static List<Column> singleRows(TieredReader reader, long[] rows, GatherOrder order, Arena arena) throws IOException {
+  /** The single rows {@code rows} appended by {@code reader} in {@code order}, as built columns (TieredReaderRowsTest too). */
+  static List<Column> singleRows(TieredReader reader, long[] rows, GatherOrder order, Arena arena) throws IOException {
     List<ColumnBuilder> builders = reader.builders(arena, rows.length);
     reader.appendSingleRows(rows, rows.length, order, builders);
     List<Column> out = new ArrayList<>();
@@ -110,7 +111,8 @@ class TieredReaderColdTest {
     return out;
   }
 
-  private static void same(List<Column> expected, List<Column> got) {
+  /** The columns equal, value for value (TieredReaderRowsTest too). */
+  static void same(List<Column> expected, List<Column> got) {
     assertEquals(expected.size(), got.size());
     for (int i = 0; i < expected.size(); i++) {
       assertEquals(expected.get(i).length(), got.get(i).length());

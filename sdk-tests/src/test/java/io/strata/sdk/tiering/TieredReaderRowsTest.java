@@ -1,13 +1,13 @@
 package io.strata.sdk.tiering;
 
+import static io.strata.sdk.tiering.TieredReaderColdTest.same;
+import static io.strata.sdk.tiering.TieredReaderColdTest.singleRows;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.format.ColumnBuilder;
-import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.tier.Tier;
@@ -18,7 +18,6 @@ import java.lang.foreign.Arena;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -50,11 +49,11 @@ class TieredReaderRowsTest {
         Arena arena = Arena.ofShared()) {
       GatherOrder order = new GatherOrder().compute(rows, rows.length, ds.table().chunkFirstRows(), ds.rows());
       assertEquals(3, order.runs(), "rows of every chunk");
-      List<Column> orc = read(new TieredReader(ds, null, FEATURES, new TierStats()), rows, order, arena);
+      List<Column> orc = singleRows(new TieredReader(ds, null, FEATURES, new TierStats()), rows, order, arena);
       Promoter.promote(ds, store, FEATURES, null, Progress.NONE);
       TierStats stats = new TierStats();
       try (TieredReader reader = new TieredReader(ds, store, FEATURES, stats)) {
-        same(orc, read(reader, rows, order, arena));
+        same(orc, singleRows(reader, rows, order, arena));
         assertEquals(0, stats.bytes(Tier.HDD), "nothing from ORC");
         assertEquals(rows.length * 8L * FEATURES.size(), stats.bytes(Tier.SSD), "every value from the SSD tier, counted once");
 
@@ -66,27 +65,10 @@ class TieredReaderRowsTest {
           ch.truncate(4096);
         }
         long hdd = stats.bytes(Tier.HDD);
-        same(orc, read(reader, rows, order, arena));
+        same(orc, singleRows(reader, rows, order, arena));
         assertTrue(reader.damagedChunks() >= 1, "the cut segment is found");
         assertTrue(stats.bytes(Tier.HDD) > hdd, "chunk 2 came from ORC");
       }
-    }
-  }
-
-  private static List<Column> read(TieredReader reader, long[] rows, GatherOrder order, Arena arena) throws IOException {
-    List<ColumnBuilder> builders = reader.builders(arena, rows.length);
-    reader.appendSingleRows(rows, rows.length, order, builders);
-    List<Column> out = new ArrayList<>();
-    for (ColumnBuilder b : builders) {
-      out.add(b.build());
-    }
-    return out;
-  }
-
-  private static void same(List<Column> expected, List<Column> got) {
-    for (int i = 0; i < FEATURES.size(); i++) {
-      assertEquals(expected.get(i).length(), got.get(i).length(), FEATURES.get(i));
-      assertEquals(-1, Columns.firstDifference(expected.get(i), got.get(i)), FEATURES.get(i));
     }
   }
 }
