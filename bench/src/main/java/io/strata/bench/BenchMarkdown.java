@@ -212,12 +212,16 @@ final class BenchMarkdown {
           JsonNode q = r.path("ratios");
           m.append(String.format(Locale.ROOT, "%d columns, %d jobs reading %.1f features each (Zipf popularity), every job's epoch"
               + " read from ORC; the relayout learned from their trace (expected %.2f -> %.2f reads per stripe per job; %d features"
-              + " stored twice within a budget of %.0f%% of the bytes: stored bytes %.2f×). Read"
+              + " stored twice within a budget of %.0f%% of the bytes: stored bytes %.2f×; %s). Read"
               + " requests per epoch %d -> %d (**%.2f×**), bytes %s -> %s, cold epoch (%s; disk: %s) %s -> %s (**%.2f×**); values %s.%n%n",
               r.path("features").asInt(), r.path("jobs").asInt(), r.path("featuresPerJobMean").asDouble(),
               r.path("runsPerStripeBefore").asDouble(), r.path("runsPerStripeAfter").asDouble(),
               r.path("replicas").path("features").asInt(), 100 * r.path("replicas").path("budget").asDouble(),
-              q.path("storedBytesAfterVsBefore").asDouble(1.0), b.path("requestsPerEpoch").asLong(),
+              q.path("storedBytesAfterVsBefore").asDouble(1.0),
+              !r.has("chunksAfter") || r.path("chunksAfter").asInt() == r.path("chunks").asInt() ? "the same stripes"
+                  : String.format(Locale.ROOT, "its %d stripes merged into %d, up to %d MiB each", r.path("chunks").asInt(),
+                      r.path("chunksAfter").asInt(), r.path("stripeMib").asInt()),
+              b.path("requestsPerEpoch").asLong(),
               a.path("requestsPerEpoch").asLong(), q.path("readsAfterVsBefore").asDouble(), Terminal.bytes(b.path("bytesPerEpoch").asLong()),
               Terminal.bytes(a.path("bytesPerEpoch").asLong()), r.path("cold").asText(),
               r.path("disk").path("what").asText("the working directory's own disk"), Terminal.seconds(b.path("epochSeconds").asDouble()),

@@ -101,6 +101,10 @@ final class RelayoutBench implements Callable<Integer> {
       + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
   String replicas;
 
+  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "32", description = "As 'dataset relayout"
+      + " --stripe-mib': consecutive stripes merged up to this many MiB (0 keeps them); default ${DEFAULT-VALUE}.")
+  int stripeMib;
+
   @Option(names = "--plan-only", description = "Time the relayout's planning alone (the order, then the copies) on"
       + " the jobs' trace over a small dataset of --features columns: no rewrite, no epochs.")
   boolean planOnly;
@@ -118,6 +122,9 @@ final class RelayoutBench implements Callable<Integer> {
     if (features < 20 || jobs < 1 || rounds < 1 || rows < 1000 || hddIops < 1 || hddMbps < 1) {
       throw new IllegalArgumentException(
           "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
+    }
+    if (stripeMib < 0 || stripeMib > 1 << 20) {
+      throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + stripeMib);
     }
     if (planOnly && emulateHdd) {
       throw new IllegalArgumentException("--plan-only reads no data: it takes no --emulate-hdd");
@@ -155,7 +162,7 @@ final class RelayoutBench implements Callable<Integer> {
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
-      Relayout.Result r = Relayout.rewrite(after, plan.layout(), Progress.NONE);
+      Relayout.Result r = Relayout.rewrite(after, plan.layout(), (long) stripeMib << 20, Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));
@@ -170,11 +177,12 @@ final class RelayoutBench implements Callable<Integer> {
       List<Double> gapAfterSecs = new ArrayList<>();
       Epochs gb = null;
       Epochs ga = null;
+      long[] grain = RelayoutEpochs.grain(before);
       for (int round = 0; round < rounds; round++) {
-        b = epochs(before, js, dropper, hdd, 0);
-        a = epochs(after, js, dropper, hdd, 0);
-        gb = epochs(before, js, dropper, hdd, gap);
-        ga = epochs(after, js, dropper, hdd, gap);
+        b = epochs(before, js, dropper, hdd, 0, grain);
+        a = epochs(after, js, dropper, hdd, 0, grain);
+        gb = epochs(before, js, dropper, hdd, gap, grain);
+        ga = epochs(after, js, dropper, hdd, gap, grain);
         beforeSecs.add(b.seconds());
         afterSecs.add(a.seconds());
         gapBeforeSecs.add(gb.seconds());
@@ -199,7 +207,8 @@ final class RelayoutBench implements Callable<Integer> {
       double tb = median(beforeSecs);
       double ta = median(afterSecs);
       ObjectNode o2 = Json.object();
-      o2.put("features", features).put("rows", rows).put("chunks", Manifest.read(before).chunks().size()).put("jobs", js.size());
+      o2.put("features", features).put("rows", rows).put("chunks", Manifest.read(before).chunks().size())
+          .put("chunksAfter", r.manifest().chunks().size()).put("stripeMib", stripeMib).put("jobs", js.size());
       o2.put("featuresPerJobMean", js.stream().mapToInt(j -> j.features().size()).average().orElse(0));
       o2.put("runsPerStripeBefore", plan.runsBefore()).put("runsPerStripeAfter", plan.runsAfter());
       // What the command estimates for jobs it did not learn from, beside what held-out jobs measure.

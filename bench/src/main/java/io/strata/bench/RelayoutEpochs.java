@@ -9,6 +9,7 @@ import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.files.Manifest;
@@ -41,19 +42,30 @@ final class RelayoutEpochs {
   record Epochs(long requests, long bytes, double seconds, long checksum, long deviceRequests, long deviceBytes,
       List<OrcReads.Request> stream) {}
 
-  /** Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the page cache. */
-  static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long gap)
+  /**
+   * Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the
+   * page cache. The values' checksum is taken over the rows cut at {@code grain} (the first rows of
+   * the original copy's chunks), so that a copy whose chunks merge consecutive original ones sums
+   * the same values to the same checksum.
+   */
+  static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long gap, long[] grain)
       throws IOException, InterruptedException {
     OrcReads.setGapBytes(gap);
     try (OrcReads.Recording rec = OrcReads.record()) {
-      Epochs e = epochs(dir, js, dropper, hdd);
+      Epochs e = epochs(dir, js, dropper, hdd, grain);
       return new Epochs(e.requests(), e.bytes(), e.seconds(), e.checksum(), e.deviceRequests(), e.deviceBytes(), rec.requests());
     } finally {
       OrcReads.setGapBytes(-1);
     }
   }
 
-  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd) throws IOException, InterruptedException {
+  /** The first rows of the chunks of the copy at {@code dir}: the original copy's, the grain of {@link #epochs}' checksums. */
+  static long[] grain(Path dir) throws IOException {
+    return Manifest.read(dir).chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
+  }
+
+  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long[] grain)
+      throws IOException, InterruptedException {
     long requests = 0;
     long bytes = 0;
     double seconds = 0;
@@ -76,17 +88,30 @@ final class RelayoutEpochs {
       // the files' tails again. The values' checksums are the bench's, not the job's: taken after
       // the epoch, untimed (taken between chunks, they would give a read-ahead free time).
       List<Map<String, Column>> read = new ArrayList<>();
+      List<ChunkInfo> chunks;
       try (Arena arena = Arena.ofConfined()) {
         try (Dataset jd = Dataset.open(dir)) {
+          chunks = jd.chunks();
           for (int c = 0; c < jd.chunks().size(); c++) {
             read.add(jd.table().readChunk(c, j.features(), arena));
           }
         } finally {
           seconds += (System.nanoTime() - t0) / 1e9;
         }
-        for (Map<String, Column> cols : read) {
-          for (String f : j.features()) {
-            checksum = checksum * 31 + Columns.checksum(cols.get(f));
+        // Per piece of the original chunking, in row order, every feature's values.
+        int g = 0;
+        for (int c = 0; c < read.size(); c++) {
+          ChunkInfo ci = chunks.get(c);
+          while (g < grain.length && grain[g] < ci.endRow()) {
+            if (grain[g] < ci.firstRow()) {
+              throw new IllegalStateException("chunk " + c + " of " + dir + " does not start where an original one did");
+            }
+            long end = g + 1 < grain.length ? Math.min(grain[g + 1], ci.endRow()) : ci.endRow();
+            for (String f : j.features()) {
+              Column piece = read.get(c).get(f).slice((int) (grain[g] - ci.firstRow()), (int) (end - grain[g]));
+              checksum = checksum * 31 + Columns.checksum(piece);
+            }
+            g++;
           }
         }
       } finally {
@@ -154,18 +179,18 @@ final class RelayoutEpochs {
   static ObjectNode modelled(DiskModel model, long gap, Path before, Path after, List<Job> js, List<Job> heldOut,
       int rounds, PrintWriter log) throws IOException, InterruptedException {
     record Config(String name, Path dir, List<Job> jobs, long gap) {}
-    int chunks = Manifest.read(before).chunks().size();
     List<Config> configs = List.of(new Config("touchingBefore", before, js, 0), new Config("gapBefore", before, js, gap),
         new Config("touchingAfter", after, js, 0), new Config("gapAfter", after, js, gap),
         new Config("heldOutTouchingBefore", before, heldOut, 0), new Config("heldOutGapBefore", before, heldOut, gap),
         new Config("heldOutTouchingAfter", after, heldOut, 0), new Config("heldOutGapAfter", after, heldOut, gap));
-    epochs(before, js, null, null, 0); // warm-up: both copies in the page cache, the code compiled
-    epochs(after, js, null, null, 0);
+    long[] grain = grain(before);
+    epochs(before, js, null, null, 0, grain); // warm-up: both copies in the page cache, the code compiled
+    epochs(after, js, null, null, 0, grain);
     Map<String, List<Double>> cpu = new LinkedHashMap<>();
     Map<String, Epochs> last = new LinkedHashMap<>();
     for (int round = 0; round < rounds; round++) {
       for (Config c : configs) {
-        Epochs e = epochs(c.dir(), c.jobs(), null, null, c.gap());
+        Epochs e = epochs(c.dir(), c.jobs(), null, null, c.gap(), grain);
         cpu.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(e.seconds());
         last.put(c.name(), e);
       }
@@ -185,7 +210,8 @@ final class RelayoutEpochs {
     o.put("what", "CPU: the median warm epoch of each configuration on this machine; I/O: its request stream replayed on the"
         + " model, each copy's files back to back on the drive in the manifest's order with their sidecars, jobs one after"
         + " another; modelled epoch: touching reads (a synchronous reader) CPU + I/O; the gap reader, which reads the next"
-        + " chunk ahead while it decodes one, the first two chunks of a job in series and the rest the longer of CPU and I/O");
+        + " chunk ahead while it decodes one, a chunk's CPU and I/O of each job in series (its first read, its last decoding) and"
+        + " the rest the longer of the two");
     Map<String, ObjectNode> byName = new LinkedHashMap<>();
     for (Config c : configs) {
       Epochs e = last.get(c.name());
@@ -206,10 +232,13 @@ final class RelayoutEpochs {
       }
       double c0 = median(cpu.get(c.name()));
       double serial = c0 + r.seconds();
-      // The gap reader reads the next chunk ahead while it decodes one (from its second chunk in
-      // order on): per job of n chunks, the first two in series, the rest the longer of CPU and I/O.
-      double k = chunks;
-      double overlapped = (k - 2) / k * Math.max(c0, r.seconds()) + 2 / k * serial;
+      // The gap reader reads the next chunk ahead while it decodes one (from a job's first chunk
+      // on): per job of n chunks, the first chunk's read and the last one's decoding in series (a
+      // chunk's worth of CPU and I/O), the rest the longer of the two (n of the copy it reads: a
+      // relayout may have merged stripes).
+      double k = Manifest.read(c.dir()).chunks().size();
+      double inSeries = Math.min(1, k);
+      double overlapped = (k - inSeries) / k * Math.max(c0, r.seconds()) + inSeries / k * serial;
       ObjectNode n = o.putObject(c.name());
       n.put("jobs", c.jobs().size()).put("gapBytes", c.gap()).put("requests", r.requests()).put("bytes", r.bytes())
           .put("aheadRequests", e.stream().stream().filter(OrcReads.Request::ahead).count())

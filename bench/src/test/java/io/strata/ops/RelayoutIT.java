@@ -182,8 +182,15 @@ class RelayoutIT {
     Cli.Result bad = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "120%");
     assertEquals(2, bad.code(), bad.err());
     assertTrue(bad.err().contains("--replicas"), bad.err());
+    Cli.Result badStripes = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--stripe-mib", "-1");
+    assertEquals(2, badStripes.code(), badStripes.err());
+    assertTrue(badStripes.err().contains("--stripe-mib"), badStripes.err());
     Cli.Result plain = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--dry-run", "--json");
     assertEquals(4.0 / 3, Json.MAPPER.readTree(plain.out()).path("runsPerStripeAfter").asDouble(), 1e-9, plain.out());
+    // The default stripe size (32 MiB) merges this small dataset's stripes into one a file.
+    assertEquals(before.chunks().size(), Json.MAPPER.readTree(plain.out()).path("chunksBefore").asInt(), plain.out());
+    assertEquals(before.files().size(), Json.MAPPER.readTree(plain.out()).path("chunksAfter").asInt(), plain.out());
+    assertTrue(before.chunks().size() > before.files().size(), plain.out());
     Cli.Result r = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");
     assertEquals(0, r.code(), r.err());
     JsonNode out = Json.MAPPER.readTree(r.out());
@@ -192,6 +199,7 @@ class RelayoutIT {
     assertTrue(out.path("replicaBytes").asLong() <= 0.3 * out.path("datasetBytes").asLong(), r.out());
     Manifest after = Manifest.read(ds);
     assertEquals(1, after.replicas().size());
+    assertEquals(before.files().size(), after.chunks().size(), "one stripe a file");
     assertSameValues(truth, ds);
     // Learned again from the same trace: the dataset is already in that layout.
     Cli.Result same = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");

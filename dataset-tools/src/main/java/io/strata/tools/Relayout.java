@@ -32,8 +32,10 @@ import org.apache.orc.TypeDescription;
 
 /**
  * Rewrites a dataset's ORC files with its columns in another order (features read together stored
- * together), as a new version of the same dataset: same rows, same stripes (chunks), same values,
- * same sample index.
+ * together), as a new version of the same dataset: same rows, same values, same sample index; its
+ * stripes (chunks) the old ones, or, with a stripe size, consecutive old stripes of a file merged
+ * up to that size (on a disk that seeks, a column's part of a stripe is then long enough to be
+ * worth a seek: what a stripe of a few megabytes is not).
  *
  * <p>The new files are written under {@code .tmp-relayout-*} in the dataset directory, compared
  * value for value with the old ones (every row of every column, every type), and only then moved
@@ -73,7 +75,16 @@ public final class Relayout {
    * returns the new version's manifest. The dataset is unchanged unless this returns.
    */
   public static Result rewrite(Path dir, List<String> order, Progress progress) throws IOException {
+    return rewrite(dir, order, 0, progress);
+  }
+
+  /**
+   * As {@link #rewrite(Path, List, Progress)}, with consecutive stripes of a file merged into one
+   * while their bytes together stay within {@code stripeBytes} (0: every stripe kept as it is).
+   */
+  public static Result rewrite(Path dir, List<String> order, long stripeBytes, Progress progress) throws IOException {
     Objects.requireNonNull(progress, "progress");
+    requireStripeBytes(stripeBytes);
     long t0 = System.nanoTime();
     cleanUp(dir);
     Manifest old = checked(dir, order);
@@ -81,7 +92,7 @@ public final class Relayout {
     Files.createDirectory(tmp);
     boolean ok = false;
     try {
-      RelayoutWriter.Written w = RelayoutWriter.writeVerified(dir, old, order, tmp, progress);
+      RelayoutWriter.Written w = RelayoutWriter.writeVerified(dir, old, order, stripeBytes, tmp, progress);
       String layout = LAYOUT_PREFIX + w.version().substring(0, Math.min(16, w.version().length()));
       List<Manifest.OrcFileInfo> placed = new ArrayList<>();
       for (Manifest.OrcFileInfo i : w.infos()) {
@@ -140,7 +151,14 @@ public final class Relayout {
    * (only a {@code .tmp-relayout-*} directory beside it, after a kill).
    */
   public static Result rewriteTo(Path dir, Path out, List<String> order, Progress progress) throws IOException {
+    return rewriteTo(dir, out, order, 0, progress);
+  }
+
+  /** As {@link #rewriteTo(Path, Path, List, Progress)}, with stripes merged up to {@code stripeBytes} as {@link #rewrite(Path, List, long, Progress)}. */
+  public static Result rewriteTo(Path dir, Path out, List<String> order, long stripeBytes, Progress progress)
+      throws IOException {
     Objects.requireNonNull(progress, "progress");
+    requireStripeBytes(stripeBytes);
     long t0 = System.nanoTime();
     Manifest old = checked(dir, order);
     Path target = out.toAbsolutePath().normalize();
@@ -155,7 +173,7 @@ public final class Relayout {
     Files.createDirectory(tmp);
     boolean ok = false;
     try {
-      RelayoutWriter.Written w = RelayoutWriter.writeVerified(dir, old, order, tmp, progress);
+      RelayoutWriter.Written w = RelayoutWriter.writeVerified(dir, old, order, stripeBytes, tmp, progress);
       if (old.sampleIndex() != null) {
         Path index = tmp.resolve(old.sampleIndex().path());
         Files.createDirectories(index.getParent());
@@ -173,6 +191,18 @@ public final class Relayout {
       if (!ok && Files.exists(tmp)) {
         AtomicFiles.deleteTree(tmp);
       }
+    }
+  }
+
+  /** The chunks (stripes) the dataset of {@code m} has after a relayout merging stripes up to {@code stripeBytes}. */
+  public static int chunksAfter(Manifest m, long stripeBytes) {
+    requireStripeBytes(stripeBytes);
+    return RelayoutWriter.groups(m, stripeBytes).size();
+  }
+
+  private static void requireStripeBytes(long stripeBytes) {
+    if (stripeBytes < 0) {
+      throw new IllegalArgumentException("the stripe size must not be negative: " + stripeBytes);
     }
   }
 

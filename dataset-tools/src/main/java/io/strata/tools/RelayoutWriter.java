@@ -29,9 +29,10 @@ import org.apache.orc.Writer;
 
 /**
  * The writing half of a {@link Relayout}: the dataset's ORC files rewritten with their columns in
- * the new order into a temporary directory, stripe for stripe, then every value of every row
- * compared with the old files and the chunks checked to be the old ones, row for row, before
- * the relayout makes them current. Not thread-safe; called by {@link Relayout} alone.
+ * the new order into a temporary directory, each new stripe one old stripe or several consecutive
+ * ones of a file merged ({@link #groups}), then every value of every row compared with the old
+ * files and each new chunk checked to be its old ones, row for row, before the relayout makes
+ * them current. Not thread-safe; called by {@link Relayout} alone.
  */
 final class RelayoutWriter {
   private static final int BATCH = 4096;
@@ -69,11 +70,42 @@ final class RelayoutWriter {
     return out;
   }
 
+  /** A new stripe (chunk): old chunks {@code [first, first + count)}, consecutive stripes of one file. */
+  record Group(int file, int first, int count) {}
+
+  /**
+   * The new stripes: consecutive old stripes of one file merged while their bytes together stay
+   * within {@code stripeBytes} (an old stripe larger than that stays alone); every old stripe
+   * alone for {@code stripeBytes <= 0}.
+   */
+  static List<Group> groups(Manifest old, long stripeBytes) {
+    List<Group> out = new ArrayList<>();
+    int first = 0;
+    long bytes = 0;
+    List<ChunkInfo> cs = old.chunks();
+    for (int c = 0; c < cs.size(); c++) {
+      ChunkInfo ci = cs.get(c);
+      if (c > first && (stripeBytes <= 0 || ci.file() != cs.get(first).file() || bytes + ci.length() > stripeBytes)) {
+        out.add(new Group(cs.get(first).file(), first, c - first));
+        first = c;
+        bytes = 0;
+      }
+      bytes += ci.length();
+    }
+    if (first < cs.size()) {
+      out.add(new Group(cs.get(first).file(), first, cs.size() - first));
+    }
+    return out;
+  }
+
   /**
    * Writes the files of {@code dir} in {@code order} into {@code tmp} ({@code part-NNNNN.orc}),
-   * compares every value with the old files, and checks the chunks are the old ones, row for row.
+   * each new stripe the old ones of a {@linkplain #groups group} ({@code stripeBytes}), compares
+   * every value with the old files, and checks each new chunk is its group's old ones, row for row.
    */
-  static Written writeVerified(Path dir, Manifest old, List<String> order, Path tmp, Progress progress) throws IOException {
+  static Written writeVerified(Path dir, Manifest old, List<String> order, long stripeBytes, Path tmp, Progress progress)
+      throws IOException {
+    List<Group> groups = groups(old, stripeBytes);
     long total = old.rows() * 2;
     long[] done = {0};
     List<Path> written = new ArrayList<>();
@@ -88,7 +120,16 @@ final class RelayoutWriter {
     for (int f = 0; f < old.files().size(); f++) {
       Path src = dir.resolve(old.files().get(f).path());
       Path dst = tmp.resolve(String.format("part-%05d.orc", f));
-      schema = rewriteFile(src, dst, order, fieldNames, r -> progress.update(done[0] += r, total, "rows"));
+      // Which of the file's stripes end a new stripe.
+      List<Boolean> ends = new ArrayList<>();
+      for (Group g : groups) {
+        if (g.file() == f) {
+          for (int i = 0; i < g.count(); i++) {
+            ends.add(i == g.count() - 1);
+          }
+        }
+      }
+      schema = rewriteFile(src, dst, order, fieldNames, ends, r -> progress.update(done[0] += r, total, "rows"));
       written.add(dst);
     }
     Relayout.beforeCheck.accept(tmp);
@@ -114,17 +155,21 @@ final class RelayoutWriter {
       bytes += size;
       infos.add(new Manifest.OrcFileInfo(p.getFileName().toString(), size, rows, crc));
     }
-    if (chunks.size() != old.chunks().size()) {
-      throw new IOException("relayout of " + dir + " changed the chunks (" + old.chunks().size() + " -> " + chunks.size() + ")");
+    if (chunks.size() != groups.size()) {
+      throw new IOException("relayout of " + dir + " wrote " + chunks.size() + " chunks, not the " + groups.size() + " planned");
     }
     for (int c = 0; c < chunks.size(); c++) {
-      if (chunks.get(c).rows() != old.chunks().get(c).rows() || chunks.get(c).firstRow() != old.chunks().get(c).firstRow()) {
-        throw new IOException("relayout of " + dir + " changed chunk " + c + "'s rows");
+      Group g = groups.get(c);
+      ChunkInfo first = old.chunks().get(g.first());
+      long rows = old.chunks().get(g.first() + g.count() - 1).endRow() - first.firstRow();
+      if (chunks.get(c).rows() != rows || chunks.get(c).firstRow() != first.firstRow() || chunks.get(c).file() != g.file()) {
+        throw new IOException("relayout of " + dir + " wrote chunk " + c + " with rows other than old chunks " + g.first() + ".."
+            + (g.first() + g.count() - 1) + "'s");
       }
     }
     String version = DatasetFiles.version(infos);
     if (version.equals(old.version())) {
-      throw new IllegalArgumentException("dataset " + old.name() + " is already in this order");
+      throw new IllegalArgumentException("dataset " + old.name() + " is already in this order and these stripes");
     }
     List<FeatureInfo> newFeatures = new ArrayList<>();
     for (FeatureInfo fi : DatasetImporter.features(schema)) {
@@ -137,9 +182,10 @@ final class RelayoutWriter {
 
   /**
    * Rewrites one ORC file with its columns in {@code order} (field {@code i} holding feature {@code
-   * order[i]} under the name {@code fieldNames[i]}), stripe for stripe; returns the new schema.
+   * order[i]} under the name {@code fieldNames[i]}), a new stripe ending after each old stripe
+   * {@code s} with {@code ends[s]} (and after the last); returns the new schema.
    */
-  static TypeDescription rewriteFile(Path src, Path dst, List<String> order, List<String> fieldNames,
+  static TypeDescription rewriteFile(Path src, Path dst, List<String> order, List<String> fieldNames, List<Boolean> ends,
       LongConsumer rows) throws IOException {
     try (Reader reader = OrcIo.open(src)) {
       TypeDescription schema = reader.getSchema();
@@ -162,11 +208,16 @@ final class RelayoutWriter {
           .memory(new OrcIo.ExplicitStripes())
           .useUTCTimestamp(true)
           .rowIndexStride(reader.getRowIndexStride() > 0 ? reader.getRowIndexStride() : 10_000);
+      List<StripeInformation> stripes = reader.getStripes();
+      if (stripes.size() != ends.size()) {
+        throw new IOException(src + " has " + stripes.size() + " stripes although the manifest lists " + ends.size());
+      }
       try (Writer w = OrcFile.createWriter(OrcIo.hadoopPath(dst), options)) {
         VectorizedRowBatch in = schema.createRowBatch(BATCH);
         VectorizedRowBatch outBatch = out.createRowBatch(BATCH);
-        for (StripeInformation st : reader.getStripes()) {
-          // One reader per stripe: the new file's stripes end where the old one's did.
+        for (int s = 0; s < stripes.size(); s++) {
+          StripeInformation st = stripes.get(s);
+          // One reader per old stripe: a new stripe ends where the last old one of its group did.
           try (RecordReader rr = reader.rows(reader.options().range(st.getOffset(), st.getLength()))) {
             while (rr.nextBatch(in)) {
               for (int i = 0; i < from.length; i++) {
@@ -178,7 +229,9 @@ final class RelayoutWriter {
               rows.accept(in.size);
             }
           }
-          w.writeIntermediateFooter();
+          if (ends.get(s) || s == stripes.size() - 1) {
+            w.writeIntermediateFooter();
+          }
         }
       }
       return out;

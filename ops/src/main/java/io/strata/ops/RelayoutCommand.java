@@ -68,6 +68,12 @@ public final class RelayoutCommand implements Callable<Integer> {
           + " (e.g. 10%%); default ${DEFAULT-VALUE}: every feature once.")
   String replicas;
 
+  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "32",
+      description = "Merge consecutive stripes (chunks) of a file into one while together they stay within this many MiB"
+          + " (on a disk that seeks, a column's part of a small stripe is not worth a seek of its own); 0 keeps every"
+          + " stripe; default ${DEFAULT-VALUE}, the largest stripe the ORC reader reads ahead.")
+  int stripeMib;
+
   @Option(names = "--dry-run", description = "Print the order and the expected saving; change nothing.")
   boolean dryRun;
 
@@ -78,6 +84,10 @@ public final class RelayoutCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
     double share = replicaShare(replicas);
+    if (stripeMib < 0 || stripeMib > 1 << 20) {
+      throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + stripeMib);
+    }
+    long stripeBytes = (long) stripeMib << 20;
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
     }
@@ -111,27 +121,31 @@ public final class RelayoutCommand implements Callable<Integer> {
       heldText = String.format("; jobs it did not learn from: %s -> %s (estimated by cross-validation)", f2(held[0]),
           f2(held[1]));
     }
+    int chunksAfter = Relayout.chunksAfter(m, stripeBytes);
+    out.put("chunksBefore", m.chunks().size()).put("chunksAfter", chunksAfter);
+    String stripes = chunksAfter == m.chunks().size() ? ""
+        : String.format("; %d stripes merged into %d (up to %d MiB each)", m.chunks().size(), chunksAfter, stripeMib);
     out.set("order", Json.MAPPER.valueToTree(plan.order()));
     out.set("replicated", Json.MAPPER.valueToTree(plan.replicated()));
     out.put("replicaBytes", plan.replicaBytes()).put("datasetBytes", datasetBytes);
     String copies = plan.replicated().isEmpty() ? ""
         : String.format("; %d features stored twice (%s, %.1f%% of the dataset)", plan.replicated().size(),
             Terminal.bytes(plan.replicaBytes()), 100.0 * plan.replicaBytes() / Math.max(1, datasetBytes));
-    if (plan.layout().equals(m.layout())) {
+    if (plan.layout().equals(m.layout()) && chunksAfter == m.chunks().size()) {
       out.put("changed", false);
       print(w, out, "the columns of " + m.name() + " are already in the learned order (" + f2(before)
-          + " reads per stripe per job); nothing to do");
+          + " reads per stripe per job) and no stripes merge; nothing to do");
       return 0;
     }
     if (dryRun) {
       out.put("changed", false);
-      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs)%s%s; order: %s", m.name(),
-          f2(before), f2(plan.runsAfter()), plan.jobs(), copies, heldText, String.join(",", plan.layout())));
+      print(w, out, String.format("%s: %s -> %s reads per stripe per job (%d jobs)%s%s%s; order: %s", m.name(),
+          f2(before), f2(plan.runsAfter()), plan.jobs(), copies, stripes, heldText, String.join(",", plan.layout())));
       return 0;
     }
     Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
-    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.layout(), bar)
-        : Relayout.rewriteTo(dir, outDir, plan.layout(), bar);
+    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.layout(), stripeBytes, bar)
+        : Relayout.rewriteTo(dir, outDir, plan.layout(), stripeBytes, bar);
     bar.done();
     Path result = (outDir == null ? dir : outDir).toAbsolutePath().normalize();
     out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds())
@@ -143,7 +157,7 @@ public final class RelayoutCommand implements Callable<Integer> {
     print(w, out, String.format("%s: version %s %s %s, verified value for value (%s written in %s); %s -> %s reads"
         + " per stripe per job%s%s", m.name(), r.manifest().version(), outDir == null ? "replaces" : "written to " + result + " beside",
         r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()),
-        copies + heldText, out.has("registered") ? "; the node serves it now" : ""));
+        copies + stripes + heldText, out.has("registered") ? "; the node serves it now" : ""));
     return 0;
   }
 

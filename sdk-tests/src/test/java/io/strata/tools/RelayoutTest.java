@@ -150,6 +150,99 @@ class RelayoutTest {
   }
 
   /**
+   * Every value of every served feature equal in the two datasets, row for row, where the second's
+   * chunks are the first's or consecutive ones of them merged: each old chunk against its rows of
+   * the new chunk holding it.
+   */
+  private static void assertSameValuesAcrossChunks(Path first, Path second) throws IOException {
+    try (Dataset a = Dataset.open(first); Dataset b = Dataset.open(second)) {
+      assertEquals(a.rows(), b.rows());
+      int nc = 0;
+      for (int c = 0; c < a.chunks().size(); c++) {
+        var oc = a.chunks().get(c);
+        while (b.chunks().get(nc).endRow() <= oc.firstRow()) {
+          nc++;
+        }
+        var bc = b.chunks().get(nc);
+        assertTrue(bc.firstRow() <= oc.firstRow() && oc.endRow() <= bc.endRow(), "old chunk " + c + " lies in new chunk " + nc);
+        try (Arena arena = Arena.ofConfined()) {
+          Map<String, Column> x = a.readChunk(c, a.featureNames(), arena);
+          Map<String, Column> y = b.readChunk(nc, a.featureNames(), arena);
+          for (String f : a.featureNames()) {
+            Column part = y.get(f).slice((int) (oc.firstRow() - bc.firstRow()), (int) oc.rows());
+            assertEquals(x.get(f).length(), part.length(), "feature " + f + " chunk " + c);
+            assertEquals(-1, Columns.firstDifference(x.get(f), part), "feature " + f + " chunk " + c);
+          }
+        }
+      }
+    }
+  }
+
+  @Test
+  void aStripeSizeMergesConsecutiveStripesOfAFileWithinItAndKeepsEveryValue() throws IOException {
+    Path dir = generate("merged");
+    Path original = tmp.resolve("merged-original");
+    copyTree(dir, original);
+    Manifest before = Manifest.read(dir);
+    assertTrue(before.files().size() >= 2 && before.chunks().size() > before.files().size(), "several stripes a file");
+    List<String> order = before.features().stream().map(FeatureInfo::name).toList();
+    // A size that takes two of the largest old stripes but not three: the greedy merge, file by file.
+    long largest = before.chunks().stream().mapToLong(io.strata.sdk.ChunkInfo::length).max().orElseThrow();
+    long limit = 2 * largest + 1;
+    int planned = Relayout.chunksAfter(before, limit);
+    // The same order, other stripes: a new version all the same.
+    Relayout.Result r = Relayout.rewrite(dir, order, limit, Progress.NONE);
+    Manifest after = Manifest.read(dir);
+    assertNotEquals(before.version(), after.version());
+    assertEquals(planned, after.chunks().size());
+    assertTrue(after.chunks().size() < before.chunks().size(), "stripes merged: " + after.chunks().size());
+    assertEquals(before.rows(), after.rows());
+    assertEquals(order, after.features().stream().map(FeatureInfo::name).toList());
+    // Each new chunk is consecutive old ones of one file: it starts and ends at an old boundary,
+    // the old ones' bytes within the size unless one alone, and the next old one of the file would
+    // not have fitted.
+    int o = 0;
+    for (var nc : after.chunks()) {
+      var first = before.chunks().get(o);
+      assertEquals(first.firstRow(), nc.firstRow(), "chunk " + nc.index() + " starts at old chunk " + o);
+      long bytes = 0;
+      int n = 0;
+      while (o < before.chunks().size() && before.chunks().get(o).endRow() <= nc.endRow()) {
+        assertEquals(first.file(), before.chunks().get(o).file(), "one file's stripes");
+        bytes += before.chunks().get(o++).length();
+        n++;
+      }
+      assertEquals(before.chunks().get(o - 1).endRow(), nc.endRow(), "chunk " + nc.index() + " ends at an old boundary");
+      assertTrue(n == 1 || bytes <= limit, "within the size: " + bytes);
+      if (o < before.chunks().size() && before.chunks().get(o).file() == first.file()) {
+        assertTrue(bytes + before.chunks().get(o).length() > limit, "the next stripe of the file did not fit");
+      }
+      assertEquals(nc.rows(), nc.endRow() - nc.firstRow());
+    }
+    assertEquals(before.chunks().size(), o);
+    // The files' own stripes are the manifest's, with footers that match them.
+    for (int i = 0; i < after.files().size(); i++) {
+      Manifest.OrcFileInfo f = after.files().get(i);
+      Path file = dir.resolve(f.path());
+      int fi = i;
+      try (org.apache.orc.Reader reader = OrcIo.open(file)) {
+        assertEquals(after.chunks().stream().filter(c -> c.file() == fi).count(), reader.getStripes().size(), f.path());
+        assertNotNull(StripeFooters.load(file, f.crc32c(), f.bytes(), reader.getStripes()), f.path());
+      }
+    }
+    assertSameValuesAcrossChunks(original, dir);
+    assertEquals(before.version(), r.previousVersion());
+    // A size larger than any file: one stripe a file. 0: every stripe kept.
+    assertEquals(before.files().size(), Relayout.chunksAfter(before, 1L << 40));
+    assertEquals(before.chunks().size(), Relayout.chunksAfter(before, 0));
+    assertThrows(IllegalArgumentException.class, () -> Relayout.chunksAfter(before, -1));
+    // Back to the version with the old stripes, every value as it was.
+    Relayout.rollback(dir);
+    assertEquals(before.chunks(), Manifest.read(dir).chunks());
+    assertSameValues(original, dir);
+  }
+
+  /**
    * A version that a reader still has open (a job, a node that registered the dataset) keeps its
    * files through later relayouts; they go at the first relayout, rollback or clean-up after its
    * last reader closed.

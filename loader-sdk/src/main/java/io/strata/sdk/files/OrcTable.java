@@ -49,8 +49,12 @@ public final class OrcTable implements HddTable {
   private final long[] chunkFirstRows;
   private final Map<String, Integer> columnIndex;
   private volatile boolean closed;
-  /** The chunk {@link #readChunk} read last (read-ahead follows reads in order). */
-  private volatile int lastChunk = -2;
+  /**
+   * The chunk {@link #readChunk} read last (read-ahead follows reads in order; a table's first
+   * read, of chunk 0, counts as in order: an epoch starting, whose next chunk is read while the
+   * first decodes).
+   */
+  private volatile int lastChunk = -1;
   /** Per file, the read-ahead thread's reader (guarded by the array's monitor). */
   private final Reader[] aheadReaders;
   private final Confinement confinement;
