@@ -95,6 +95,27 @@ class RelayoutTest {
     };
   }
 
+  /** Each file of {@code m} has the stripes its chunks say, and a stripe-footer sidecar that matches it. */
+  private static void assertStripesAndFootersMatch(Path dir, Manifest m) throws IOException {
+    for (int i = 0; i < m.files().size(); i++) {
+      Manifest.OrcFileInfo f = m.files().get(i);
+      Path file = dir.resolve(f.path());
+      int fi = i;
+      try (org.apache.orc.Reader reader = OrcIo.open(file)) {
+        assertEquals(m.chunks().stream().filter(c -> c.file() == fi).count(), reader.getStripes().size(), f.path());
+        assertNotNull(StripeFooters.load(file, f.crc32c(), f.bytes(), reader.getStripes()),
+            "the new file " + f.path() + " has stripe footers that match it");
+      }
+    }
+  }
+
+  /** A generated dataset {@code name}, and an untouched copy of it beside, {@code name-original}. */
+  private Path generateWithCopy(String name) throws IOException {
+    Path dir = generate(name);
+    copyTree(dir, tmp.resolve(name + "-original"));
+    return dir;
+  }
+
   @AfterEach
   void resetHook() {
     Relayout.beforeCheck = p -> {};
@@ -102,9 +123,8 @@ class RelayoutTest {
 
   @Test
   void aRelayoutKeepsEveryValueRowsChunksAndSamplesUnderANewVersion() throws IOException {
-    Path dir = generate("d");
-    Path original = tmp.resolve("original");
-    copyTree(dir, original);
+    Path dir = generateWithCopy("d");
+    Path original = tmp.resolve("d-original");
     Manifest before = Manifest.read(dir);
     List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
     Collections.reverse(order);
@@ -120,13 +140,7 @@ class RelayoutTest {
       assertTrue(Files.exists(dir.resolve(f.path())), "the old file " + f.path() + " is kept: the previous version");
     }
     assertEquals(before.version(), Relayout.previous(dir).version());
-    for (Manifest.OrcFileInfo f : after.files()) {
-      Path file = dir.resolve(f.path());
-      try (org.apache.orc.Reader reader = OrcIo.open(file)) {
-        assertNotNull(StripeFooters.load(file, f.crc32c(), f.bytes(), reader.getStripes()),
-            "the new file " + f.path() + " has stripe footers that match it");
-      }
-    }
+    assertStripesAndFootersMatch(dir, after);
     assertEquals(List.of(), leftovers(dir));
     // Every value of every served feature, chunk by chunk, against the untouched copy.
     assertSameValues(original, dir);
@@ -180,9 +194,8 @@ class RelayoutTest {
 
   @Test
   void aStripeSizeMergesConsecutiveStripesOfAFileWithinItAndKeepsEveryValue() throws IOException {
-    Path dir = generate("merged");
+    Path dir = generateWithCopy("merged");
     Path original = tmp.resolve("merged-original");
-    copyTree(dir, original);
     Manifest before = Manifest.read(dir);
     assertTrue(before.files().size() >= 2 && before.chunks().size() > before.files().size(), "several stripes a file");
     List<String> order = before.features().stream().map(FeatureInfo::name).toList();
@@ -220,16 +233,7 @@ class RelayoutTest {
       assertEquals(nc.rows(), nc.endRow() - nc.firstRow());
     }
     assertEquals(before.chunks().size(), o);
-    // The files' own stripes are the manifest's, with footers that match them.
-    for (int i = 0; i < after.files().size(); i++) {
-      Manifest.OrcFileInfo f = after.files().get(i);
-      Path file = dir.resolve(f.path());
-      int fi = i;
-      try (org.apache.orc.Reader reader = OrcIo.open(file)) {
-        assertEquals(after.chunks().stream().filter(c -> c.file() == fi).count(), reader.getStripes().size(), f.path());
-        assertNotNull(StripeFooters.load(file, f.crc32c(), f.bytes(), reader.getStripes()), f.path());
-      }
-    }
+    assertStripesAndFootersMatch(dir, after);
     assertSameValuesAcrossChunks(original, dir);
     assertEquals(before.version(), r.previousVersion());
     // A size larger than any file: one stripe a file. 0: every stripe kept.
@@ -313,9 +317,8 @@ class RelayoutTest {
 
   @Test
   void featuresStoredTwiceKeepEveryValueAndAJobReadsTheCopiesThatSaveRequests() throws IOException {
-    Path dir = generate("d");
-    Path original = tmp.resolve("original");
-    copyTree(dir, original);
+    Path dir = generateWithCopy("d");
+    Path original = tmp.resolve("d-original");
     List<String> names = Manifest.read(dir).features().stream().map(FeatureInfo::name).toList();
     String first = names.getFirst();
     String last = names.getLast();
