@@ -162,7 +162,8 @@ final class RelayoutBench implements Callable<Integer> {
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
-      Relayout.Result r = Relayout.rewrite(after, plan.layout(), (long) stripeMib << 20, Progress.NONE);
+      Relayout.Result r = Relayout.rewrite(after, plan.layout(),
+          RelayoutCommand.mergeBytes((long) stripeMib << 20, datasetBytes, plan.replicaBytes()), Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));

@@ -69,9 +69,9 @@ public final class RelayoutCommand implements Callable<Integer> {
   String replicas;
 
   @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "32",
-      description = "Merge consecutive stripes (chunks) of a file into one while together they stay within this many MiB"
-          + " (on a disk that seeks, a column's part of a small stripe is not worth a seek of its own); 0 keeps every"
-          + " stripe; default ${DEFAULT-VALUE}, the largest stripe the ORC reader reads ahead.")
+      description = "Merge consecutive stripes (chunks) of a file into one while the new stripe, second copies included,"
+          + " stays within this many MiB (on a disk that seeks, a column's part of a small stripe is not worth a seek of"
+          + " its own); 0 keeps every stripe; default ${DEFAULT-VALUE}, the largest stripe the ORC reader reads ahead.")
   int stripeMib;
 
   @Option(names = "--dry-run", description = "Print the order and the expected saving; change nothing.")
@@ -121,7 +121,8 @@ public final class RelayoutCommand implements Callable<Integer> {
       heldText = String.format("; jobs it did not learn from: %s -> %s (estimated by cross-validation)", f2(held[0]),
           f2(held[1]));
     }
-    int chunksAfter = Relayout.chunksAfter(m, stripeBytes);
+    long mergeBytes = mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes());
+    int chunksAfter = Relayout.chunksAfter(m, mergeBytes);
     out.put("chunksBefore", m.chunks().size()).put("chunksAfter", chunksAfter);
     String stripes = chunksAfter == m.chunks().size() ? ""
         : String.format("; %d stripes merged into %d (up to %d MiB each)", m.chunks().size(), chunksAfter, stripeMib);
@@ -144,8 +145,8 @@ public final class RelayoutCommand implements Callable<Integer> {
       return 0;
     }
     Terminal.Bar bar = new Terminal.Bar("relayout", spec.commandLine().getErr());
-    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.layout(), stripeBytes, bar)
-        : Relayout.rewriteTo(dir, outDir, plan.layout(), stripeBytes, bar);
+    Relayout.Result r = outDir == null ? Relayout.rewrite(dir, plan.layout(), mergeBytes, bar)
+        : Relayout.rewriteTo(dir, outDir, plan.layout(), mergeBytes, bar);
     bar.done();
     Path result = (outDir == null ? dir : outDir).toAbsolutePath().normalize();
     out.put("changed", true).put("version", r.manifest().version()).put("bytes", r.bytes()).put("seconds", r.seconds())
@@ -159,6 +160,18 @@ public final class RelayoutCommand implements Callable<Integer> {
         r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()),
         copies + stripes + heldText, out.has("registered") ? "; the node serves it now" : ""));
     return 0;
+  }
+
+  /**
+   * The old stripes' bytes to merge up to so that the new stripes, second copies included, stay
+   * within {@code stripeBytes}: scaled by the dataset's bytes over its bytes with the copies (0
+   * stays 0: every stripe kept).
+   */
+  public static long mergeBytes(long stripeBytes, long datasetBytes, long replicaBytes) {
+    if (stripeBytes <= 0 || datasetBytes <= 0) {
+      return stripeBytes;
+    }
+    return Math.max(1, (long) ((double) stripeBytes * datasetBytes / (datasetBytes + Math.max(0, replicaBytes))));
   }
 
   /**
