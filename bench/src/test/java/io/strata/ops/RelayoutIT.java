@@ -191,6 +191,11 @@ class RelayoutIT {
     assertEquals(before.chunks().size(), Json.MAPPER.readTree(plain.out()).path("chunksBefore").asInt(), plain.out());
     assertEquals(before.files().size(), Json.MAPPER.readTree(plain.out()).path("chunksAfter").asInt(), plain.out());
     assertTrue(before.chunks().size() > before.files().size(), plain.out());
+    JsonNode planned = Json.MAPPER.readTree(plain.out());
+    assertEquals(planned.path("runsPerStripeAfter").asDouble() * before.files().size(),
+        planned.path("readsPerEpochAfter").asDouble(), 1e-9, plain.out());
+    assertEquals(planned.path("runsPerStripeBefore").asDouble() * before.chunks().size(),
+        planned.path("readsPerEpochBefore").asDouble(), 1e-9, plain.out());
     Cli.Result r = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");
     assertEquals(0, r.code(), r.err());
     JsonNode out = Json.MAPPER.readTree(r.out());

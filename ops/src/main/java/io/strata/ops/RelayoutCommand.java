@@ -113,19 +113,24 @@ public final class RelayoutCommand implements Callable<Integer> {
     ObjectNode out = Json.object();
     out.put("dataset", m.name()).put("previousVersion", m.version()).put("jobs", plan.jobs()).put("groups", plan.groups());
     out.put("runsPerStripeBefore", before).put("runsPerStripeAfter", plan.runsAfter());
+    long mergeBytes = mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes());
+    int chunksAfter = Relayout.chunksAfter(m, mergeBytes);
+    int chunksBefore = m.chunks().size();
+    out.put("chunksBefore", chunksBefore).put("chunksAfter", chunksAfter);
+    // What a job reading every stripe issues an epoch, data reads alone: stripes x runs per stripe.
+    out.put("readsPerEpochBefore", before * chunksBefore).put("readsPerEpochAfter", plan.runsAfter() * chunksAfter);
+    String stripes = chunksAfter == chunksBefore ? ""
+        : String.format("; %d stripes merged into %d (up to %d MiB each): a whole epoch's data reads %s -> %s a job",
+            chunksBefore, chunksAfter, stripeMib, f2(before * chunksBefore), f2(plan.runsAfter() * chunksAfter));
     double[] held = heldOut(dir, m.layout(), columns, reads, share, datasetBytes);
     String heldText = "";
     if (held != null) {
       out.putObject("heldOut").put("runsPerStripeBefore", held[0]).put("runsPerStripeAfter", held[1])
+          .put("readsPerEpochBefore", held[0] * chunksBefore).put("readsPerEpochAfter", held[1] * chunksAfter)
           .put("what", "two-fold cross-validation over the trace's jobs: each half's relayout on the other half's reads");
-      heldText = String.format("; jobs it did not learn from: %s -> %s (estimated by cross-validation)", f2(held[0]),
-          f2(held[1]));
+      heldText = String.format("; jobs it did not learn from: %s -> %s (%s -> %s an epoch; estimated by cross-validation)",
+          f2(held[0]), f2(held[1]), f2(held[0] * chunksBefore), f2(held[1] * chunksAfter));
     }
-    long mergeBytes = mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes());
-    int chunksAfter = Relayout.chunksAfter(m, mergeBytes);
-    out.put("chunksBefore", m.chunks().size()).put("chunksAfter", chunksAfter);
-    String stripes = chunksAfter == m.chunks().size() ? ""
-        : String.format("; %d stripes merged into %d (up to %d MiB each)", m.chunks().size(), chunksAfter, stripeMib);
     out.set("order", Json.MAPPER.valueToTree(plan.order()));
     out.set("replicated", Json.MAPPER.valueToTree(plan.replicated()));
     out.put("replicaBytes", plan.replicaBytes()).put("datasetBytes", datasetBytes);
