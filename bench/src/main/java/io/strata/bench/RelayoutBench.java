@@ -123,9 +123,7 @@ final class RelayoutBench implements Callable<Integer> {
       throw new IllegalArgumentException(
           "need --features >= 20, --jobs >= 1, --rounds >= 1, --rows >= 1000, --hdd-iops >= 1 and --hdd-mbps >= 1");
     }
-    if (stripeMib < 0 || stripeMib > 1 << 20) {
-      throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + stripeMib);
-    }
+    long stripeBytes = RelayoutCommand.stripeBytes(stripeMib);
     if (planOnly && emulateHdd) {
       throw new IllegalArgumentException("--plan-only reads no data: it takes no --emulate-hdd");
     }
@@ -163,7 +161,7 @@ final class RelayoutBench implements Callable<Integer> {
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
       Relayout.Result r = Relayout.rewrite(after, plan.layout(),
-          RelayoutCommand.mergeBytes((long) stripeMib << 20, datasetBytes, plan.replicaBytes()), Progress.NONE);
+          RelayoutCommand.mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes()), Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));

@@ -84,10 +84,7 @@ public final class RelayoutCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter w = spec.commandLine().getOut();
     double share = replicaShare(replicas);
-    if (stripeMib < 0 || stripeMib > 1 << 20) {
-      throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + stripeMib);
-    }
-    long stripeBytes = (long) stripeMib << 20;
+    long stripeBytes = stripeBytes(stripeMib);
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
     }
@@ -165,6 +162,14 @@ public final class RelayoutCommand implements Callable<Integer> {
         r.previousVersion(), Terminal.bytes(r.bytes()), Terminal.seconds(r.seconds()), f2(before), f2(plan.runsAfter()),
         copies + stripes + heldText, out.has("registered") ? "; the node serves it now" : ""));
     return 0;
+  }
+
+  /** {@code --stripe-mib} in bytes: 0 (keep the stripes) to 1 TiB, else a usage error naming the option. */
+  public static long stripeBytes(int mib) {
+    if (mib < 0 || mib > 1 << 20) {
+      throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + mib);
+    }
+    return (long) mib << 20;
   }
 
   /**
