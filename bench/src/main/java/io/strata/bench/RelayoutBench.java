@@ -101,7 +101,7 @@ final class RelayoutBench implements Callable<Integer> {
       + " store features twice where that saves read requests, up to this share of the dataset's bytes; default ${DEFAULT-VALUE}.")
   String replicas;
 
-  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "32", description = "As 'dataset relayout"
+  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "" + Relayout.DEFAULT_STRIPE_MIB, description = "As 'dataset relayout"
       + " --stripe-mib': consecutive stripes merged up to this many MiB (0 keeps them); default ${DEFAULT-VALUE}.")
   int stripeMib;
 
@@ -161,7 +161,7 @@ final class RelayoutBench implements Callable<Integer> {
       long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
       Relayout.Result r = Relayout.rewrite(after, plan.layout(),
-          RelayoutCommand.mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes()), Progress.NONE);
+          Relayout.mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes()), Progress.NONE);
       long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));

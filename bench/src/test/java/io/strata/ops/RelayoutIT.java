@@ -206,9 +206,9 @@ class RelayoutIT {
     assertEquals(1, after.replicas().size());
     assertEquals(before.files().size(), after.chunks().size(), "one stripe a file");
     // The old bytes merged up to leave room for the copies: a new stripe, copies included, within the size.
-    assertEquals(0, RelayoutCommand.mergeBytes(0, 1000, 300));
-    assertEquals(800, RelayoutCommand.mergeBytes(1000, 1000, 250));
-    assertEquals(1000, RelayoutCommand.mergeBytes(1000, 1000, 0));
+    assertEquals(0, Relayout.mergeBytes(0, 1000, 300));
+    assertEquals(800, Relayout.mergeBytes(1000, 1000, 250));
+    assertEquals(1000, Relayout.mergeBytes(1000, 1000, 0));
     assertSameValues(truth, ds);
     // Learned again from the same trace: the dataset is already in that layout.
     Cli.Result same = Cli.run("dataset", "relayout", ds.toString(), "--from", trace.toString(), "--replicas", "30%", "--json");

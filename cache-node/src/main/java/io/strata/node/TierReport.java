@@ -3,6 +3,8 @@ package io.strata.node;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureInfo;
 import io.strata.tools.CoAccessOrder;
+import io.strata.tools.Relayout;
+import io.strata.sdk.files.Manifest;
 import io.strata.sdk.tiering.SegmentStore;
 import io.strata.store.FeatureStore;
 import java.nio.file.Path;
@@ -133,21 +135,31 @@ final class TierReport {
     }
     List<String> columns;
     List<String> stored;
+    Manifest manifest;
     try {
       Dataset ds = datasets.dataset(name);
       if (!ds.version().equals(ca.version())) {
         return null;
       }
       columns = ds.columns().stream().map(FeatureInfo::name).toList();
-      stored = ds.manifest().layout();
+      manifest = ds.manifest();
+      stored = manifest.layout();
     } catch (RuntimeException e) {
       return null;
     }
     CoAccessOrder.Plan p = CoAccessOrder.plan(columns, ca.reads());
     // Now: the stored order, second copies included (a relayout may have stored some twice).
     double runsNow = CoAccessOrder.runs(stored, columns, ca.reads());
-    TierViews.Layout l = new TierViews.Layout(p.jobs(), runsNow, p.runsAfter(),
-        p.jobs() >= 2 && runsNow >= RELAYOUT_GAIN * p.runsAfter());
+    // What the relayout's default also does: merge small stripes. A job's data reads an epoch:
+    // stripes x runs per stripe. A Parquet dataset is never suggested: the relayout refuses it.
+    boolean orc = manifest.fileFormat() == Manifest.FileFormat.ORC;
+    int chunksNow = manifest.chunks().size();
+    int chunksAfter = !orc ? chunksNow : Relayout.chunksAfter(manifest, Relayout.mergeBytes(
+        (long) Relayout.DEFAULT_STRIPE_MIB << 20, manifest.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum(), 0));
+    double readsNow = runsNow * chunksNow;
+    double readsLearned = p.runsAfter() * chunksAfter;
+    TierViews.Layout l = new TierViews.Layout(p.jobs(), runsNow, p.runsAfter(), chunksNow, chunksAfter, readsNow, readsLearned,
+        orc && p.jobs() >= 2 && readsNow >= RELAYOUT_GAIN * readsLearned);
     advice.put(name, new Advice(ca.version(), now, l));
     return l;
   }

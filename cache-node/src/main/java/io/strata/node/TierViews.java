@@ -137,5 +137,6 @@ final class TierViews {
    * requests per stripe read (jobs weighted by their stripe reads) now and after a relayout, and
    * whether the node suggests one.
    */
-  record Layout(int jobs, double runsPerStripeNow, double runsPerStripeLearned, boolean relayoutSuggested) {}
+  record Layout(int jobs, double runsPerStripeNow, double runsPerStripeLearned, int chunksNow, int chunksAfterRelayout,
+      double readsPerEpochNow, double readsPerEpochLearned, boolean relayoutSuggested) {}
 }

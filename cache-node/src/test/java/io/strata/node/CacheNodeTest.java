@@ -114,6 +114,35 @@ class CacheNodeTest {
     assertEquals(2, layout.path("jobs").asInt(), layout.toString());
     assertEquals(1.0, layout.path("runsPerStripeLearned").asDouble(), 1e-9, layout.toString());
     assertTrue(layout.path("runsPerStripeNow").asDouble() >= 2.5, layout.toString());
+    // The relayout's default also merges this dataset's small stripes: 6 stripes, two a file, into one a file.
+    assertEquals(6, layout.path("chunksNow").asInt(), layout.toString());
+    assertEquals(3, layout.path("chunksAfterRelayout").asInt(), layout.toString());
+    assertEquals(layout.path("runsPerStripeNow").asDouble() * 6, layout.path("readsPerEpochNow").asDouble(), 1e-9);
+    assertEquals(3.0, layout.path("readsPerEpochLearned").asDouble(), 1e-9, layout.toString());
+    assertTrue(layout.path("relayoutSuggested").asBoolean(), layout.toString());
+  }
+
+  @Test
+  void theNodeSuggestsARelayoutOfSmallStripesEvenWhereTheOrderIsAlreadyTheLearnedOne() throws Exception {
+    List<String> names;
+    try (Dataset ds = Dataset.open(datasetDir)) {
+      names = ds.columns().stream().map(f -> f.name()).toList();
+    }
+    // Two jobs reading adjacent features: the order cannot do better, the merge of the stripes halves the reads.
+    String[][] jobs = {{names.get(1), names.get(2)}, {names.get(1), names.get(2), names.get(3)}};
+    for (int j = 0; j < jobs.length; j++) {
+      StringBuilder reads = new StringBuilder();
+      for (String f : jobs[j]) {
+        reads.append(reads.isEmpty() ? "" : ",").append("{\"feature\":\"").append(f).append("\",\"chunk\":0,\"bytes\":1000,\"tier\":\"hdd\"}");
+      }
+      HttpResponse<String> r = raw("POST", "/v1/reads", "{\"job\":\"adjacent" + j + "\",\"dataset\":\"events\",\"reads\":[" + reads + "]}", null);
+      assertEquals(200, r.statusCode(), r.body());
+    }
+    JsonNode layout = client.tiers().path("datasets").get(0).path("layout");
+    assertEquals(1.0, layout.path("runsPerStripeNow").asDouble(), 1e-9, layout.toString());
+    assertEquals(1.0, layout.path("runsPerStripeLearned").asDouble(), 1e-9, layout.toString());
+    assertEquals(6.0, layout.path("readsPerEpochNow").asDouble(), 1e-9, layout.toString());
+    assertEquals(3.0, layout.path("readsPerEpochLearned").asDouble(), 1e-9, layout.toString());
     assertTrue(layout.path("relayoutSuggested").asBoolean(), layout.toString());
   }
 

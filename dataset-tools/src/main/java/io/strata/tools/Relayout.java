@@ -66,6 +66,12 @@ public final class Relayout {
 
   private Relayout() {}
 
+  /**
+   * What {@code dataset relayout} merges stripes up to by default, in MiB: the largest stripe the
+   * ORC reader reads ahead ({@code OrcReads}' 32 MiB), so that the read-ahead keeps working.
+   */
+  public static final int DEFAULT_STRIPE_MIB = 32;
+
   /** What a relayout did: the new manifest, the column order, the bytes written and how long it took. */
   public record Result(Manifest manifest, String previousVersion, List<String> order, long bytes, double seconds) {}
 
@@ -198,6 +204,18 @@ public final class Relayout {
   public static int chunksAfter(Manifest m, long stripeBytes) {
     requireStripeBytes(stripeBytes);
     return RelayoutWriter.groups(m, stripeBytes).size();
+  }
+
+  /**
+   * The old stripes' bytes to merge up to so that the new stripes, second copies included, stay
+   * within {@code stripeBytes}: scaled by the dataset's bytes over its bytes with the copies (0
+   * stays 0: every stripe kept).
+   */
+  public static long mergeBytes(long stripeBytes, long datasetBytes, long replicaBytes) {
+    if (stripeBytes <= 0 || datasetBytes <= 0) {
+      return stripeBytes;
+    }
+    return Math.max(1, (long) ((double) stripeBytes * datasetBytes / (datasetBytes + Math.max(0, replicaBytes))));
   }
 
   private static void requireStripeBytes(long stripeBytes) {

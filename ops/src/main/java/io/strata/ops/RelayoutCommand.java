@@ -68,7 +68,7 @@ public final class RelayoutCommand implements Callable<Integer> {
           + " (e.g. 10%%); default ${DEFAULT-VALUE}: every feature once.")
   String replicas;
 
-  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "32",
+  @Option(names = "--stripe-mib", paramLabel = "MIB", defaultValue = "" + Relayout.DEFAULT_STRIPE_MIB,
       description = "Merge consecutive stripes (chunks) of a file into one while the new stripe, second copies included,"
           + " stays within this many MiB (on a disk that seeks, a column's part of a small stripe is not worth a seek of"
           + " its own); 0 keeps every stripe; default ${DEFAULT-VALUE}, the largest stripe the ORC reader reads ahead.")
@@ -110,7 +110,7 @@ public final class RelayoutCommand implements Callable<Integer> {
     ObjectNode out = Json.object();
     out.put("dataset", m.name()).put("previousVersion", m.version()).put("jobs", plan.jobs()).put("groups", plan.groups());
     out.put("runsPerStripeBefore", before).put("runsPerStripeAfter", plan.runsAfter());
-    long mergeBytes = mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes());
+    long mergeBytes = Relayout.mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes());
     int chunksAfter = Relayout.chunksAfter(m, mergeBytes);
     int chunksBefore = m.chunks().size();
     out.put("chunksBefore", chunksBefore).put("chunksAfter", chunksAfter);
@@ -170,18 +170,6 @@ public final class RelayoutCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--stripe-mib is 0 (keep the stripes) to 1048576, not " + mib);
     }
     return (long) mib << 20;
-  }
-
-  /**
-   * The old stripes' bytes to merge up to so that the new stripes, second copies included, stay
-   * within {@code stripeBytes}: scaled by the dataset's bytes over its bytes with the copies (0
-   * stays 0: every stripe kept).
-   */
-  public static long mergeBytes(long stripeBytes, long datasetBytes, long replicaBytes) {
-    if (stripeBytes <= 0 || datasetBytes <= 0) {
-      return stripeBytes;
-    }
-    return Math.max(1, (long) ((double) stripeBytes * datasetBytes / (datasetBytes + Math.max(0, replicaBytes))));
   }
 
   /**

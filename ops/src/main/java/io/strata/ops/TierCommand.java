@@ -66,9 +66,11 @@ final class TierCommand implements Runnable {
       for (JsonNode d : t.path("datasets")) {
         JsonNode l = d.path("layout");
         if (l.path("relayoutSuggested").asBoolean()) {
-          out.printf("relayout suggested for %s: its %d jobs' features would take %.2f reads per stripe instead of %.2f"
-              + " ('strata dataset relayout DIR --from-node')%n", d.path("name").asText(), l.path("jobs").asInt(),
-              l.path("runsPerStripeLearned").asDouble(), l.path("runsPerStripeNow").asDouble());
+          out.printf("relayout suggested for %s: its %d jobs' features would take %.2f reads per stripe instead of %.2f,"
+              + " in %d stripes instead of %d: %.1f reads an epoch instead of %.1f ('strata dataset relayout DIR --from-node')%n",
+              d.path("name").asText(), l.path("jobs").asInt(), l.path("runsPerStripeLearned").asDouble(),
+              l.path("runsPerStripeNow").asDouble(), l.path("chunksAfterRelayout").asInt(), l.path("chunksNow").asInt(),
+              l.path("readsPerEpochLearned").asDouble(), l.path("readsPerEpochNow").asDouble());
         }
       }
       long unlinked = ssd.path("unlinkedMappedBytes").asLong();
