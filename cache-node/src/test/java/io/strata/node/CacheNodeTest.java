@@ -19,6 +19,7 @@ import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
 import io.strata.sdk.tier.Tier;
 import io.strata.tools.DatasetGenerator;
+import io.strata.tools.ParquetExport;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Json;
@@ -102,14 +103,7 @@ class CacheNodeTest {
     }
     // Two jobs, each reading features far apart in the present order: one run each is possible after a relayout.
     String[][] jobs = {{names.get(1), names.get(6), names.get(11)}, {names.get(1), names.get(6), names.get(3)}};
-    for (int j = 0; j < jobs.length; j++) {
-      StringBuilder reads = new StringBuilder();
-      for (String f : jobs[j]) {
-        reads.append(reads.isEmpty() ? "" : ",").append("{\"feature\":\"").append(f).append("\",\"chunk\":0,\"bytes\":1000,\"tier\":\"hdd\"}");
-      }
-      HttpResponse<String> r = raw("POST", "/v1/reads", "{\"job\":\"scatter" + j + "\",\"dataset\":\"events\",\"reads\":[" + reads + "]}", null);
-      assertEquals(200, r.statusCode(), r.body());
-    }
+    postReads("events", "scatter", jobs);
     JsonNode layout = client.tiers().path("datasets").get(0).path("layout");
     assertEquals(2, layout.path("jobs").asInt(), layout.toString());
     assertEquals(1.0, layout.path("runsPerStripeLearned").asDouble(), 1e-9, layout.toString());
@@ -130,20 +124,52 @@ class CacheNodeTest {
     }
     // Two jobs reading adjacent features: the order cannot do better, the merge of the stripes halves the reads.
     String[][] jobs = {{names.get(1), names.get(2)}, {names.get(1), names.get(2), names.get(3)}};
-    for (int j = 0; j < jobs.length; j++) {
-      StringBuilder reads = new StringBuilder();
-      for (String f : jobs[j]) {
-        reads.append(reads.isEmpty() ? "" : ",").append("{\"feature\":\"").append(f).append("\",\"chunk\":0,\"bytes\":1000,\"tier\":\"hdd\"}");
-      }
-      HttpResponse<String> r = raw("POST", "/v1/reads", "{\"job\":\"adjacent" + j + "\",\"dataset\":\"events\",\"reads\":[" + reads + "]}", null);
-      assertEquals(200, r.statusCode(), r.body());
-    }
+    postReads("events", "adjacent", jobs);
     JsonNode layout = client.tiers().path("datasets").get(0).path("layout");
     assertEquals(1.0, layout.path("runsPerStripeNow").asDouble(), 1e-9, layout.toString());
     assertEquals(1.0, layout.path("runsPerStripeLearned").asDouble(), 1e-9, layout.toString());
     assertEquals(6.0, layout.path("readsPerEpochNow").asDouble(), 1e-9, layout.toString());
     assertEquals(3.0, layout.path("readsPerEpochLearned").asDouble(), 1e-9, layout.toString());
     assertTrue(layout.path("relayoutSuggested").asBoolean(), layout.toString());
+  }
+
+  @Test
+  void aParquetDatasetIsNeverSuggestedForARelayoutWhichRefusesIt() throws Exception {
+    Path pq = home.resolve("hdd/events-pq");
+    try (Dataset orc = Dataset.open(datasetDir)) {
+      ParquetExport.export(orc.directory(), orc.manifest(), orc.table(), pq, "events-pq", Progress.NONE);
+    }
+    client.registerDataset(pq);
+    List<String> names;
+    try (Dataset ds = Dataset.open(pq)) {
+      names = ds.columns().stream().map(f -> f.name()).toList();
+    }
+    // Scattered features: an ORC dataset would be suggested (the first test), this one is not.
+    postReads("events-pq", "pq", new String[][] {{names.get(1), names.get(6), names.get(11)}, {names.get(1), names.get(6),
+        names.get(3)}});
+    JsonNode layout = null;
+    for (JsonNode d : client.tiers().path("datasets")) {
+      if (d.path("name").asText().equals("events-pq")) {
+        layout = d.path("layout");
+      }
+    }
+    assertNotNull(layout);
+    assertEquals(2, layout.path("jobs").asInt(), layout.toString());
+    assertEquals(layout.path("chunksNow").asInt(), layout.path("chunksAfterRelayout").asInt(), layout.toString());
+    assertFalse(layout.path("relayoutSuggested").asBoolean(), layout.toString());
+  }
+
+  /** Each job's reads of chunk 0 of its features, as a job's reports would tell the node. */
+  private void postReads(String dataset, String jobPrefix, String[][] jobs) throws Exception {
+    for (int j = 0; j < jobs.length; j++) {
+      StringBuilder reads = new StringBuilder();
+      for (String f : jobs[j]) {
+        reads.append(reads.isEmpty() ? "" : ",").append("{\"feature\":\"").append(f).append("\",\"chunk\":0,\"bytes\":1000,\"tier\":\"hdd\"}");
+      }
+      HttpResponse<String> r = raw("POST", "/v1/reads", "{\"job\":\"" + jobPrefix + j + "\",\"dataset\":\"" + dataset
+          + "\",\"reads\":[" + reads + "]}", null);
+      assertEquals(200, r.statusCode(), r.body());
+    }
   }
 
   @AfterEach
