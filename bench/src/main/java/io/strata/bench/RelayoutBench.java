@@ -158,11 +158,11 @@ final class RelayoutBench implements Callable<Integer> {
       Files.writeString(dir.resolve("trace.csv"), trace, StandardCharsets.UTF_8);
       // The command's own path: reads learned from the trace, the order, the verified rewrite.
       Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(trace, "relayout", "trace.csv");
-      long datasetBytes = Manifest.read(after).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      long datasetBytes = Manifest.read(after).fileBytes();
       CoAccessOrder.Plan plan = RelayoutCommand.plan(after, columns, reads, share, datasetBytes);
       Relayout.Result r = Relayout.rewrite(after, plan.layout(),
           Relayout.mergeBytes(stripeBytes, datasetBytes, plan.replicaBytes()), Progress.NONE);
-      long afterBytes = r.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      long afterBytes = r.manifest().fileBytes();
       log.printf("relayout: %s -> %s reads per stripe per job expected; rewritten and verified in %s%n",
           f2(plan.runsBefore()), f2(plan.runsAfter()), Terminal.seconds(r.seconds()));
       String dropper = dropper();
@@ -329,7 +329,7 @@ final class RelayoutBench implements Callable<Integer> {
     List<String> columns = in.columns();
     Map<String, Map<String, Long>> reads = CoAccessOrder.readsFromTrace(in.trace(), "relayout", "trace.csv");
     Map<String, Long> columnBytes = Relayout.columnBytes(data);
-    long datasetBytes = Manifest.read(data).files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+    long datasetBytes = Manifest.read(data).fileBytes();
     long t0 = System.nanoTime();
     CoAccessOrder.Plan order = CoAccessOrder.plan(columns, reads);
     long t1 = System.nanoTime();

@@ -112,7 +112,7 @@ final class DatasetRegistry implements AutoCloseable {
       }
       checkManifestInsideRoots(dir);
       Dataset ds = Dataset.open(dir, confinement());
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum());
+      orcBytes.put(name, ds.manifest().fileBytes());
       return ds;
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -338,7 +338,7 @@ final class DatasetRegistry implements AutoCloseable {
       }
       registry.put(name, real);
       registryView = Collections.unmodifiableMap(new TreeMap<>(registry));
-      orcBytes.put(name, ds.manifest().files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum());
+      orcBytes.put(name, ds.manifest().fileBytes());
       saveRegistry();
     }
     open.invalidate(name);
@@ -378,8 +378,7 @@ final class DatasetRegistry implements AutoCloseable {
         registry.put(name, dir);
         registryView = Collections.unmodifiableMap(new TreeMap<>(registry));
         try {
-          orcBytes.put(name, Manifest.read(dir).files().stream()
-              .mapToLong(Manifest.OrcFileInfo::bytes).sum());
+          orcBytes.put(name, Manifest.read(dir).fileBytes());
         } catch (IOException | RuntimeException ex) {
           // Reported when the dataset is opened.
         }

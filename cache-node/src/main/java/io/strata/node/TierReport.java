@@ -154,8 +154,8 @@ final class TierReport {
     // stripes x runs per stripe. A Parquet dataset is never suggested: the relayout refuses it.
     boolean orc = manifest.fileFormat() == Manifest.FileFormat.ORC;
     int chunksNow = manifest.chunks().size();
-    int chunksAfter = !orc ? chunksNow : Relayout.chunksAfter(manifest, Relayout.mergeBytes(
-        (long) Relayout.DEFAULT_STRIPE_MIB << 20, manifest.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum(), 0));
+    int chunksAfter = Relayout.chunksAfter(manifest, Relayout.mergeBytes(
+        (long) Relayout.DEFAULT_STRIPE_MIB << 20, manifest.fileBytes(), 0));
     double readsNow = runsNow * chunksNow;
     double readsLearned = p.runsAfter() * chunksAfter;
     TierViews.Layout l = new TierViews.Layout(p.jobs(), runsNow, p.runsAfter(), chunksNow, chunksAfter, readsNow, readsLearned,

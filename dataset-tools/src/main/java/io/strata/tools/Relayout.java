@@ -200,10 +200,13 @@ public final class Relayout {
     }
   }
 
-  /** The chunks (stripes) the dataset of {@code m} has after a relayout merging stripes up to {@code stripeBytes}. */
+  /**
+   * The chunks (stripes) the dataset of {@code m} has after a relayout merging stripes up to {@code
+   * stripeBytes}; a Parquet dataset's row groups as they are (a relayout refuses it).
+   */
   public static int chunksAfter(Manifest m, long stripeBytes) {
     requireStripeBytes(stripeBytes);
-    return RelayoutWriter.groups(m, stripeBytes).size();
+    return m.fileFormat() == Manifest.FileFormat.ORC ? RelayoutWriter.groups(m, stripeBytes).size() : m.chunks().size();
   }
 
   /**

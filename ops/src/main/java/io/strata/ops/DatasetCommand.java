@@ -219,7 +219,7 @@ final class DatasetCommand implements Runnable {
     private int local(Path dir) throws Exception {
       Manifest m = Manifest.read(dir);
       PrintWriter w = spec.commandLine().getOut();
-      long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      long bytes = m.fileBytes();
       if (json) {
         ObjectNode j = Json.object();
         j.put("name", m.name()).put("version", m.version()).put("rows", m.rows()).put("bytes", bytes);

@@ -120,7 +120,7 @@ final class GenerateCommand implements Callable<Integer> {
         m = ParquetExport.export(src.directory(), src.manifest(), src.table(), out, n, bar);
       }
       bar.done();
-      long bytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+      long bytes = m.fileBytes();
       double secs = (System.nanoTime() - t0) / 1e9;
       PrintWriter w = spec.commandLine().getOut();
       if (json) {

@@ -103,7 +103,7 @@ public final class RelayoutCommand implements Callable<Integer> {
       throw new IllegalArgumentException("the trace has no reads of dataset " + m.name() + ": nothing to learn from");
     }
     List<String> columns = m.features().stream().map(FeatureInfo::name).toList();
-    long datasetBytes = m.files().stream().mapToLong(Manifest.OrcFileInfo::bytes).sum();
+    long datasetBytes = m.fileBytes();
     CoAccessOrder.Plan plan = plan(dir, columns, reads, share, datasetBytes);
     // Before: the dataset's present layout, second copies included.
     double before = CoAccessOrder.runs(m.layout(), columns, reads);

@@ -246,6 +246,11 @@ public final class Manifest {
     return rows;
   }
 
+  /** The bytes of the dataset's data files (ORC or Parquet), as their entries record them. */
+  public long fileBytes() {
+    return files.stream().mapToLong(OrcFileInfo::bytes).sum();
+  }
+
   public List<FeatureInfo> features() {
     return features;
   }
