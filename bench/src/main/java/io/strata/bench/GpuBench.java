@@ -88,7 +88,10 @@ final class GpuBench implements Callable<Integer> {
     ObjectNode gpu = GpuFeed.measure(dataset, ssd, batches, stepMs, threads != null ? threads
         : Runtime.getRuntime().availableProcessors());
     res.put("available", true).setAll(gpu);
-    res.withObject("ratios").put("endToEndVsPinnedPeak", gpu.path("endToEndGBps").asDouble() / gpu.path("pinnedPeakGBps").asDouble());
+    double peak = gpu.path("pinnedPeakGBps").asDouble();
+    res.withObject("ratios").put("endToEndVsPinnedPeak", gpu.path("endToEndGBps").asDouble() / peak)
+        .put("hostGatherVsPinnedPeak", gpu.path("hostGather").path("endToEndGBps").asDouble() / peak)
+        .put("deviceGatherVsPinnedPeak", gpu.path("deviceGather").path("endToEndGBps").asDouble() / peak);
     res.put("copiesPerByte", gpu.path("copiesPerByte").asDouble());
     if (json) {
       out.println(Json.compact(res));
@@ -100,6 +103,10 @@ final class GpuBench implements Callable<Integer> {
           gpu.path("pinnedPeakGBps").asDouble(), Terminal.bytes(gpu.path("batchBytes").asLong()), gpu.path("stepMs").asDouble(),
           100 * gpu.path("gpuIdleFraction").asDouble(), gpu.path("copiesPerByte").asDouble(), gpu.path("batchesDirect").asLong(),
           gpu.path("batchesShipped").asLong());
+      out.printf("  (%s gather by default) host gather %.2f GB/s, device gather %.2f GB/s%s%n", gpu.path("gather").asText(),
+          gpu.path("hostGather").path("endToEndGBps").asDouble(), gpu.path("deviceGather").path("endToEndGBps").asDouble(),
+          gpu.path("deviceGather").path("deviceGather").asBoolean() ? ""
+              : " (the host's: " + gpu.path("deviceGather").path("hostGatherReason").asText() + ")");
     }
     return 0;
   }

@@ -40,39 +40,89 @@ final class GpuFeed {
     }
     ObjectNode res = Json.object();
     try (Dataset ds = Dataset.open(dataset);
-        SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER);
-        GpuShipper shipper = GpuShipper.open(0, 64L << 20)) {
+        SegmentStore store = ssd == null ? null : SegmentStore.open(ssd, false, SegmentFile.Verify.NEVER)) {
       int warm = 2 * GpuShipper.DEFAULT_SLOTS + 2 * threads; // the loader's first batches are not yet in pinned slabs
-      long batchBytes;
-      try (Loader l = loader(ds, store, shipper, threads)) {
-        long bytes = 0;
-        long t0 = 0;
-        for (int i = 0; i < warm + batches; i++) {
-          Batch b = next(l);
-          if (i == warm) {
-            check(cudart.cudaStreamSynchronize(shipper.stream()), "cudaStreamSynchronize");
-            t0 = System.nanoTime();
+      // Both gathers, one after the other on the same data: the host's (every byte assembled into
+      // pinned memory, one DMA copy a batch) and the device's (segment pages registered, ranges
+      // copied by a kernel); the default one also runs the training loop with a step.
+      for (GpuShipper.Gather mode : GpuShipper.Gather.values()) {
+        ObjectNode m = res.putObject(mode == GpuShipper.Gather.HOST ? "hostGather" : "deviceGather");
+        try (GpuShipper shipper = GpuShipper.open(0, 64L << 20, GpuShipper.DEFAULT_SLOTS, mode)) {
+          m.put("deviceGather", shipper.deviceGather());
+          if (mode == GpuShipper.Gather.DEVICE && !shipper.deviceGather()) {
+            m.put("hostGatherReason", shipper.hostGatherReason());
           }
-          DeviceBatch d = shipper.ship(b);
-          d.release(shipper.stream()); // nothing consumes it in this phase
-          if (i >= warm) {
-            bytes += d.bytes();
+          try (Loader l = loader(ds, store, shipper, threads)) {
+            endToEnd(l, shipper, warm, batches, threads, m);
           }
+          if (mode == GpuShipper.DEFAULT_GATHER) {
+            try (Loader l = loader(ds, store, shipper, threads)) {
+              stepLoop(l, shipper, warm, batches, stepMs, res);
+            }
+          }
+          long[] pages = shipper.registeredAndRefusedBytes();
+          m.put("batchesShipped", shipper.shipped()).put("batchesDirect", shipper.shippedDirect())
+              .put("copiesPerByte", shipper.copiesPerByte()).put("deliveredBytes", shipper.deliveredBytes())
+              .put("packedBytes", shipper.packedBytes()).put("dmaBytes", shipper.dmaBytes())
+              .put("deviceGatheredBytes", shipper.deviceGatheredBytes()).put("gatherLaunches", shipper.gatherLaunches())
+              .put("registeredBytes", pages[0]).put("refusedBytes", pages[1]);
         }
-        check(cudart.cudaStreamSynchronize(shipper.stream()), "cudaStreamSynchronize");
-        double seconds = (System.nanoTime() - t0) / 1e9;
-        batchBytes = bytes / batches;
-        res.put("endToEndGBps", bytes / 1e9 / seconds).put("batchBytes", batchBytes).put("assemblyThreads", threads);
       }
-      res.put("pinnedPeakGBps", pinnedPeak(batchBytes));
-      try (Loader l = loader(ds, store, shipper, threads)) {
-        stepLoop(l, shipper, warm, batches, stepMs, res);
+      ObjectNode def = (ObjectNode) res.get(GpuShipper.DEFAULT_GATHER == GpuShipper.Gather.HOST ? "hostGather" : "deviceGather");
+      res.put("gather", GpuShipper.DEFAULT_GATHER.name().toLowerCase(java.util.Locale.ROOT));
+      res.put("endToEndGBps", def.path("endToEndGBps").asDouble()).put("batchBytes", def.path("batchBytes").asLong())
+          .put("assemblyThreads", threads);
+      res.put("pinnedPeakGBps", pinnedPeak(def.path("batchBytes").asLong()));
+      for (String k : new String[] {"batchesShipped", "batchesDirect", "copiesPerByte", "deliveredBytes", "packedBytes",
+          "dmaBytes", "deviceGatheredBytes"}) {
+        res.set(k, def.get(k));
       }
-      res.put("batchesShipped", shipper.shipped()).put("batchesDirect", shipper.shippedDirect())
-          .put("copiesPerByte", shipper.copiesPerByte()).put("deliveredBytes", shipper.deliveredBytes())
-          .put("packedBytes", shipper.packedBytes()).put("dmaBytes", shipper.dmaBytes());
     }
     return res;
+  }
+
+  /** Ships {@code batches} batches after {@code warm} as fast as they come; puts GB/s and the batch size in {@code m}. */
+  private static void endToEnd(Loader l, GpuShipper shipper, int warm, int batches, int threads, ObjectNode m)
+      throws IOException {
+    long bytes = 0;
+    long t0 = 0;
+    long waited = 0;
+    for (int i = 0; i < warm + batches; i++) {
+      long w0 = System.nanoTime();
+      Batch b = next(l);
+      if (i == warm) {
+        check(cudart.cudaStreamSynchronize(shipper.stream()), "cudaStreamSynchronize");
+        t0 = System.nanoTime();
+      } else if (i > warm) {
+        waited += System.nanoTime() - w0;
+      }
+      DeviceBatch d = shipper.ship(b);
+      d.release(shipper.stream()); // nothing consumes it in this phase
+      if (i >= warm) {
+        bytes += d.bytes();
+      }
+    }
+    check(cudart.cudaStreamSynchronize(shipper.stream()), "cudaStreamSynchronize");
+    long elapsed = System.nanoTime() - t0;
+    double seconds = elapsed / 1e9;
+    // Where the loop's time went: waiting for the loader's next batch (the host is the limit) or
+    // shipping, which blocks only when every slot's copy is still in flight (the device is).
+    m.put("endToEndGBps", bytes / 1e9 / seconds).put("batchBytes", bytes / batches).put("assemblyThreads", threads)
+        .put("loaderWaitFraction", (double) waited / elapsed);
+    if (shipper.deviceGather()) {
+      try {
+        for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/meminfo"))) {
+          if (line.startsWith("FilePmdMapped:") || line.startsWith("FileHugePages:")) {
+            m.put(line.substring(0, line.indexOf(':')) + "KiB", Long.parseLong(line.replaceAll("[^0-9]", "")));
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // not Linux: left out
+      }
+      DeviceBatch d = shipper.ship(next(l));
+      m.put("gatherAloneGBps", shipper.replayLastGather(20));
+      d.close();
+    }
   }
 
   private static Loader loader(Dataset ds, SegmentStore store, GpuShipper shipper, int threads) throws IOException {

@@ -1,14 +1,18 @@
 package io.strata.gpu;
 
 import io.strata.sdk.Column;
+import io.strata.sdk.format.DeviceCopies;
+import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.BatchMemory;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.function.Predicate;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
@@ -56,6 +60,10 @@ public final class GpuShipper implements AutoCloseable {
     long lastCopy = -1;
     boolean releaseRecorded;
     boolean stagingInFlight;
+    /** The device gather's table of ranges, pinned: the kernel reads it over the bus. */
+    long rangesHost;
+    long rangesBytes;
+    boolean rangesInFlight;
 
     Slot(long bytes) throws IOException {
       Cuda.check(cudart.cudaEventCreateWithFlags(copied, cudart.cudaEventDisableTiming), "cudaEventCreate");
@@ -85,9 +93,25 @@ public final class GpuShipper implements AutoCloseable {
       stagingBytes = bytes;
     }
 
+    void growRanges(long bytes) throws IOException {
+      if (rangesHost != 0) {
+        cudart.cudaFreeHost(Cuda.at(rangesHost)); // its last gather is done (the caller waited)
+        rangesHost = 0;
+      }
+      rangesBytes = 0;
+      Pointer h = new Pointer();
+      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable | cudart.cudaHostAllocMapped),
+          "cudaHostAlloc(" + bytes + ")");
+      rangesHost = h.address();
+      rangesBytes = bytes;
+    }
+
     void free() {
       cudart.cudaEventDestroy(copied);
       cudart.cudaEventDestroy(released);
+      if (rangesHost != 0) {
+        cudart.cudaFreeHost(Cuda.at(rangesHost));
+      }
       if (device != 0) {
         cudart.cudaFree(Cuda.at(device));
       }
@@ -101,8 +125,17 @@ public final class GpuShipper implements AutoCloseable {
   private final long initialBytes;
   private final CUstream_st stream = new CUstream_st();
   private final Slot[] slots;
-  /** Pinned slabs handed to loaders: base address to size. */
-  private final ConcurrentSkipListMap<Long, Long> pinned = new ConcurrentSkipListMap<>();
+  /** Pinned slabs handed to loaders: base address to {size, the address the device reads the base at}. */
+  private final ConcurrentSkipListMap<Long, long[]> pinned = new ConcurrentSkipListMap<>();
+  /** The device gather (null: batches are assembled whole on the host and copied by DMA). */
+  private final GatherKernel gather;
+  private final MappedPages pages;
+  private final String hostGatherReason;
+  private long deviceGatheredBytes;
+  private long gatherLaunches;
+  private Slot lastGather;
+  private int lastGatherRanges;
+  private long lastGatherBytes;
   /** Shipped batches whose host memory is still held, oldest first. */
   private final ArrayDeque<DeviceBatch> holding = new ArrayDeque<>();
   private long shipped;
@@ -112,23 +145,130 @@ public final class GpuShipper implements AutoCloseable {
   private long dmaBytes;
   private boolean closed;
 
-  private GpuShipper(int device, long initialBytes, int slotCount) throws IOException {
+  private GpuShipper(int device, long initialBytes, int slotCount, Gather mode) throws IOException {
     this.device = device;
     this.initialBytes = initialBytes;
     this.slots = new Slot[slotCount];
     Cuda.check(cudart.cudaSetDevice(device), "cudaSetDevice(" + device + ")");
     Cuda.check(cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking), "cudaStreamCreate");
     boolean ok = false;
+    GatherKernel kernel = null;
+    MappedPages mapped = null;
+    String why = mode == Gather.HOST ? "asked for host gather" : null;
     try {
       for (int i = 0; i < slotCount; i++) {
         slots[i] = new Slot(initialBytes);
       }
+      if (why == null) {
+        why = deviceGatherMissing(device);
+      }
+      if (why == null) {
+        try {
+          kernel = new GatherKernel();
+          mapped = new MappedPages(device, MappedPages.defaultBudget());
+          SegmentFile.observe(mapped);
+        } catch (IOException | LinkageError e) {
+          if (kernel != null) {
+            kernel.close();
+            kernel = null;
+          }
+          mapped = null;
+          why = "the device gather does not load: " + e.getMessage();
+        }
+      }
+      if (why != null && mode == Gather.DEVICE) {
+        System.getLogger("io.strata.gpu").log(System.Logger.Level.WARNING,
+            "strata: no device gather (" + why + "); batches are assembled on the host");
+      }
       ok = true;
     } finally {
+      this.gather = kernel;
+      this.pages = mapped;
+      this.hostGatherReason = why;
       if (!ok) {
         close();
       }
     }
+  }
+
+  /** Why device {@code device} cannot gather from registered host pages, or null when it can. */
+  private static String deviceGatherMissing(int device) {
+    int[] v = new int[1];
+    if (cudart.cudaDeviceGetAttribute(v, cudart.cudaDevAttrHostRegisterSupported, device) != cudart.cudaSuccess || v[0] == 0) {
+      return "device " + device + " cannot register host memory";
+    }
+    if (cudart.cudaDeviceGetAttribute(v, cudart.cudaDevAttrHostRegisterReadOnlySupported, device) != cudart.cudaSuccess
+        || v[0] == 0) {
+      return "device " + device + " cannot register read-only host memory (mapped segments are read-only)";
+    }
+    return null;
+  }
+
+  /**
+   * Where a batch's bytes are gathered. {@link #DEVICE}: the GPU copies the ranges of mapped
+   * segments itself (their pages registered with the driver, read over the bus by a kernel), and
+   * the host assembles only what does not come straight from a segment (offsets, validity); {@link
+   * #HOST}: the loader assembles every byte into pinned memory and one DMA copy moves the batch.
+   */
+  public enum Gather {
+    HOST,
+    DEVICE
+  }
+
+  /** Whether this shipper's GPU gathers from registered segment pages ({@link Gather#DEVICE} in effect). */
+  public boolean deviceGather() {
+    return gather != null;
+  }
+
+  /** Why batches are gathered on the host, or null when the device gathers. */
+  public String hostGatherReason() {
+    return hostGatherReason;
+  }
+
+  /**
+   * A diagnostic for benchmarks: launches the last batch's device gather again {@code repeats}
+   * times back to back on the copy stream, timed with events, and returns the GB/s of segment
+   * bytes it copied: the gather's speed with no host work in the way. Call it right after {@link
+   * #ship} of a gathered batch, before anything else is shipped (its slab and segments are held
+   * then); the slot's device memory is rewritten with the same bytes. 0 when nothing was gathered.
+   */
+  public synchronized double replayLastGather(int repeats) throws IOException {
+    if (lastGather == null || repeats <= 0) {
+      return 0;
+    }
+    CUevent_st a = new CUevent_st();
+    CUevent_st b = new CUevent_st();
+    Cuda.check(cudart.cudaEventCreate(a), "cudaEventCreate");
+    Cuda.check(cudart.cudaEventCreate(b), "cudaEventCreate");
+    try {
+      Cuda.check(cudart.cudaEventRecord(a, stream), "cudaEventRecord");
+      for (int r = 0; r < repeats; r++) {
+        gather.launch(lastGather.rangesHost, lastGatherRanges, stream);
+      }
+      Cuda.check(cudart.cudaEventRecord(b, stream), "cudaEventRecord");
+      Cuda.check(cudart.cudaEventSynchronize(b), "cudaEventSynchronize");
+      float[] ms = new float[1];
+      Cuda.check(cudart.cudaEventElapsedTime(ms, a, b), "cudaEventElapsedTime");
+      return (double) lastGatherBytes * repeats / 1e9 / (ms[0] / 1e3);
+    } finally {
+      cudart.cudaEventDestroy(a);
+      cudart.cudaEventDestroy(b);
+    }
+  }
+
+  /** Kernel launches of the device gather (one per batch it gathered). */
+  public synchronized long gatherLaunches() {
+    return gatherLaunches;
+  }
+
+  /** Bytes of segment ranges the device copied itself. */
+  public synchronized long deviceGatheredBytes() {
+    return deviceGatheredBytes;
+  }
+
+  /** Bytes of mapped segments registered with the driver now, and refused (over the budget, or by the driver). */
+  public long[] registeredAndRefusedBytes() {
+    return pages == null ? new long[] {0, 0} : new long[] {pages.registeredBytes(), pages.refusedBytes()};
   }
 
   /** Whether a CUDA device is usable in this process (probed once). */
@@ -152,6 +292,17 @@ public final class GpuShipper implements AutoCloseable {
 
   /** As {@link #open(int, long)}, with {@code slots} device slots (at least 2). */
   public static GpuShipper open(int device, long batchBytes, int slots) throws IOException {
+    return open(device, batchBytes, slots, DEFAULT_GATHER);
+  }
+
+  /** Where batches are gathered unless a job says: the one measured faster ({@code BENCHMARKS.md}, GPU). */
+  public static final Gather DEFAULT_GATHER = Gather.DEVICE;
+
+  /**
+   * As {@link #open(int, long, int)}, gathering where {@code gather} says; {@link Gather#DEVICE}
+   * falls back to the host, with the reason in {@link #hostGatherReason()}, where the device cannot.
+   */
+  public static GpuShipper open(int device, long batchBytes, int slots, Gather gather) throws IOException {
     String why = Cuda.unavailableReason();
     if (why != null) {
       throw new IOException("no GPU: " + why);
@@ -162,7 +313,7 @@ public final class GpuShipper implements AutoCloseable {
     if (slots < 2) {
       throw new IllegalArgumentException("a shipper needs at least 2 slots, got " + slots);
     }
-    return new GpuShipper(device, batchBytes + 64 * ALIGN, slots);
+    return new GpuShipper(device, batchBytes + 64 * ALIGN, slots, gather);
   }
 
   public int device() {
@@ -180,18 +331,33 @@ public final class GpuShipper implements AutoCloseable {
    * loader closes them; close the loader before the shipper.
    */
   public BatchMemory batchMemory() {
-    return bytes -> {
-      if (closed) {
-        throw new IOException("the GPU shipper is closed: no more pinned memory");
+    return new BatchMemory() {
+      @Override
+      public Slab allocate(long bytes) throws IOException {
+        if (closed) {
+          throw new IOException("the GPU shipper is closed: no more pinned memory");
+        }
+        Pointer h = new Pointer();
+        Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable | cudart.cudaHostAllocMapped),
+            "cudaHostAlloc(" + bytes + ")");
+        long base = h.address();
+        Pointer d = new Pointer();
+        int rc = cudart.cudaHostGetDevicePointer(d, h, 0);
+        if (rc != cudart.cudaSuccess) {
+          cudart.cudaFreeHost(h);
+          Cuda.check(rc, "cudaHostGetDevicePointer");
+        }
+        pinned.put(base, new long[] {bytes, d.address()});
+        return BatchMemory.Slab.of(Cuda.segment(base, bytes), () -> {
+          pinned.remove(base);
+          cudart.cudaFreeHost(Cuda.at(base));
+        });
       }
-      Pointer h = new Pointer();
-      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable), "cudaHostAlloc(" + bytes + ")");
-      long base = h.address();
-      pinned.put(base, bytes);
-      return BatchMemory.Slab.of(Cuda.segment(base, bytes), () -> {
-        pinned.remove(base);
-        cudart.cudaFreeHost(Cuda.at(base));
-      });
+
+      @Override
+      public Predicate<MemorySegment> deviceReads() {
+        return pages;
+      }
     };
   }
 
@@ -229,6 +395,11 @@ public final class GpuShipper implements AutoCloseable {
       }
     }
     boolean direct = data > 0 && inOnePinnedSlab(lo, hi);
+    DeviceCopies deviceCopies = batch.deviceCopies();
+    if (deviceCopies != null && (gather == null || !direct)) {
+      batch.completeOnHost(); // not in one pinned slab (or no device gather): the host makes the copies
+      deviceCopies = null;
+    }
     long span = direct ? hi - lo : packedSize(parts);
     if (span > slot.deviceBytes) {
       waitForSlot(slot);
@@ -276,7 +447,11 @@ public final class GpuShipper implements AutoCloseable {
       packedBytes += data;
       slot.stagingInFlight = true;
     }
-    if (span > 0) {
+    if (deviceCopies != null) {
+      gatherOnDevice(slot, parts, deviceCopies, lo);
+      deviceGatheredBytes += deviceCopies.bytes();
+      span = data;
+    } else if (span > 0) {
       Cuda.check(cudart.cudaMemcpyAsync(Cuda.at(slot.device), Cuda.at(direct ? lo : slot.staging), span,
           cudart.cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
     }
@@ -293,8 +468,76 @@ public final class GpuShipper implements AutoCloseable {
 
   /** Whether every buffer of the batch lies in one pinned slab. */
   private boolean inOnePinnedSlab(long lo, long hi) {
-    Map.Entry<Long, Long> slab = pinned.floorEntry(lo);
-    return slab != null && hi <= slab.getKey() + slab.getValue();
+    Map.Entry<Long, long[]> slab = pinned.floorEntry(lo);
+    return slab != null && hi <= slab.getKey() + slab.getValue()[0];
+  }
+
+  /** Ranges longer than this are split, so that one thread block does not copy a long range alone. */
+  private static final long PIECE = 64 << 10;
+
+  /**
+   * Starts the device gather of a batch that lies in one pinned slab (from {@code lo}): the
+   * buffers the host assembled are read from the slab, the ranges left to the device from the
+   * registered segments, all by one kernel on the copy stream into the slot (the batch's layout
+   * relative to {@code lo} kept). The table of ranges is written into the slot's pinned buffer
+   * (once the slot's previous gather is done with it), where the kernel reads it.
+   */
+  private void gatherOnDevice(Slot slot, Map<String, MemorySegment[]> parts, DeviceCopies copies, long lo)
+      throws IOException {
+    long slabDevice = pinned.floorEntry(lo).getValue()[1] - pinned.floorKey(lo);
+    long ranges = 0;
+    for (MemorySegment[] p : parts.values()) {
+      for (MemorySegment s : p) {
+        if (s != null && s.byteSize() > 0 && !copies.covers(s)) {
+          ranges += (s.byteSize() + PIECE - 1) / PIECE;
+        }
+      }
+    }
+    for (int k = 0; k < copies.count(); k++) {
+      ranges += (copies.length(k) + PIECE - 1) / PIECE;
+    }
+    if (ranges > Integer.MAX_VALUE / 24) {
+      throw new IllegalStateException("a batch of " + ranges + " ranges is too many for one gather");
+    }
+    long bytes = ranges * 24;
+    if (slot.rangesInFlight) {
+      Cuda.check(cudart.cudaEventSynchronize(slot.copied), "cudaEventSynchronize");
+      slot.rangesInFlight = false;
+    }
+    if (bytes > slot.rangesBytes) {
+      slot.growRanges(Math.max(bytes + bytes / 4, 64 << 10));
+    }
+    MemorySegment table = Cuda.segment(slot.rangesHost, bytes);
+    long at = 0;
+    for (MemorySegment[] p : parts.values()) {
+      for (MemorySegment s : p) {
+        if (s != null && s.byteSize() > 0 && !copies.covers(s)) {
+          at = put(table, at, s.address() + slabDevice, slot.device + (s.address() - lo), s.byteSize());
+        }
+      }
+    }
+    for (int k = 0; k < copies.count(); k++) {
+      at = put(table, at, pages.deviceAddress(copies.source(k)), slot.device + (copies.target(k) - lo), copies.length(k));
+    }
+    // The kernel reads the table where it is (pinned, at the same address for the device): a copy
+    // of it first would put one more operation a batch in series on the stream (measured slower).
+    gather.launch(slot.rangesHost, (int) ranges, stream);
+    slot.rangesInFlight = true;
+    gatherLaunches++;
+    lastGather = slot;
+    lastGatherRanges = (int) ranges;
+    lastGatherBytes = copies.bytes();
+  }
+
+  /** Writes one range as pieces of at most {@link #PIECE} bytes at {@code at}; returns the next position. */
+  private static long put(MemorySegment table, long at, long src, long dst, long length) {
+    for (long off = 0; off < length; off += PIECE) {
+      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at, src + off);
+      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, dst + off);
+      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 16, Math.min(PIECE, length - off));
+      at += 24;
+    }
+    return at;
   }
 
   private static long packedSize(Map<String, MemorySegment[]> parts) {
@@ -421,6 +664,13 @@ public final class GpuShipper implements AutoCloseable {
     cudart.cudaStreamSynchronize(stream);
     while (!holding.isEmpty()) {
       holding.pollFirst().closeHost();
+    }
+    if (pages != null) {
+      SegmentFile.unobserve(pages);
+      pages.unregisterAll();
+    }
+    if (gather != null) {
+      gather.close();
     }
     for (Slot s : slots) {
       if (s != null) {

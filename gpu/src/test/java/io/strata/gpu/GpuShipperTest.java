@@ -17,6 +17,10 @@ import io.strata.sdk.format.ArrowCExport;
 import io.strata.sdk.loader.ArrowCDevice;
 import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.Loader;
+import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.tiering.Promoter;
+import io.strata.sdk.tiering.SegmentStore;
+import java.util.List;
 import java.io.IOException;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -91,6 +95,96 @@ class GpuShipperTest {
   }
 
   private static final String[] FEATURES = {"amount", "merchant_category", "embedding", "score"};
+
+  /**
+   * The device gather: batches of samples from segments on the SSD tier, the segments' pages
+   * registered with the driver and their ranges copied by the kernel, every buffer of every
+   * feature (validity, offsets, values, list elements) equal on the device to what a plain
+   * loader with the same seed assembles on the host.
+   */
+  @Test
+  void theDeviceGathersSegmentRangesAndTheBatchesEqualTheHostOnes() throws IOException {
+    assumeTrue(GpuShipper.available(), "no GPU here: " + GpuShipper.unavailableReason());
+    Path dir = tmp.resolve("events");
+    DatasetGenerator.generate(dir, DatasetGenerator.Options.of("events", 40_000, 3).withFeatures(10)
+        .withChunking(10_000, 1).withMeanSampleLength(50), Progress.NONE);
+    try (Dataset ds = Dataset.open(dir);
+        SegmentStore store = SegmentStore.open(tmp.resolve("ssd"), false, SegmentFile.Verify.FIRST_OPEN)) {
+      List<String> features = ds.featureNames();
+      Promoter.promote(ds, store, features, List.of(0, 1, 2, 3), Progress.NONE);
+      try (GpuShipper gpu = GpuShipper.open(0, 1 << 20, GpuShipper.DEFAULT_SLOTS, GpuShipper.Gather.DEVICE)) {
+        assertTrue(gpu.deviceGather(), "device gather: " + gpu.hostGatherReason());
+        int checked = 0;
+        try (Loader plain = Loader.builder(ds).features(features).segments(store).sampleBatches(64).seed(3).build();
+            Loader device = Loader.builder(ds).features(features).segments(store).sampleBatches(64).seed(3)
+                .prefetch(4, 2).batchMemory(gpu.batchMemory()).build()) {
+          while (true) {
+            try (Batch want = plain.next()) {
+              Batch got = device.next();
+              if (want == null) {
+                assertEquals(null, got);
+                break;
+              }
+              DeviceBatch d = gpu.ship(got);
+              d.await();
+              for (String f : features) {
+                checkAll(d.buffers(f), want.column(f), f + " of batch " + checked);
+              }
+              d.close();
+              checked++;
+            }
+          }
+        }
+        assertTrue(checked > 10, checked + " batches");
+        assertTrue(gpu.deviceGatheredBytes() > 0, "the device gathered segment ranges");
+        assertTrue(gpu.gatherLaunches() >= checked - 16, gpu.gatherLaunches() + " gathers of " + checked);
+        assertTrue(gpu.registeredAndRefusedBytes()[0] > 0, "segments registered");
+      }
+    }
+  }
+
+  /** Every buffer of {@code want} equals the device's at {@code b}. */
+  private static void checkAll(DeviceBatch.Buffers b, Column want, String what) {
+    int n = want.length();
+    if (want.nullCount() > 0) {
+      same(b.validity(), want.validity().asSlice(0, (n + 7L) / 8), what + " validity");
+    }
+    if (want.type().isFixedWidth()) {
+      int w = want.type().kind().width();
+      same(b.values(), want.values().asSlice(0, w == 0 ? (n + 7L) / 8 : (long) n * w), what + " values");
+      return;
+    }
+    same(b.offsets(), want.offsets().asSlice(0, 4L * (n + 1)), what + " offsets");
+    if (want.type().isVariableWidth()) {
+      same(b.values(), want.values().asSlice(0, n == 0 ? 0 : want.end(n - 1)), what + " bytes");
+      return;
+    }
+    Column e = want.child();
+    int m = e.length();
+    if (e.nullCount() > 0) {
+      same(b.childValidity(), e.validity().asSlice(0, (m + 7L) / 8), what + " element validity");
+    }
+    if (e.type().isFixedWidth()) {
+      int w = e.type().kind().width();
+      same(b.values(), e.values().asSlice(0, w == 0 ? (m + 7L) / 8 : (long) m * w), what + " elements");
+    } else {
+      same(b.childOffsets(), e.offsets().asSlice(0, 4L * (m + 1)), what + " element offsets");
+      same(b.values(), e.values().asSlice(0, m == 0 ? 0 : e.end(m - 1)), what + " element bytes");
+    }
+  }
+
+  private static void same(long device, MemorySegment want, String what) {
+    if (want.byteSize() == 0) {
+      return;
+    }
+    assertTrue(device > 0, what + " on the device");
+    byte[] back = new byte[(int) want.byteSize()];
+    try (BytePointer dst = new BytePointer(back.length)) {
+      assertEquals(cudart.cudaSuccess, cudart.cudaMemcpy(dst, Cuda.at(device), back.length, cudart.cudaMemcpyDeviceToHost));
+      dst.get(back);
+    }
+    assertArrayEquals(want.toArray(ValueLayout.JAVA_BYTE), back, what);
+  }
 
   /**
    * Ships every batch of {@code loader}; each batch's host bytes are kept before it is shipped (the

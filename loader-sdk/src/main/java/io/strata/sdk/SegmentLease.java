@@ -12,6 +12,15 @@ public interface SegmentLease extends AutoCloseable {
   /** The segment file, for messages. */
   Path path();
 
+  /**
+   * Another lease on the same mapping, held until it is closed (so that something that reads the
+   * mapping later, a GPU gathering from it, keeps it mapped), or null when this source cannot
+   * share its leases.
+   */
+  default SegmentLease share() {
+    return null;
+  }
+
   @Override
   void close();
 }

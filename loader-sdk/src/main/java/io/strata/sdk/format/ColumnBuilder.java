@@ -33,6 +33,12 @@ public final class ColumnBuilder {
   private long dataBytes;
   private int rows;
   private int nulls;
+  /** Where copies from device-readable segments are recorded instead of made (null: never). */
+  private DeviceCopies copies;
+  /** Whether {@link #appendRange} records its copies now ({@link #deferTo}). */
+  private boolean deferring;
+  /** Whether anything was written into the values on the host since copies were first recorded. */
+  private boolean hostValues;
 
   /**
    * A builder for {@code type} that expects about {@code expectedRows} rows; call {@link
@@ -71,6 +77,40 @@ public final class ColumnBuilder {
     return child;
   }
 
+  /**
+   * From now on, {@link #appendRange} records in {@code to} the copies of values and string bytes
+   * that the device reads itself, instead of making them (null: makes them again). The first write
+   * of values on the host makes the recorded copies of this builder first; see {@link DeviceCopies}.
+   */
+  public void deferTo(DeviceCopies to) {
+    if (to != null) {
+      if (copies != null && copies != to) {
+        throw new IllegalStateException("a builder records its copies in one place");
+      }
+      copies = to;
+    }
+    deferring = to != null;
+    if (child != null) {
+      child.deferTo(to);
+    }
+  }
+
+  /** Values are about to be written on the host: the recorded copies into them are made first. */
+  private void hostWrite() {
+    if (copies != null && !hostValues) {
+      copies.flush(values);
+      hostValues = true;
+    }
+  }
+
+  /** The built values of this builder when all of them come from copies recorded in {@code c}, else null. */
+  MemorySegment deviceValues(DeviceCopies c) {
+    if (copies != c || hostValues || rows == 0 || type.kind() == FeatureType.Kind.LIST || (fixed && width == 0)) {
+      return null;
+    }
+    return values;
+  }
+
   private MemorySegment allocate(long bytes) {
     return arena.allocate(Math.max(bytes, 8), ALIGN);
   }
@@ -94,6 +134,7 @@ public final class ColumnBuilder {
     if (type.isFixedWidth()) {
       long need = width == 0 ? (total + 7) >>> 3 : total * width;
       if (need > values.byteSize()) {
+        hostWrite();
         values = grow(arena, values, width == 0 ? (rows + 7L) >>> 3 : (long) rows * width, need);
       }
     } else {
@@ -102,6 +143,7 @@ public final class ColumnBuilder {
         offsets = grow(arena, offsets, 4L * (rows + 1), need);
       }
       if (type.isVariableWidth() && dataBytes + moreBytes > values.byteSize()) {
+        hostWrite();
         values = grow(arena, values, dataBytes, dataBytes + moreBytes);
       }
     }
@@ -122,6 +164,7 @@ public final class ColumnBuilder {
 
   private void ensureBytes(long more) {
     if (dataBytes + more > values.byteSize()) {
+      hostWrite();
       values = grow(arena, values, dataBytes, Math.max(dataBytes + more, values.byteSize() * 2));
     }
   }
@@ -165,6 +208,7 @@ public final class ColumnBuilder {
     ensureRows(1);
     markValid(false);
     if (type.isFixedWidth()) {
+      hostWrite();
       if (width == 0) {
         Bits.set(values, rows, false);
       } else {
@@ -180,6 +224,7 @@ public final class ColumnBuilder {
     requireKind(FeatureType.Kind.BOOL);
     ensureRows(1);
     markValid(true);
+    hostWrite();
     Bits.set(values, rows, value);
     rows++;
   }
@@ -193,6 +238,7 @@ public final class ColumnBuilder {
   }
 
   private void putLong(int row, long value) {
+    hostWrite();
     long at = (long) row * width;
     switch (type.kind()) {
       case INT8 -> values.set(ValueLayout.JAVA_BYTE, at, (byte) value);
@@ -212,6 +258,7 @@ public final class ColumnBuilder {
   }
 
   private void putDouble(int row, double value) {
+    hostWrite();
     switch (type.kind()) {
       case FLOAT32 -> values.set(Le.FLOAT, row * 4L, (float) value);
       case FLOAT64 -> values.set(Le.DOUBLE, row * 8L, value);
@@ -224,6 +271,7 @@ public final class ColumnBuilder {
     requireKind(FeatureType.Kind.DECIMAL);
     ensureRows(1);
     markValid(true);
+    hostWrite();
     values.set(Le.LONG, rows * 16L, low);
     values.set(Le.LONG, rows * 16L + 8, high);
     rows++;
@@ -242,6 +290,7 @@ public final class ColumnBuilder {
     ensureRows(1);
     ensureBytes(length);
     markValid(true);
+    hostWrite();
     MemorySegment.copy(src, from, values, dataBytes, length);
     dataBytes += length;
     finishVariableRow();
@@ -264,6 +313,7 @@ public final class ColumnBuilder {
   public void appendLongs(long[] src, boolean[] isNull, int from, int count) {
     ensureRows(count);
     appendNullMask(isNull, from, count);
+    hostWrite();
     if (width == 8) {
       MemorySegment.copy(src, from, values, Le.LONG, (long) rows * 8, count);
     } else {
@@ -278,6 +328,7 @@ public final class ColumnBuilder {
   public void appendDoubles(double[] src, boolean[] isNull, int from, int count) {
     ensureRows(count);
     appendNullMask(isNull, from, count);
+    hostWrite();
     if (type.kind() == FeatureType.Kind.FLOAT64) {
       MemorySegment.copy(src, from, values, Le.DOUBLE, (long) rows * 8, count);
     } else {
@@ -341,8 +392,11 @@ public final class ColumnBuilder {
     }
     if (fixed) {
       if (width == 0) {
+        hostWrite();
         Bits.copy(src.values(), srcRow, values, rows, count);
-      } else {
+      } else if (!deferring || hostValues
+          || !copies.take(src.values(), srcRow * width, values, (long) rows * width, (long) count * width)) {
+        hostWrite();
         MemorySegment.copy(src.values(), srcRow * width, values, (long) rows * width, (long) count * width);
       }
     } else {
@@ -366,7 +420,10 @@ public final class ColumnBuilder {
         child.appendRange(src.child(), first, last - first);
       } else {
         ensureBytes(last - first);
-        MemorySegment.copy(src.values(), first, values, dataBytes, last - first);
+        if (last > first && (!deferring || hostValues || !copies.take(src.values(), first, values, dataBytes, last - first))) {
+          hostWrite();
+          MemorySegment.copy(src.values(), first, values, dataBytes, last - first);
+        }
         dataBytes += last - first;
       }
     }
@@ -419,6 +476,7 @@ public final class ColumnBuilder {
     if (order.size() > 0) {
       ensureRows(order.size());
     }
+    hostWrite();
     return anyNulls;
   }
 
@@ -506,7 +564,12 @@ public final class ColumnBuilder {
         child.truncate(end);
       } else {
         dataBytes = end;
+        if (copies != null) {
+          copies.forget(values, end);
+        }
       }
+    } else if (copies != null && width > 0) {
+      copies.forget(values, (long) keep * width);
     }
     nulls = validity == MemorySegment.NULL ? 0 : Bits.countZeros(validity, 0, keep);
   }

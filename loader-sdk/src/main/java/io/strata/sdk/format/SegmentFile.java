@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,6 +27,7 @@ import java.util.Map;
 import java.util.SequencedMap;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A segment file mapped into memory, with zero-copy {@link Column} views of its feature columns.
@@ -50,6 +52,41 @@ public final class SegmentFile implements AutoCloseable {
 
   private static final Set<String> VERIFIED = ConcurrentHashMap.newKeySet();
 
+  /**
+   * Told of each segment file this process maps (after its checks) and of each unmapping (before
+   * it happens), under one lock: a GPU that gathers straight from mapped segments registers their
+   * pages with its driver and must let go of them before they are unmapped. Calls may come from
+   * any thread that opens or closes a segment.
+   */
+  public interface MappingObserver {
+    void mapped(Path file, MemorySegment mapping);
+
+    void unmapping(MemorySegment mapping);
+  }
+
+  /** Guards {@link #OBSERVERS} and {@link #MAPPED}: observers see each mapping once, in order. */
+  private static final Object OBSERVED = new Object();
+  private static final List<MappingObserver> OBSERVERS = new ArrayList<>();
+  /** The segments mapped in this process and not yet unmapped. */
+  private static final Set<SegmentFile> MAPPED = new HashSet<>();
+
+  /** Adds {@code o}, told at once of every segment already mapped. */
+  public static void observe(MappingObserver o) {
+    synchronized (OBSERVED) {
+      OBSERVERS.add(o);
+      for (SegmentFile f : MAPPED) {
+        o.mapped(f.path, f.mapping);
+      }
+    }
+  }
+
+  /** Removes {@code o}; it is told of nothing more. */
+  public static void unobserve(MappingObserver o) {
+    synchronized (OBSERVED) {
+      OBSERVERS.remove(o);
+    }
+  }
+
   private final Path path;
   private final Arena arena;
   private final long fileSize;
@@ -57,6 +94,9 @@ public final class SegmentFile implements AutoCloseable {
   private final Map<String, String> metadata;
   private final SequencedMap<String, Column> columns;
   private final long base;
+  /** The whole mapping (set once at open). */
+  private MemorySegment mapping = MemorySegment.NULL;
+  private final AtomicBoolean closing = new AtomicBoolean();
 
   private SegmentFile(
       Path path,
@@ -130,6 +170,13 @@ public final class SegmentFile implements AutoCloseable {
         // The pass mapped every page of the file into this process; readers touch a few columns.
         PageMappings.release(map);
         PageMappings.random(map);
+      }
+      f.mapping = map;
+      synchronized (OBSERVED) {
+        MAPPED.add(f);
+        for (MappingObserver o : OBSERVERS) {
+          o.mapped(path, map);
+        }
       }
       success = true;
       return f;
@@ -371,6 +418,16 @@ public final class SegmentFile implements AutoCloseable {
   /** Unmaps the file. Idempotent. */
   @Override
   public void close() {
+    if (!closing.compareAndSet(false, true)) {
+      return;
+    }
+    synchronized (OBSERVED) {
+      if (MAPPED.remove(this)) {
+        for (MappingObserver o : OBSERVERS) {
+          o.unmapping(mapping);
+        }
+      }
+    }
     if (arena.scope().isAlive()) {
       try {
         arena.close();

@@ -91,6 +91,18 @@ public final class SegmentMappings implements AutoCloseable {
       return entry.file.column(feature);
     }
 
+    /** Another lease on this mapping; fails once this one is released. */
+    @Override
+    public Ref share() {
+      synchronized (SegmentMappings.this) {
+        if (released) {
+          throw new IllegalStateException("the lease on " + entry.path + " is already released");
+        }
+        entry.refs++;
+        return new Ref(entry);
+      }
+    }
+
     @Override
     public void close() {
       synchronized (SegmentMappings.this) {

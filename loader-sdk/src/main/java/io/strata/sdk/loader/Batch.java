@@ -3,6 +3,7 @@ package io.strata.sdk.loader;
 import io.strata.sdk.Column;
 import io.strata.sdk.format.ArrowCExport;
 import io.strata.sdk.format.Columns;
+import io.strata.sdk.format.DeviceCopies;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.format.SegmentWriter;
 import java.io.IOException;
@@ -52,6 +53,8 @@ public final class Batch implements AutoCloseable {
   private final Source source;
   private final AutoCloseable owner;
   private volatile boolean closed;
+  /** The copies left to the consumer's device ({@link BatchMemory#deviceReads()}), or null. */
+  private DeviceCopies deviceCopies;
   private final Unclosed unclosed = new Unclosed();
 
   private static final Cleaner CLEANER = Cleaner.create(r -> {
@@ -239,12 +242,40 @@ public final class Batch implements AutoCloseable {
     return closed;
   }
 
-  /** Releases the batch's memory (or mapping). Idempotent. */
+  void deviceCopies(DeviceCopies copies) {
+    this.deviceCopies = copies;
+  }
+
+  /**
+   * The copies of this batch left to the consumer's device, or null when the host assembled all
+   * of it. When not null, the buffers {@link DeviceCopies#covers covered} hold nothing on the host
+   * until the device's gather (or {@link #completeOnHost()}) fills them.
+   */
+  @SuppressWarnings("exports")
+  public DeviceCopies deviceCopies() {
+    checkOpen();
+    return deviceCopies;
+  }
+
+  /** Makes on the host the copies left to the device, if any: the batch is then whole in host memory. */
+  public void completeOnHost() {
+    checkOpen();
+    if (deviceCopies != null) {
+      deviceCopies.completeOnHost();
+      deviceCopies.close();
+      deviceCopies = null;
+    }
+  }
+
+  /** Releases the batch's memory (or mapping), and the segments held for the device's copies. Idempotent. */
   @Override
   public void close() {
     if (!closed) {
       closed = true;
       unclosed.closed = true;
+      if (deviceCopies != null) {
+        deviceCopies.close();
+      }
       try {
         owner.close();
       } catch (Exception e) {

@@ -6,11 +6,13 @@ import io.strata.sdk.FeatureType;
 import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.format.DeviceCopies;
 import io.strata.sdk.format.GatherOrder;
 import io.strata.sdk.tiering.DerivedChunkSource;
 import io.strata.sdk.tiering.TieredReader;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 
 /**
  * Assembles a loader's batches: one per prefetch worker, plus one on the job's thread for batch
@@ -196,11 +199,20 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
     GatherOrder gather = singleRows ? gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows()) : null;
     SlabPool.Memory memory = slabs.take();
+    // Copies the consumer's device makes itself (a GPU reading registered segment pages): one
+    // record per part of the batch, each filled on its part's thread.
+    Predicate<MemorySegment> reach = gather == null ? slabs.deviceReads() : null;
+    DeviceCopies[] device = new DeviceCopies[readers.length];
+    if (reach != null) {
+      for (int r = 0; r < readers.length; r++) {
+        device[r] = new DeviceCopies(reach);
+      }
+    }
     boolean ok = false;
     try {
       Column[] built = new Column[features.size()];
       if (readers.length == 1) {
-        assemble(readers[0], memory, rows, units, starts, offsets, gather, positions[0], built);
+        assemble(readers[0], memory, rows, units, starts, offsets, gather, positions[0], built, device[0]);
       } else {
         // Several threads fill one batch: the slab hands out memory to one at a time.
         SegmentAllocator shared = (size, align) -> {
@@ -213,14 +225,15 @@ final class BatchAssembler implements Prefetcher.Producer {
         for (int r = 1; r < readers.length; r++) {
           TieredReader reader = readers[r];
           int[] pos = positions[r];
+          DeviceCopies part = device[r];
           parts.add(partThreads[r].submit(() -> {
-            assemble(reader, shared, finalRows, units, starts, offsets, gather, pos, built);
+            assemble(reader, shared, finalRows, units, starts, offsets, gather, pos, built, part);
             return null;
           }));
         }
         Throwable failure = null;
         try {
-          assemble(readers[0], shared, rows, units, starts, offsets, gather, positions[0], built);
+          assemble(readers[0], shared, rows, units, starts, offsets, gather, positions[0], built, device[0]);
         } catch (IOException | RuntimeException | Error e) {
           failure = e;
         }
@@ -262,13 +275,28 @@ final class BatchAssembler implements Prefetcher.Producer {
       int lookahead = plan instanceof Plan.Windows w ? w.lookahead() : 0;
       Batch b = new Batch(epoch, step, planHash, stepsPerEpoch, rows, cols, offsets, ids, window, lookahead,
           Batch.Source.ASSEMBLED, memory);
+      if (reach != null) {
+        for (int r = 1; r < device.length; r++) {
+          device[0].addAll(device[r]);
+        }
+        if (device[0].count() > 0) {
+          b.deviceCopies(device[0]);
+          device[0] = null; // the batch's now
+        }
+      }
       assembled.incrementAndGet();
       if (writeCache && cache != null) {
+        b.completeOnHost(); // the cache keeps what the host holds
         cache.store(g, b, dataset.name(), dataset.version());
       }
       ok = true;
       return b;
     } finally {
+      for (DeviceCopies d : device) {
+        if (d != null) {
+          d.close();
+        }
+      }
       if (!ok) {
         memory.close();
       }
@@ -296,7 +324,7 @@ final class BatchAssembler implements Prefetcher.Producer {
    * are, in that order) into {@code built}: sized first, then appended unit by unit.
    */
   private void assemble(TieredReader reader, SegmentAllocator allocator, int rows, int units, long[] starts,
-      int[] offsets, GatherOrder gather, int[] pos, Column[] built) throws IOException {
+      int[] offsets, GatherOrder gather, int[] pos, Column[] built, DeviceCopies device) throws IOException {
     List<ColumnBuilder> builders = reader.builders(allocator, rows);
     int n = pos.length;
     long[] dataBytes = new long[n];
@@ -323,10 +351,13 @@ final class BatchAssembler implements Prefetcher.Producer {
     if (gather != null) {
       reader.appendSingleRows(starts, units, gather, builders);
     } else {
-      reader.appendRanges(starts, offsets, units, builders);
+      reader.appendRanges(starts, offsets, units, builders, device);
     }
     for (int k = 0; k < pos.length; k++) {
       built[pos[k]] = builders.get(k).build();
+    }
+    if (device != null) {
+      device.coverBuilt(builders);
     }
   }
 

@@ -3,6 +3,7 @@ package io.strata.sdk.loader;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.function.Predicate;
 
 /**
  * Where a loader's batch memory comes from. The default is off-heap memory of the job's own
@@ -32,6 +33,17 @@ public interface BatchMemory {
    */
   default boolean scopedBatches() {
     return true;
+  }
+
+  /**
+   * The mapped segment buffers that the consumer's device reads itself (a GPU gathering from host
+   * pages registered with its driver), or null (the default) when it reads none. Where it reads a
+   * buffer, a batch's copies from it are left to the device: {@link Batch#deviceCopies()} lists
+   * them, the host never writes those bytes, and the segments stay mapped until the batch is
+   * closed. Thread-safe; asked once per buffer a batch reads.
+   */
+  default Predicate<MemorySegment> deviceReads() {
+    return null;
   }
 
   /** Memory of the job's own process ({@link Arena#ofShared()}); what a loader uses by default. */

@@ -87,6 +87,11 @@ final class SlabPool implements AutoCloseable {
     this.source = source;
   }
 
+  /** What the consumer's device reads itself ({@link BatchMemory#deviceReads()}), or null. */
+  java.util.function.Predicate<MemorySegment> deviceReads() {
+    return source.deviceReads();
+  }
+
   /**
    * Memory for one batch; close it to return the slab. When no slab is idle (every one is held by
    * a batch in flight or with the job) a new one is made, of half again the largest batch seen,

@@ -66,6 +66,11 @@ final class ResidentColumns {
     return columns[i][chunk];
   }
 
+  /** The lease holding feature {@code i}'s segment of {@code chunk}, or null when none is held. */
+  SegmentLease lease(int i, int chunk) {
+    return leases[i][chunk];
+  }
+
   /**
    * When the store's contents changed, releases the leases of chunks it no longer holds (so that
    * their segments are unmapped and the node's SSD blocks freed) and looks up the chunks found

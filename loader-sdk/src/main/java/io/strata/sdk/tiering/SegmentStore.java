@@ -93,6 +93,11 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
     }
 
     @Override
+    public Lease share() {
+      return new Lease(ref.share());
+    }
+
+    @Override
     public void close() {
       ref.close();
     }

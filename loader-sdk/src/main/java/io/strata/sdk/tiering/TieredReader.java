@@ -8,6 +8,7 @@ import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.tier.Tier;
 import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
+import io.strata.sdk.format.DeviceCopies;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.format.FusedGather;
 import io.strata.sdk.format.GatherOrder;
@@ -266,6 +267,16 @@ public final class TieredReader implements AutoCloseable {
    * of every feature's in turn), and its reads are counted once per chunk.
    */
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
+    appendRanges(starts, offsets, units, out, null);
+  }
+
+  /**
+   * As {@link #appendRanges(long[], int[], int, List)}; when {@code device} is not null, the copies
+   * from resident segments the device reads itself are recorded there instead of made (see {@link
+   * DeviceCopies}), with the segments' leases held there.
+   */
+  public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out, DeviceCopies deviceCopies)
+      throws IOException {
     resident.recheckAbsent();
     Pieces ps = pieces(starts, offsets, units);
     boolean byFeature = ps != null;
@@ -279,14 +290,24 @@ public final class TieredReader implements AutoCloseable {
       }
       return;
     }
+    DeviceCopies device = deviceCopies;
     boolean done = byFeature(out, (i, into, read) -> {
       Column[] cols = columns[i];
       for (int p = 0; p < pieces; p++) {
         Column col = cols[chunk[p]];
+        if (device != null) {
+          // Left to the device only while the batch holds the segment mapped.
+          into.deferTo(device.hold(resident.lease(i, chunk[p])) ? device : null);
+        }
         into.appendRange(col, local[p], count[p]);
         read.add(chunk[p], rangeBytes(col, local[p], count[p]));
       }
     });
+    if (device != null) {
+      for (ColumnBuilder b : out) {
+        b.deferTo(null);
+      }
+    }
     if (!done) {
       for (int k = 0; k < units; k++) {
         appendRows(starts[k], offsets[k + 1] - offsets[k], out);
