@@ -71,6 +71,7 @@ final class MappedPages implements SegmentFile.MappingObserver, Predicate<Memory
         refused += bytes;
         return;
       }
+      registered += bytes; // taken now, so that threads mapping at once stay within the budget
     }
     int rc = cudart.cudaSetDevice(device);
     if (rc == cudart.cudaSuccess) {
@@ -80,6 +81,7 @@ final class MappedPages implements SegmentFile.MappingObserver, Predicate<Memory
     if (rc != cudart.cudaSuccess) {
       cudart.cudaGetLastError(); // clears the error, so that the next check of another call does not see it
       synchronized (this) {
+        registered -= bytes;
         refused += bytes;
       }
       if (firstRefusal == null) {
@@ -94,15 +96,13 @@ final class MappedPages implements SegmentFile.MappingObserver, Predicate<Memory
     if (rc != cudart.cudaSuccess) {
       cudart.cudaHostUnregister(Cuda.at(base));
       synchronized (this) {
+        registered -= bytes;
         refused += bytes;
       }
       return;
     }
     if (dev.address() != base) {
       sameAddresses = false;
-    }
-    synchronized (this) {
-      registered += bytes;
     }
     ranges.put(base, new long[] {base + bytes, dev.address()});
   }

@@ -18,6 +18,11 @@ import java.util.Objects;
  * copied twice. Appending a range of another column ({@link #appendRange}) is a bulk copy for
  * fixed-width values and for string bytes, with offsets rebased. Null rows hold zero bytes of
  * data. A builder is not thread-safe.
+ *
+ * <p>For a consumer whose device reads mapped segments itself (a GPU), {@link #deferTo} makes
+ * {@link #appendRange} record its bulk copies from such segments in a {@link DeviceCopies} instead
+ * of making them; the builder's values are then either all recorded or all written on the host
+ * (its first host write makes the recorded copies), and a truncation forgets the dropped rows'.
  */
 public final class ColumnBuilder {
   private static final long ALIGN = 64;

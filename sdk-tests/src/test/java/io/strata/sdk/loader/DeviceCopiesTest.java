@@ -120,6 +120,49 @@ class DeviceCopiesTest {
     }
   }
 
+  /** What a GPU registers by: every mapped segment told once (those mapped before it replayed), each unmapping before it happens. */
+  @Test
+  void anObserverIsToldOfEveryMappingAndOfEachUnmappingBeforeIt() throws IOException {
+    Path dir = tmp.resolve("small");
+    DatasetGenerator.generate(dir, DatasetGenerator.Options.of("small", 4_000, 3).withFeatures(3).withChunking(2_000, 1),
+        Progress.NONE);
+    List<String> seen = new ArrayList<>();
+    SegmentFile.MappingObserver o = new SegmentFile.MappingObserver() {
+      @Override
+      public void mapped(Path file, MemorySegment mapping) {
+        mapping.get(java.lang.foreign.ValueLayout.JAVA_BYTE, mapping.byteSize() - 1); // mapped when told
+        seen.add("+" + mapping.address());
+      }
+
+      @Override
+      public void unmapping(MemorySegment mapping) {
+        mapping.get(java.lang.foreign.ValueLayout.JAVA_BYTE, mapping.byteSize() - 1); // still mapped when told
+        seen.add("-" + mapping.address());
+      }
+    };
+    try (Dataset ds = Dataset.open(dir)) {
+      SegmentStore store = SegmentStore.open(tmp.resolve("ssd2"), false, SegmentFile.Verify.NEVER);
+      Promoter.promote(ds, store, ds.featureNames(), List.of(0, 1), Progress.NONE);
+      var first = store.lease(ds, ds.featureNames().get(0), 0);
+      SegmentFile.observe(o);
+      try {
+        assertEquals(1, seen.stream().filter(e -> e.startsWith("+")).count(), "the segment mapped before is replayed");
+        var second = store.lease(ds, ds.featureNames().get(0), 1);
+        assertEquals(2, seen.size());
+        first.close();
+        second.close();
+        store.close(); // unmaps both: each told before
+        assertEquals(4, seen.size(), seen.toString());
+        // each unmapping names a mapping told before
+        assertEquals(java.util.Set.of(seen.get(0).substring(1), seen.get(1).substring(1)),
+            java.util.Set.of(seen.get(2).substring(1), seen.get(3).substring(1)), seen.toString());
+        assertTrue(seen.get(2).startsWith("-") && seen.get(3).startsWith("-"), seen.toString());
+      } finally {
+        SegmentFile.unobserve(o);
+      }
+    }
+  }
+
   @Test
   void aHostWriteMakesTheRecordedCopiesAndATruncationForgetsTheDroppedOnes() {
     try (Arena arena = Arena.ofConfined()) {
