@@ -69,8 +69,9 @@ class DeviceCopiesTest {
       int batches = 0;
       long recorded = 0;
       try (Loader plain = Loader.builder(ds).features(features).segments(store).sampleBatches(16).seed(7).build();
+          // Two assembly threads: each records its features' copies, merged into the batch's.
           Loader device = Loader.builder(ds).features(features).segments(store).sampleBatches(16).seed(7)
-              .batchMemory(deviceMemory).build()) {
+              .assemblyThreads(2).batchMemory(deviceMemory).build()) {
         while (true) {
           try (Batch want = plain.next(); Batch got = device.next()) {
             if (want == null) {
