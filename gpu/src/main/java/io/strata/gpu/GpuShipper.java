@@ -19,10 +19,19 @@ import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.Pointer;
 
 /**
- * Ships batches to a CUDA device with one host copy per byte: the loader assembles each batch
+ * Ships batches to a CUDA device with one copy per byte: the loader assembles each batch
  * straight into pinned memory ({@link #batchMemory()}, slabs from {@code cudaHostAlloc}), and
  * the shipper starts one {@code cudaMemcpyAsync} of the batch's part of its slab into a device
  * slot, on its own stream, and returns.
+ *
+ * <p><b>The device gather</b> ({@link Gather#DEVICE}, the default). The segment files this process
+ * maps are registered with the driver ({@link MappedPages}, read-only, within a budget), the
+ * loader leaves the copies from them to the device ({@code BatchMemory.deviceReads}: the batch
+ * lists them, holding the segments mapped, and its values buffers stay empty on the host), and
+ * {@code ship} writes a table of ranges (those copies, and the buffers the host assembled in the
+ * slab) into the slot's pinned table and launches the gather kernel ({@link GatherKernel}) on the
+ * stream instead of the DMA copy: the device reads every byte over the bus once and the host
+ * copies only offsets and validity. The events below work the same for both.
  *
  * <p><b>Slots and events.</b> At least three device slots are used in turn, so that while batch
  * {@code n} is copied and batch {@code n-1} is consumed by the job's kernels, the loader's
@@ -38,7 +47,9 @@ import org.bytedeco.javacpp.Pointer;
  * <p><b>Threads.</b> {@link #ship} and the {@link DeviceBatch} methods are meant for the job's
  * thread; they hold the shipper's monitor. Pinned slabs are allocated and freed by the loader's
  * prefetch threads and the job's thread: the registry of pinned slabs is a concurrent map by
- * address. CUDA calls are thread-safe.
+ * address. Segments are registered and unregistered by whichever thread maps or unmaps them
+ * (under {@code SegmentFile}'s observer lock), and asked about by the assembly threads, against
+ * {@link MappedPages}' concurrent map. CUDA calls are thread-safe.
  *
  * <p>{@link #available()} says whether a GPU is usable; without one, {@link #open} fails with the
  * reason and the job keeps using host batches.
