@@ -75,8 +75,18 @@ public final class SegmentFile implements AutoCloseable {
     synchronized (OBSERVED) {
       OBSERVERS.add(o);
       for (SegmentFile f : MAPPED) {
-        o.mapped(f.path, f.mapping);
+        tell(() -> o.mapped(f.path, f.mapping), f.path);
       }
+    }
+  }
+
+  /** An observer that fails is logged; the mapping's life goes on (an observer must not throw). */
+  private static void tell(Runnable call, Path file) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      System.getLogger(SegmentFile.class.getName()).log(System.Logger.Level.WARNING,
+          "strata: a mapping observer failed on " + file + ": " + e);
     }
   }
 
@@ -175,7 +185,7 @@ public final class SegmentFile implements AutoCloseable {
       synchronized (OBSERVED) {
         MAPPED.add(f);
         for (MappingObserver o : OBSERVERS) {
-          o.mapped(path, map);
+          tell(() -> o.mapped(path, map), path);
         }
       }
       success = true;
@@ -424,7 +434,7 @@ public final class SegmentFile implements AutoCloseable {
     synchronized (OBSERVED) {
       if (MAPPED.remove(this)) {
         for (MappingObserver o : OBSERVERS) {
-          o.unmapping(mapping);
+          tell(() -> o.unmapping(mapping), path);
         }
       }
     }
