@@ -210,6 +210,7 @@ public final class Batch implements AutoCloseable {
 
   /** Writes the batch as an Arrow IPC file (Strata segment format, batch metadata included). */
   public long writeArrowFile(Path file, String dataset, String datasetVersion) throws IOException {
+    completeOnHost(); // the file holds what the host holds
     return SegmentWriter.write(
         file,
         new SegmentInfo(dataset, datasetVersion, 0, 0, rows, List.copyOf(columns().keySet())),
@@ -225,7 +226,7 @@ public final class Batch implements AutoCloseable {
    * when done, and must be done before the batch is closed: the buffers are the batch's.
    */
   public ArrowCDevice exportArrowDevice() {
-    checkOpen();
+    completeOnHost(); // a host consumer reads every buffer
     List<ArrowCExport.Field> fields = new ArrayList<>();
     columns().forEach((name, c) -> fields.add(ArrowCExport.hostField(name, c)));
     var e = ArrowCExport.export(rows, fields, ArrowCExport.DEVICE_CPU, -1, 0);
