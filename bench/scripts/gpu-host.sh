@@ -4,9 +4,12 @@
 # Run from the project root on the GPU host, with target/gpu-bundle carried there (made here by
 # ../shared/tools/gpu-bundle.sh --tests DIR, DIR/target/test-classes holding the gpu module's test
 # classes and ArrowCDeviceTest's; with the working tree, the bundle must stay under the 64 MiB the
-# device tool carries: on 2026-11-26 that needed hazelcast-* and prometheus-metrics-exposition-*
-# added to the script's list of jars left out, which no GPU command uses). A rebuilt gpu jar can be
-# laid over the bundle from target/gpu-overlay (its jar, and tests/ with test classes). Writes OUTDIR/tests.log, OUTDIR/gpu.json (strata bench gpu),
+# device tool carries: on 2026-11-26 and -27 that needed hazelcast-*, vertx-hazelcast-* and
+# prometheus-metrics-exposition-* added to the script's list of jars left out, which no GPU command
+# uses, and the runtime linked with --compress=zip-0 (it is xz'd after): a copy of the script made
+# with  sed -e 's/--compress=zip-9/--compress=zip-0/' -e 's/rocksdbjni-\*|/rocksdbjni-*|hazelcast-*|vertx-hazelcast-*|prometheus-metrics-exposition-*|/'
+# came to 51 MiB). Rebuilt jars can be laid over the bundle from target/gpu-overlay (jars, and
+# tests/ with test classes: no need to pack again, which takes minutes). Writes OUTDIR/tests.log, OUTDIR/gpu.json (strata bench gpu),
 # OUTDIR/feed.json (bench/peers/gpu_feed.py: the Python client feeding torch against numpy.memmap)
 # and OUTDIR/host.txt (the device and versions).
 set -uo pipefail
@@ -20,7 +23,7 @@ py=$(command -v python3)
   > "$out/host.txt" 2>&1
 cat "$out/host.txt"
 t0=$(date +%s)
-# A rebuilt gpu module laid over the bundle (no need to rebuild the whole bundle for one jar).
+# Rebuilt jars laid over the bundle (no need to rebuild the whole bundle for a few jars).
 if [ -d target/gpu-overlay ]; then
   "$S" --version > /dev/null 2>&1 || true   # unpacks the bundle
   cp target/gpu-overlay/*.jar /tmp/strata-gpu/lib/ && cp -r target/gpu-overlay/tests/. /tmp/strata-gpu/lib/tests/
