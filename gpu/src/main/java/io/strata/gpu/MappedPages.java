@@ -145,11 +145,6 @@ final class MappedPages implements SegmentFile.MappingObserver, Predicate<Memory
     return refused;
   }
 
-  /** Why the driver refused a segment, the first time it did, or null. */
-  String firstRefusal() {
-    return firstRefusal;
-  }
-
   /** Unregisters every range still registered (the shipper closes; the segments stay mapped). */
   void unregisterAll() {
     for (Long base : ranges.keySet()) {
