@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -47,8 +48,10 @@ final class GatherFloor {
    * region), and every feature in one pass in the region order ({@link #fused}, where the
    * features have the widths it is written for); on one thread and on {@code threads} threads
    * each doing whole batches. Beside it the loader's own assembly of those batches in this
-   * process (computing its order, the permutation and the grouping, itself; since 2026-11-26 its
-   * gather a pass for every feature too, {@code FusedGather}), on one and on {@code threads} prefetch threads, batches closed as they come
+   * process (computing its order, the permutation and the grouping, itself — on its planning
+   * thread where a core is spare, {@code PlanAhead}, so the process CPU time a batch of each side is
+   * reported too; since 2026-11-26 its gather a pass for every feature too, {@code FusedGather}),
+   * on one and on {@code threads} prefetch threads, batches closed as they come
    * (no consumer cost). The machine is shared and its speed drifts: after a warm-up of each (not
    * timed), floor and loader are timed in short slices side by side, 15 pairs of them (3 with
    * --quick); the ratios are the medians of the pairs' ratios, each figure the median of its slices.
@@ -126,6 +129,10 @@ final class GatherFloor {
           int pairs = quick ? 3 : 15;
           double slice = Math.max(seconds, 0.3) / pairs;
           double[][] m = new double[8][pairs];
+          // Process CPU time a batch (ms) in the slices of: floor 1 thread, loader 1, floor N, loader N
+          // (the floor's best loop where it can be told beforehand: the fused one where it fits).
+          double[][] cpu = new double[4][pairs];
+          FloorOrder[] best = byRegion;
           double[] ratio1 = new double[pairs];
           double[] ratioN = new double[pairs];
           for (int r = 0; r < pairs; r++) {
@@ -133,19 +140,35 @@ final class GatherFloor {
             if (r % 2 == 0) {
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
-              m[6][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, true) : 0;
+              long c0 = cpuNanos();
+              m[6][r] = floorRate(src, valid, validBase, width, best, 1, arena, slice, fusable);
+              cpu[0][r] = perBatch(c0, lastBatches);
+              c0 = cpuNanos();
               m[2][r] = one.rate(slice);
+              cpu[1][r] = perBatch(c0, one.lastBatches);
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
-              m[7][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, true) : 0;
+              c0 = cpuNanos();
+              m[7][r] = floorRate(src, valid, validBase, width, best, threads, arena, slice, fusable);
+              cpu[2][r] = perBatch(c0, lastBatches);
+              c0 = cpuNanos();
               m[5][r] = many.rate(slice);
+              cpu[3][r] = perBatch(c0, many.lastBatches);
             } else {
+              long c0 = cpuNanos();
               m[2][r] = one.rate(slice);
-              m[6][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, true) : 0;
+              cpu[1][r] = perBatch(c0, one.lastBatches);
+              c0 = cpuNanos();
+              m[6][r] = floorRate(src, valid, validBase, width, best, 1, arena, slice, fusable);
+              cpu[0][r] = perBatch(c0, lastBatches);
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
+              c0 = cpuNanos();
               m[5][r] = many.rate(slice);
-              m[7][r] = fusable ? floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, true) : 0;
+              cpu[3][r] = perBatch(c0, many.lastBatches);
+              c0 = cpuNanos();
+              m[7][r] = floorRate(src, valid, validBase, width, best, threads, arena, slice, fusable);
+              cpu[2][r] = perBatch(c0, lastBatches);
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
             }
@@ -156,13 +179,18 @@ final class GatherFloor {
           double region1 = median(m[1]);
           double chunkN = median(m[3]);
           double regionN = median(m[4]);
-          double fused1 = median(m[6]);
-          double fusedN = median(m[7]);
+          double fused1 = fusable ? median(m[6]) : 0;
+          double fusedN = fusable ? median(m[7]) : 0;
           ObjectNode o = Json.object().put("batchRows", batchRows).put("threads", threads).put("pairs", pairs)
               .put("secondsPerSlice", slice).put("floor1", Math.max(fused1, Math.max(chunk1, region1)))
               .put("floorN", Math.max(fusedN, Math.max(chunkN, regionN)))
               .put("loader1", median(m[2])).put("loaderN", median(m[5])).put("unit", "batches per second")
               .put("ratio1", median(ratio1)).put("ratioN", median(ratioN));
+          // What each side spends a batch in CPU time, every thread of the process counted: the
+          // loader's planning thread (where it plans ahead) and the consumer taking its batches too.
+          o.putObject("cpuMsPerBatch").put("floor1", median(cpu[0])).put("loader1", median(cpu[1]))
+              .put("floorN", median(cpu[2])).put("loaderN", median(cpu[3]));
+          o.putObject("loaderPlansAhead").put("threads1", one.plansAhead()).put("threadsN", many.plansAhead());
           o.putObject("floorByChunk").put("threads1", chunk1).put("threadsN", chunkN);
           o.putObject("floorByRegion").put("threads1", region1).put("threadsN", regionN);
           if (fusable) {
@@ -186,6 +214,18 @@ final class GatherFloor {
         }
       }
     }
+  }
+
+  /** Batches the last {@link #floorRate} made. */
+  private long lastBatches;
+
+  private static long cpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+  }
+
+  /** Milliseconds of process CPU time a batch since {@code cpu0}, over {@code batches}. */
+  private static double perBatch(long cpu0, long batches) {
+    return (cpuNanos() - cpu0) / 1e6 / Math.max(1, batches);
   }
 
   private static double median(double[] v) {
@@ -312,6 +352,7 @@ final class GatherFloor {
     for (long x : done) {
       n += x;
     }
+    lastBatches = n;
     return n / ((System.nanoTime() - t0) / 1e9);
   }
 
@@ -398,6 +439,9 @@ final class GatherFloor {
       it = loader.iterator();
     }
 
+    /** Batches the last {@link #rate} timed. */
+    long lastBatches;
+
     double rate(double secs) {
       for (int i = 0; i < DEPTH; i++) {
         it.next().close();
@@ -408,7 +452,12 @@ final class GatherFloor {
         it.next().close();
         n++;
       }
+      lastBatches = n;
       return n / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    boolean plansAhead() {
+      return loader.plansAhead();
     }
 
     @Override

@@ -118,6 +118,11 @@ class BenchAllTest {
           "memoryVsLeanestPeer3", "assemblyVsGatherFloor1", "assemblyVsGatherFloorN"}) {
         assertTrue(peers.path("ratios").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
       }
+      // The floor says what each side spends a batch, every thread counted, and whether the loader planned ahead.
+      for (String k : new String[] {"floor1", "loader1", "floorN", "loaderN"}) {
+        assertTrue(peers.path("floor").path("cpuMsPerBatch").path(k).asDouble() > 0, k + ": " + peers.path("floor"));
+      }
+      assertTrue(peers.path("floor").path("loaderPlansAhead").path("threads1").isBoolean(), peers.path("floor").toString());
       assertTrue(peers.path("versions").path("duckdb").isTextual(), "peers are pinned by version: " + peers.path("versions"));
     }
     String text = Files.readString(md);

@@ -44,7 +44,8 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** What a loader's assemblers share. */
   record Shared(Dataset dataset, SegmentSource store, List<String> features, Map<String, DerivedChunkSource> derived,
       TierStats tierStats, Plan plan, int planHash, long stepsPerEpoch, SlabPool slabs, AtomicLong assembled,
-      BatchCache cache, AtomicInteger threadNames, int assemblyThreads, boolean reportSteps) {}
+      BatchCache cache, AtomicInteger threadNames, int assemblyThreads, boolean reportSteps, int prefetchThreads,
+      boolean planAhead) {}
 
   private final Dataset dataset;
   private final SegmentSource store;
@@ -76,6 +77,13 @@ final class BatchAssembler implements Prefetcher.Producer {
   private final GatherOrder gatherOrder = new GatherOrder();
   private final long[] chunkFirstRows;
   private Permutation order;
+  /**
+   * Where the loader plans ahead (shuffled single rows, a core to spare): the next batch's order,
+   * worked out on a thread of its own while this one gathers; else null.
+   */
+  private final PlanAhead ahead;
+  /** The steps between this assembler's batches when the loader's prefetch threads take turns. */
+  private final int stride;
 
   BatchAssembler(Shared shared, boolean writeCache) {
     this.dataset = shared.dataset();
@@ -108,6 +116,10 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
     this.writeCache = writeCache;
     this.chunkFirstRows = dataset.table().chunkFirstRows();
+    this.stride = Math.max(1, shared.prefetchThreads());
+    this.ahead = shared.planAhead() && plan.singleRowUnits() && writeCache
+        ? new PlanAhead(plan, stepsPerEpoch, chunkFirstRows, dataset.rows(), "strata-plan-" + assemblerNames.incrementAndGet())
+        : null;
   }
 
   /**
@@ -163,25 +175,35 @@ final class BatchAssembler implements Prefetcher.Producer {
         reader.refresh();
       }
     }
-    if (epoch != orderEpoch) {
-      order = plan.order(epoch);
-      orderEpoch = epoch;
-    }
     int units = plan.unitsInStep(step);
     int[] offsets;
     long[] ids;
-    long[] starts = new long[units];
-    plan.units(order, step, starts, units);
+    long[] starts;
     int rows;
     boolean singleRows;
+    GatherOrder gather;
     if (plan.singleRowUnits()) {
       // One row a unit, named by its row number: the ids are the rows themselves (read-only from
       // here on), and the offsets the same 0, 1, ..., units for every batch of this size.
+      PlanAhead.Planned planned = ahead != null ? ahead.take(g) : null;
+      if (planned != null) {
+        starts = planned.rows();
+        gather = planned.order();
+      } else {
+        starts = new long[units];
+        plan.units(order(epoch), step, starts, units);
+        gather = gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows());
+      }
+      if (ahead != null) {
+        ahead.plan(g + stride); // while this batch is gathered
+      }
       ids = starts;
       offsets = identityOffsets(units);
       rows = units;
       singleRows = true;
     } else {
+      starts = new long[units];
+      plan.units(order(epoch), step, starts, units);
       offsets = new int[units + 1];
       ids = new long[units];
       rows = 0;
@@ -196,8 +218,8 @@ final class BatchAssembler implements Prefetcher.Producer {
         rows = Math.addExact(rows, unitRows);
         offsets[k + 1] = rows;
       }
+      gather = singleRows ? gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows()) : null;
     }
-    GatherOrder gather = singleRows ? gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows()) : null;
     SlabPool.Memory memory = slabs.take();
     // Copies the consumer's device makes itself (a GPU reading registered segment pages): one
     // record per part of the batch, each filled on its part's thread.
@@ -304,6 +326,15 @@ final class BatchAssembler implements Prefetcher.Producer {
   }
 
 
+  /** The epoch's order (this assembler's own permutation: its scratch is one thread's). */
+  private Permutation order(int epoch) {
+    if (epoch != orderEpoch) {
+      order = plan.order(epoch);
+      orderEpoch = epoch;
+    }
+    return order;
+  }
+
   /** The offsets 0, 1, ..., {@code units}: shared by the batches of one size (no one writes them). */
   private int[] identityOffsets(int units) {
     int[] o = identity;
@@ -364,6 +395,9 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** Closes every reader on its own thread (confined memory is freed only there), then the threads. */
   @Override
   public void close() throws IOException {
+    if (ahead != null) {
+      ahead.close();
+    }
     List<Future<?>> closing = new ArrayList<>();
     for (int r = 1; r < readers.length; r++) {
       TieredReader reader = readers[r];

@@ -79,6 +79,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private boolean closed;
 
   Loader(LoaderBuilder b) throws IOException {
+    Boolean planAhead = planAheadSetting(); // a bad setting refused before anything is opened
     this.dataset = b.dataset;
     this.features = List.copyOf(b.features);
     if (features.isEmpty()) {
@@ -163,7 +164,8 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     }
     String name = "strata-prefetch-" + (b.name != null ? b.name : Integer.toString(LOADERS.incrementAndGet()));
     this.shared = new BatchAssembler.Shared(dataset, store, features, derived, tierStats, plan, planHash, stepsPerEpoch, slabs,
-        assembled, cache, new AtomicInteger(), assemblyThreads, subst == null);
+        assembled, cache, new AtomicInteger(), assemblyThreads, subst == null, b.threads,
+        subst == null && (planAhead != null ? planAhead : spareCore(b.threads)));
     this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
         subst == null ? n -> n : subst::choose);
   }
@@ -175,6 +177,38 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   private int autoAssemblyThreads(int prefetchThreads) {
     int jobs = node == null ? 1 : Math.max(1, node.jobsPlanned());
     return Math.max(1, Runtime.getRuntime().availableProcessors() / (jobs * prefetchThreads));
+  }
+
+  /**
+   * The system property {@code strata.loader.planAhead}: whether the assemblers order their next
+   * batch of shuffled single rows on a thread of their own ({@link PlanAhead}): {@code true} or
+   * {@code false} decide outright; {@code auto} (the default; null here) leaves it to
+   * {@link #spareCore}, as it moves work to another core rather than saving it. Substitutable
+   * reads never plan ahead: their steps are chosen as batches are claimed.
+   */
+  private static Boolean planAheadSetting() {
+    String setting = System.getProperty("strata.loader.planAhead", "auto");
+    return switch (setting) {
+      case "true" -> true;
+      case "false" -> false;
+      case "auto" -> null;
+      default -> throw new IllegalArgumentException("strata.loader.planAhead must be auto, true or false, got '" + setting + "'");
+    };
+  }
+
+  /** Whether the host has a core more than the jobs planned on its node times this loader's prefetch and assembly threads take. */
+  private boolean spareCore(int prefetchThreads) {
+    int jobs = node == null ? 1 : Math.max(1, node.jobsPlanned());
+    return Runtime.getRuntime().availableProcessors() > (long) jobs * prefetchThreads * assemblyThreads;
+  }
+
+  /**
+   * Whether this loader's assemblers order each next batch of shuffled single rows on a thread of
+   * their own while they gather the current one (chosen at build: a core to spare, no substitutable
+   * reads; see ARCHITECTURE.md, "Planning ahead").
+   */
+  public boolean plansAhead() {
+    return shared.planAhead() && plan.singleRowUnits();
   }
 
   /** Threads each batch is assembled on (chosen at build when the builder asked for {@link LoaderBuilder#AUTO}). */

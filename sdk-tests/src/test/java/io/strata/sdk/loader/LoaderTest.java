@@ -306,6 +306,64 @@ class LoaderTest {
   }
 
   @Test
+  void shuffledRowsOrderedAheadOnAThreadOfTheirOwnAreTheSameBatches() throws IOException {
+    long taken = PlanAhead.taken();
+    for (Supplier<LoaderBuilder> mode : List.<Supplier<LoaderBuilder>>of(
+        () -> base().rowBatches(700, true).seed(9).epochs(2).prefetch(3, 1), // one thread: every step planned is the next
+        () -> base().rowBatches(512, true).seed(3).epochs(2).prefetch(3, 2), // two taking turns: a guess may miss
+        () -> base().rowBatches(600, true).seed(4).shard(1, 3).prefetch(2, 1).assemblyThreads(3))) { // a rank, parts
+      List<List<Long>> inline = withPlanAhead("false", mode);
+      List<List<Long>> ahead = withPlanAhead("true", mode);
+      assertTrue(inline.size() > 20, "batches: " + inline.size());
+      assertEquals(inline.size(), ahead.size(), "batches");
+      for (int i = 0; i < inline.size(); i++) {
+        // The same ids and values whether the batch's order was worked out ahead or not.
+        assertTrue(inline.get(i).equals(ahead.get(i)), "batch " + i + " planned ahead differs from the one ordered inline");
+      }
+    }
+    assertTrue(PlanAhead.taken() - taken > 60, "plans were taken: " + (PlanAhead.taken() - taken));
+    try {
+      System.setProperty("strata.loader.planAhead", "true");
+      try (Loader l = base().rowBatches(700, true).build(); Loader samples = base().sampleBatches(40).build();
+          Loader subst = base().rowBatches(700, true).substitutable(true).build()) {
+        assertTrue(l.plansAhead());
+        assertFalse(samples.plansAhead(), "only single rows are planned ahead");
+        assertFalse(subst.plansAhead(), "substitutable reads choose their steps as batches are claimed");
+      }
+      System.setProperty("strata.loader.planAhead", "false");
+      try (Loader l = base().rowBatches(700, true).build()) {
+        assertFalse(l.plansAhead());
+      }
+      System.setProperty("strata.loader.planAhead", "sometimes");
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> base().rowBatches(700, true).build());
+      assertTrue(e.getMessage().contains("strata.loader.planAhead must be auto, true or false, got 'sometimes'"), e.getMessage());
+    } finally {
+      System.clearProperty("strata.loader.planAhead");
+    }
+  }
+
+  /** Every batch's unit ids and column checksums from {@code mode}'s loader, planning ahead as {@code setting} says. */
+  private static List<List<Long>> withPlanAhead(String setting, Supplier<LoaderBuilder> mode) throws IOException {
+    System.setProperty("strata.loader.planAhead", setting);
+    try (Loader l = mode.get().build()) {
+      assertEquals(setting.equals("true"), l.plansAhead());
+      List<List<Long>> out = new ArrayList<>();
+      for (Batch b : l) {
+        try (b) {
+          List<Long> x = new ArrayList<>(sums(b));
+          for (int k = 0; k < b.units(); k++) {
+            x.add(b.unitId(k));
+          }
+          out.add(x);
+        }
+      }
+      return out;
+    } finally {
+      System.clearProperty("strata.loader.planAhead");
+    }
+  }
+
+  @Test
   void shufflesAreDeterministicPerSeedAndDifferPerEpochAndSeed() throws IOException {
     List<List<Long>> a = unitSequence(base().sampleBatches(40).seed(11).epochs(2));
     List<List<Long>> b = unitSequence(base().sampleBatches(40).seed(11).epochs(2).prefetch(1, 1));
