@@ -130,9 +130,9 @@ final class GatherFloor {
           double slice = Math.max(seconds, 0.3) / pairs;
           double[][] m = new double[8][pairs];
           // Process CPU time a batch (ms) in the slices of: floor 1 thread, loader 1, floor N, loader N
-          // (the floor's best loop where it can be told beforehand: the fused one where it fits).
+          // (the floor's fused loop where it fits, else its region loop once more). A floor slice
+          // also counts the few batches the idle loaders make to fill their prefetch depth.
           double[][] cpu = new double[4][pairs];
-          FloorOrder[] best = byRegion;
           double[] ratio1 = new double[pairs];
           double[] ratioN = new double[pairs];
           for (int r = 0; r < pairs; r++) {
@@ -141,7 +141,7 @@ final class GatherFloor {
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
               long c0 = cpuNanos();
-              m[6][r] = floorRate(src, valid, validBase, width, best, 1, arena, slice, fusable);
+              m[6][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, fusable);
               cpu[0][r] = perBatch(c0, lastBatches);
               c0 = cpuNanos();
               m[2][r] = one.rate(slice);
@@ -149,7 +149,7 @@ final class GatherFloor {
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
               c0 = cpuNanos();
-              m[7][r] = floorRate(src, valid, validBase, width, best, threads, arena, slice, fusable);
+              m[7][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, fusable);
               cpu[2][r] = perBatch(c0, lastBatches);
               c0 = cpuNanos();
               m[5][r] = many.rate(slice);
@@ -159,7 +159,7 @@ final class GatherFloor {
               m[2][r] = one.rate(slice);
               cpu[1][r] = perBatch(c0, one.lastBatches);
               c0 = cpuNanos();
-              m[6][r] = floorRate(src, valid, validBase, width, best, 1, arena, slice, fusable);
+              m[6][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice, fusable);
               cpu[0][r] = perBatch(c0, lastBatches);
               m[1][r] = floorRate(src, valid, validBase, width, byRegion, 1, arena, slice);
               m[0][r] = floorRate(src, valid, validBase, width, byChunk, 1, arena, slice);
@@ -167,7 +167,7 @@ final class GatherFloor {
               m[5][r] = many.rate(slice);
               cpu[3][r] = perBatch(c0, many.lastBatches);
               c0 = cpuNanos();
-              m[7][r] = floorRate(src, valid, validBase, width, best, threads, arena, slice, fusable);
+              m[7][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice, fusable);
               cpu[2][r] = perBatch(c0, lastBatches);
               m[4][r] = floorRate(src, valid, validBase, width, byRegion, threads, arena, slice);
               m[3][r] = floorRate(src, valid, validBase, width, byChunk, threads, arena, slice);
