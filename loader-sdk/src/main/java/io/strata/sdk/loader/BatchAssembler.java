@@ -44,7 +44,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** What a loader's assemblers share. */
   record Shared(Dataset dataset, SegmentSource store, List<String> features, Map<String, DerivedChunkSource> derived,
       TierStats tierStats, Plan plan, int planHash, long stepsPerEpoch, SlabPool slabs, AtomicLong assembled,
-      BatchCache cache, AtomicInteger threadNames, int assemblyThreads, boolean reportSteps, int prefetchThreads,
+      BatchCache cache, AtomicInteger threadNames, int assemblyThreads, boolean reportSteps,
       boolean planAhead) {}
 
   private final Dataset dataset;
@@ -82,8 +82,6 @@ final class BatchAssembler implements Prefetcher.Producer {
    * worked out on a thread of its own while this one gathers; else null.
    */
   private final PlanAhead ahead;
-  /** The steps between this assembler's batches when the loader's prefetch threads take turns. */
-  private final int stride;
 
   BatchAssembler(Shared shared, boolean writeCache) {
     this.dataset = shared.dataset();
@@ -116,7 +114,6 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
     this.writeCache = writeCache;
     this.chunkFirstRows = dataset.table().chunkFirstRows();
-    this.stride = Math.max(1, shared.prefetchThreads());
     this.ahead = shared.planAhead() && plan.singleRowUnits() && writeCache
         ? new PlanAhead(plan, stepsPerEpoch, chunkFirstRows, dataset.rows(), "strata-plan-" + assemblerNames.incrementAndGet())
         : null;
@@ -163,8 +160,13 @@ final class BatchAssembler implements Prefetcher.Producer {
     return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
   }
 
+  /** Makes step {@code g} with nothing planned after it (the loader's own thread, outside the prefetcher). */
+  Batch produce(long g) throws IOException {
+    return produce(g, -1);
+  }
+
   @Override
-  public Batch produce(long g) throws IOException {
+  public Batch produce(long g, long next) throws IOException {
     int epoch = (int) (g / stepsPerEpoch);
     long step = g % stepsPerEpoch;
     if (store != null) {
@@ -194,8 +196,8 @@ final class BatchAssembler implements Prefetcher.Producer {
         plan.units(order(epoch), step, starts, units);
         gather = gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows());
       }
-      if (ahead != null) {
-        ahead.plan(g + stride); // while this batch is gathered
+      if (ahead != null && next >= 0) {
+        ahead.plan(next); // while this batch is gathered: the step the prefetcher reserved for this assembler
       }
       ids = starts;
       offsets = identityOffsets(units);

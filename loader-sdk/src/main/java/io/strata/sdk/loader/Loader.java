@@ -164,10 +164,12 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     }
     String name = "strata-prefetch-" + (b.name != null ? b.name : Integer.toString(LOADERS.incrementAndGet()));
     this.shared = new BatchAssembler.Shared(dataset, store, features, derived, tierStats, plan, planHash, stepsPerEpoch, slabs,
-        assembled, cache, new AtomicInteger(), assemblyThreads, subst == null, b.threads,
+        assembled, cache, new AtomicInteger(), assemblyThreads, subst == null,
         subst == null && (planAhead != null ? planAhead : spareCore(b.threads)));
+    // Where the assemblers plan ahead, each prefetch thread reserves its next step as it claims one,
+    // so that the step planned is the one it makes next (PlanAhead).
     this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
-        subst == null ? n -> n : subst::choose);
+        subst == null ? n -> n : subst::choose, plansAhead());
   }
 
   /**

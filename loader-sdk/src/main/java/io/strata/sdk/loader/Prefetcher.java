@@ -13,13 +13,27 @@ import java.util.function.Supplier;
 /**
  * Produces batches {@code first, first+1, ..., end-1} on named background threads and hands them
  * out in order. At most {@code depth} batches are produced ahead of the consumer: a worker waits
- * before claiming a batch beyond that window, so memory is bounded (back-pressure, no unbounded
+ * before producing a batch beyond that window, so memory is bounded (back-pressure, no unbounded
  * queue). An error while producing a batch is rethrown to the consumer when it reaches that batch.
+ *
+ * <p>Batches are claimed in order, each by the first worker free. With {@code reserveNext}, a
+ * worker claims its next batch together with the current one and tells its producer which it is
+ * ({@link Producer#produce}'s {@code next}), so that the producer can prepare it while it makes
+ * the current one ({@code PlanAhead}); a reserved batch is produced only once it is within the
+ * window, like any other. The consumer's next batch is always one a worker is producing, has
+ * made, or holds reserved while free to produce it, so reserving never stalls the consumer.
+ *
+ * <p>Threads and locks: the workers and the consumer share one lock ({@code lock}) guarding the
+ * claim counter, the consumed counter and the batches ready; producing runs outside it.
  */
 final class Prefetcher implements AutoCloseable {
   /** Produces batch {@code g}; one instance per worker thread. */
   interface Producer extends AutoCloseable {
-    Batch produce(long g) throws Exception;
+    /**
+     * Makes global step {@code g}; {@code next} is the step this producer makes after it where
+     * the prefetcher reserves it ({@code reserveNext}), else -1.
+     */
+    Batch produce(long g, long next) throws Exception;
 
     @Override
     void close() throws IOException;
@@ -33,6 +47,7 @@ final class Prefetcher implements AutoCloseable {
   private final List<Thread> workers = new ArrayList<>();
   private final int depth;
   private final long end;
+  private final boolean reserveNext;
   @GuardedBy("lock")
   private long nextToClaim;
   @GuardedBy("lock")
@@ -44,16 +59,18 @@ final class Prefetcher implements AutoCloseable {
   private final LongUnaryOperator order;
 
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
-    this(name, threads, depth, first, end, producers, n -> n);
+    this(name, threads, depth, first, end, producers, n -> n, false);
   }
 
   /**
    * As above, the {@code n}-th batch being global step {@code order(n)} ({@code order} is called
-   * once per batch, in order of {@code n}, under the prefetcher's lock).
+   * once per batch, in order of {@code n}, under the prefetcher's lock, when the batch is claimed
+   * or reserved); with {@code reserveNext}, each worker reserves its next batch as it claims one.
    */
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers,
-      LongUnaryOperator order) {
+      LongUnaryOperator order, boolean reserveNext) {
     this.order = order;
+    this.reserveNext = reserveNext;
     if (threads < 1 || depth < 1) {
       throw new IllegalArgumentException("prefetch needs at least one thread and a depth of at least one");
     }
@@ -69,23 +86,39 @@ final class Prefetcher implements AutoCloseable {
   }
 
   private void work(Supplier<Producer> producers) {
+    // This worker's reserved batch (its number and step), or -1.
+    long reservedN = -1;
+    long reservedG = -1;
     try (Producer producer = producers.get()) {
       while (true) {
         long g;
         long n;
+        long next = -1;
         synchronized (lock) {
-          while (!closed && (nextToClaim >= end || nextToClaim >= consumed + depth)) {
+          while (!closed && (reservedN >= 0 ? reservedN >= consumed + depth
+              : nextToClaim >= end || nextToClaim >= consumed + depth)) {
             lock.wait();
           }
           if (closed) {
             return;
           }
-          n = nextToClaim++;
-          g = order.applyAsLong(n);
+          if (reservedN >= 0) {
+            n = reservedN;
+            g = reservedG;
+            reservedN = -1;
+          } else {
+            n = nextToClaim++;
+            g = order.applyAsLong(n);
+          }
+          if (reserveNext && nextToClaim < end) {
+            reservedN = nextToClaim++;
+            reservedG = order.applyAsLong(reservedN);
+            next = reservedG;
+          }
         }
         Result r;
         try {
-          r = new Result(producer.produce(g), null);
+          r = new Result(producer.produce(g, next), null);
         } catch (Throwable e) {
           r = new Result(null, e);
         }
@@ -102,10 +135,22 @@ final class Prefetcher implements AutoCloseable {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      failReserved(reservedN, new IOException("prefetch thread " + Thread.currentThread().getName() + " was interrupted", e));
     } catch (Exception e) {
       synchronized (lock) {
         // A producer that fails to start or close fails every batch it would have made.
         ready.putIfAbsent(nextToClaim, new Result(null, e));
+        lock.notifyAll();
+      }
+      failReserved(reservedN, e);
+    }
+  }
+
+  /** A worker leaving with batch {@code n} reserved: nobody else makes it, so the consumer gets {@code e} there. */
+  private void failReserved(long n, Exception e) {
+    if (n >= 0) {
+      synchronized (lock) {
+        ready.putIfAbsent(n, new Result(null, e));
         lock.notifyAll();
       }
     }
