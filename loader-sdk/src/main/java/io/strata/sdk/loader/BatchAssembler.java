@@ -197,7 +197,7 @@ final class BatchAssembler implements Prefetcher.Producer {
         gather = gatherOrder.compute(starts, units, chunkFirstRows, dataset.rows());
       }
       if (ahead != null && next >= 0) {
-        ahead.plan(next); // while this batch is gathered: the step the prefetcher reserved for this assembler
+        ahead.plan(next); // while this batch is gathered: the step this assembler makes next (its turn)
       }
       ids = starts;
       offsets = identityOffsets(units);

@@ -166,10 +166,12 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.shared = new BatchAssembler.Shared(dataset, store, features, derived, tierStats, plan, planHash, stepsPerEpoch, slabs,
         assembled, cache, new AtomicInteger(), assemblyThreads, subst == null,
         subst == null && (planAhead != null ? planAhead : spareCore(b.threads)));
-    // Where the assemblers plan ahead, each prefetch thread reserves its next step as it claims one,
-    // so that the step planned is the one it makes next (PlanAhead).
-    this.prefetcher = new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
-        subst == null ? n -> n : subst::choose, plansAhead());
+    // Where the assemblers plan ahead, the prefetch threads take their steps in turns, so that each
+    // knows the step it makes next and plans that one (PlanAhead).
+    this.prefetcher = plansAhead()
+        ? Prefetcher.inTurns(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true))
+        : new Prefetcher(name, b.threads, b.depth, cacheRunEnd, end, () -> new BatchAssembler(shared, true),
+            subst == null ? n -> n : subst::choose);
   }
 
   /**

@@ -15,13 +15,13 @@ import java.util.concurrent.atomic.LongAdder;
  * whose workers only fetch. A loader uses it only where the host has a core its assembly threads
  * leave free (see {@code Loader}), as it moves work, not removes it.
  *
- * <p>The step planned is the one the assembler makes next: its loader's prefetcher reserves each
- * thread's next step as the thread claims one ({@code Prefetcher}'s {@code reserveNext}; until
- * 2026-11-27 the step was guessed as this one plus the prefetch threads, which missed 44 % of the
- * steps with two threads taking turns). A batch with no plan, or a plan of another step, is
- * ordered on the assembler's own thread as before (a thread's first batch; a plan that failed),
- * never a wrong batch: both paths run the same code on the same inputs, so the batches are the
- * same whether or not a plan was taken.
+ * <p>The step planned is the one the assembler makes next: where its loader plans ahead, the
+ * prefetch threads take their steps in turns ({@code Prefetcher.inTurns}), so each knows its next
+ * (until 2026-11-27 threads claimed steps as they came free and the step was guessed as this one
+ * plus the prefetch threads, which missed 44 % of the steps with two threads). A batch with no
+ * plan, or a plan of another step, is ordered on the assembler's own thread as before (a thread's
+ * first batch; a plan that failed), never a wrong batch: both paths run the same code on the same
+ * inputs, so the batches are the same whether or not a plan was taken.
  *
  * <p>Threads: one per instance, named {@code strata-plan-N}; its owner (one assembler, one thread
  * at a time) calls {@link #take} and {@link #plan} alternately. Two gather orders take turns: the

@@ -13,25 +13,27 @@ import java.util.function.Supplier;
 /**
  * Produces batches {@code first, first+1, ..., end-1} on named background threads and hands them
  * out in order. At most {@code depth} batches are produced ahead of the consumer: a worker waits
- * before producing a batch beyond that window, so memory is bounded (back-pressure, no unbounded
+ * before making a batch beyond that window, so memory is bounded (back-pressure, no unbounded
  * queue). An error while producing a batch is rethrown to the consumer when it reaches that batch.
  *
- * <p>Batches are claimed in order, each by the first worker free. With {@code reserveNext}, a
- * worker claims its next batch together with the current one and tells its producer which it is
- * ({@link Producer#produce}'s {@code next}), so that the producer can prepare it while it makes
- * the current one ({@code PlanAhead}); a reserved batch is produced only once it is within the
- * window, like any other. The consumer's next batch is always one a worker is producing, has
- * made, or holds reserved while free to produce it, so reserving never stalls the consumer.
+ * <p>Which worker makes which batch: by default each batch is claimed, in order, by the first
+ * worker free. {@link #inTurns} instead gives worker {@code i} of {@code T} the batches
+ * {@code first+i, first+i+T, ...} (as a PyTorch {@code DataLoader} hands index batches to its
+ * workers), so that each knows its next batch while it makes one and tells its producer
+ * ({@link Producer#produce}'s {@code next}), which can prepare it meanwhile ({@code PlanAhead}).
+ * Every batch then has its worker from the start, so no worker holds a batch another could make
+ * sooner: with a window of {@code depth} batches, {@code min(depth, T)} are made at once either way.
  *
  * <p>Threads and locks: the workers and the consumer share one lock ({@code lock}) guarding the
- * claim counter, the consumed counter and the batches ready; producing runs outside it.
+ * claim counter, the consumed counter, the batches ready and the workers that died; producing
+ * runs outside it.
  */
 final class Prefetcher implements AutoCloseable {
   /** Produces batch {@code g}; one instance per worker thread. */
   interface Producer extends AutoCloseable {
     /**
-     * Makes global step {@code g}; {@code next} is the step this producer makes after it where
-     * the prefetcher reserves it ({@code reserveNext}), else -1.
+     * Makes global step {@code g}; {@code next} is the step this producer makes after it where that
+     * is known ({@link #inTurns}), else -1.
      */
     Batch produce(long g, long next) throws Exception;
 
@@ -47,30 +49,46 @@ final class Prefetcher implements AutoCloseable {
   private final List<Thread> workers = new ArrayList<>();
   private final int depth;
   private final long end;
-  private final boolean reserveNext;
   @GuardedBy("lock")
   private long nextToClaim;
   @GuardedBy("lock")
   private long consumed;
   @GuardedBy("lock")
   private boolean closed;
+  /** In turns: the workers, by index, that left before making all their batches (why), else null. */
+  @GuardedBy("lock")
+  private final Exception[] died;
+  private final long first;
+  private final int threads;
+  private final boolean inTurns;
 
   /** Which global step the {@code n}-th batch delivered is: chosen as it is claimed, in order, under this object's lock. */
   private final LongUnaryOperator order;
 
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
-    this(name, threads, depth, first, end, producers, n -> n, false);
+    this(name, threads, depth, first, end, producers, n -> n);
   }
 
   /**
    * As above, the {@code n}-th batch being global step {@code order(n)} ({@code order} is called
-   * once per batch, in order of {@code n}, under the prefetcher's lock, when the batch is claimed
-   * or reserved); with {@code reserveNext}, each worker reserves its next batch as it claims one.
+   * once per batch, in order of {@code n}, under the prefetcher's lock).
    */
   Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers,
-      LongUnaryOperator order, boolean reserveNext) {
+      LongUnaryOperator order) {
+    this(name, threads, depth, first, end, producers, order, false);
+  }
+
+  /**
+   * Batches {@code first, ..., end-1} made in turns: worker {@code i} of {@code threads} makes
+   * {@code first+i, first+i+threads, ...}, each told the next it makes (see the class note).
+   */
+  static Prefetcher inTurns(String name, int threads, int depth, long first, long end, Supplier<Producer> producers) {
+    return new Prefetcher(name, threads, depth, first, end, producers, n -> n, true);
+  }
+
+  private Prefetcher(String name, int threads, int depth, long first, long end, Supplier<Producer> producers,
+      LongUnaryOperator order, boolean inTurns) {
     this.order = order;
-    this.reserveNext = reserveNext;
     if (threads < 1 || depth < 1) {
       throw new IllegalArgumentException("prefetch needs at least one thread and a depth of at least one");
     }
@@ -78,47 +96,37 @@ final class Prefetcher implements AutoCloseable {
     this.end = end;
     this.nextToClaim = first;
     this.consumed = first;
+    this.first = first;
+    this.threads = threads;
+    this.inTurns = inTurns;
+    this.died = new Exception[threads];
     for (int i = 0; i < threads; i++) {
-      Thread t = Thread.ofPlatform().name(name + "-" + i).daemon(true).unstarted(() -> work(producers));
+      int index = i;
+      Thread t = Thread.ofPlatform().name(name + "-" + i).daemon(true)
+          .unstarted(inTurns ? () -> workInTurns(index, producers) : () -> work(producers));
       workers.add(t);
     }
     workers.forEach(Thread::start);
   }
 
   private void work(Supplier<Producer> producers) {
-    // This worker's reserved batch (its number and step), or -1.
-    long reservedN = -1;
-    long reservedG = -1;
     try (Producer producer = producers.get()) {
       while (true) {
         long g;
         long n;
-        long next = -1;
         synchronized (lock) {
-          while (!closed && (reservedN >= 0 ? reservedN >= consumed + depth
-              : nextToClaim >= end || nextToClaim >= consumed + depth)) {
+          while (!closed && (nextToClaim >= end || nextToClaim >= consumed + depth)) {
             lock.wait();
           }
           if (closed) {
             return;
           }
-          if (reservedN >= 0) {
-            n = reservedN;
-            g = reservedG;
-            reservedN = -1;
-          } else {
-            n = nextToClaim++;
-            g = order.applyAsLong(n);
-          }
-          if (reserveNext && nextToClaim < end) {
-            reservedN = nextToClaim++;
-            reservedG = order.applyAsLong(reservedN);
-            next = reservedG;
-          }
+          n = nextToClaim++;
+          g = order.applyAsLong(n);
         }
         Result r;
         try {
-          r = new Result(producer.produce(g, next), null);
+          r = new Result(producer.produce(g, -1), null);
         } catch (Throwable e) {
           r = new Result(null, e);
         }
@@ -135,25 +143,68 @@ final class Prefetcher implements AutoCloseable {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      failReserved(reservedN, new IOException("prefetch thread " + Thread.currentThread().getName() + " was interrupted", e));
     } catch (Exception e) {
       synchronized (lock) {
         // A producer that fails to start or close fails every batch it would have made.
         ready.putIfAbsent(nextToClaim, new Result(null, e));
         lock.notifyAll();
       }
-      failReserved(reservedN, e);
     }
   }
 
-  /** A worker leaving with batch {@code n} reserved: nobody else makes it, so the consumer gets {@code e} there. */
-  private void failReserved(long n, Exception e) {
-    if (n >= 0) {
-      synchronized (lock) {
-        ready.putIfAbsent(n, new Result(null, e));
-        lock.notifyAll();
+  /** Worker {@code i} in turns: batches {@code first+i, first+i+threads, ...}, each made once the window reaches it. */
+  private void workInTurns(int i, Supplier<Producer> producers) {
+    try (Producer producer = producers.get()) {
+      for (long n = first + i; n < end; n += threads) {
+        synchronized (lock) {
+          while (!closed && n >= consumed + depth) {
+            lock.wait();
+          }
+          if (closed) {
+            return;
+          }
+        }
+        long next = end - n > threads ? n + threads : -1;
+        Result r;
+        try {
+          r = new Result(producer.produce(n, next), null);
+        } catch (Throwable e) {
+          r = new Result(null, e);
+        }
+        synchronized (lock) {
+          if (closed) {
+            if (r.batch() != null) {
+              r.batch().close();
+            }
+            return;
+          }
+          ready.put(n, r);
+          lock.notifyAll();
+        }
+        if (next < 0) {
+          break;
+        }
       }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      died(i, new IOException("prefetch thread " + Thread.currentThread().getName() + " was interrupted", e));
+    } catch (Exception e) {
+      // A producer that fails to start or close fails every batch it would have made.
+      died(i, e);
     }
+  }
+
+  private void died(int i, Exception e) {
+    synchronized (lock) {
+      died[i] = e;
+      lock.notifyAll();
+    }
+  }
+
+  /** In turns, why the worker of batch {@code n} left before making it, or null. */
+  @GuardedBy("lock")
+  private Exception diedBefore(long n) {
+    return inTurns ? died[(int) ((n - first) % threads)] : null;
   }
 
   /** The next batch in order, or null after the last. */
@@ -164,7 +215,7 @@ final class Prefetcher implements AutoCloseable {
         return null;
       }
       try {
-        while (!closed && !ready.containsKey(consumed)) {
+        while (!closed && !ready.containsKey(consumed) && diedBefore(consumed) == null) {
           lock.wait();
         }
       } catch (InterruptedException e) {
@@ -175,6 +226,9 @@ final class Prefetcher implements AutoCloseable {
         throw new IllegalStateException("the loader is closed");
       }
       r = ready.remove(consumed);
+      if (r == null) {
+        r = new Result(null, diedBefore(consumed));
+      }
       consumed++;
       lock.notifyAll();
     }

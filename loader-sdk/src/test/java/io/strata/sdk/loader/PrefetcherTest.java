@@ -12,14 +12,17 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The prefetcher's claims: every step made once and handed out in order, within the window, and,
- * where it reserves each thread's next step, the step a producer is told comes next is the one it
- * makes next, however its threads take turns.
+ * The prefetcher's two ways of sharing steps among its threads: claimed as threads come free, or
+ * in turns; either way every step made once and handed out in order, within the window, an error
+ * at its own step; in turns, the step a producer is told comes next is the one it makes next, and
+ * as many steps are made at once as the window allows.
  */
 @Timeout(120) // a step claimed and never made would leave the consumer waiting
 class PrefetcherTest {
@@ -30,11 +33,16 @@ class PrefetcherTest {
     final int depth;
     final long failAt;
     volatile String outOfWindow;
+    /** Producers making a step at this moment, and the most there were, shared by a run's producers. */
+    final AtomicInteger inFlight;
+    final AtomicInteger mostInFlight;
 
-    Recording(AtomicLong consumed, int depth, long failAt) {
+    Recording(AtomicLong consumed, int depth, long failAt, AtomicInteger inFlight, AtomicInteger mostInFlight) {
       this.consumed = consumed;
       this.depth = depth;
       this.failAt = failAt;
+      this.inFlight = inFlight;
+      this.mostInFlight = mostInFlight;
     }
 
     @Override
@@ -47,10 +55,14 @@ class PrefetcherTest {
       if (g == failAt) {
         throw new IOException("step " + g + " failed");
       }
-      // Threads finishing in no fixed order, so that they take turns irregularly.
-      long until = System.nanoTime() + ThreadLocalRandom.current().nextLong(20_000, 400_000);
-      while (System.nanoTime() < until) {
-        Thread.onSpinWait();
+      mostInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      try {
+        // Threads finishing in no fixed order, so that they take turns irregularly.
+        Thread.sleep(0, ThreadLocalRandom.current().nextInt(100_000, 600_000));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        inFlight.decrementAndGet();
       }
       return null; // the batch itself is not what this test looks at
     }
@@ -59,15 +71,18 @@ class PrefetcherTest {
     public void close() {}
   }
 
-  private static List<Recording> run(int threads, int depth, long first, long end, boolean reserve, long failAt,
-      List<Long> failedSteps) throws IOException {
+  private static List<Recording> run(int threads, int depth, long first, long end, boolean inTurns, long failAt,
+      List<Long> failedSteps, AtomicInteger mostInFlight) throws IOException {
     AtomicLong consumed = new AtomicLong(first);
+    AtomicInteger inFlight = new AtomicInteger();
     List<Recording> producers = Collections.synchronizedList(new ArrayList<>());
-    try (Prefetcher p = new Prefetcher("strata-prefetch-test", threads, depth, first, end, () -> {
-      Recording r = new Recording(consumed, depth, failAt);
+    Supplier<Prefetcher.Producer> make = () -> {
+      Recording r = new Recording(consumed, depth, failAt, inFlight, mostInFlight);
       producers.add(r);
       return r;
-    }, n -> n, reserve)) {
+    };
+    try (Prefetcher p = inTurns ? Prefetcher.inTurns("strata-prefetch-test", threads, depth, first, end, make)
+        : new Prefetcher("strata-prefetch-test", threads, depth, first, end, make)) {
       for (long g = first; g < end; g++) {
         try {
           assertNull(p.take());
@@ -82,48 +97,80 @@ class PrefetcherTest {
   }
 
   @Test
-  void aReservedStepIsTheOneItsThreadMakesNextAndEveryStepIsMadeOnce() throws IOException {
+  void inTurnsEachThreadIsToldTheStepItMakesNextAndEveryStepIsMadeOnce() throws IOException {
     for (int threads : new int[] {1, 2, 3}) {
-      for (boolean reserve : new boolean[] {false, true}) {
+      for (boolean inTurns : new boolean[] {false, true}) {
         List<Long> failed = new ArrayList<>();
-        List<Recording> producers = run(threads, 4, 5, 205, reserve, 77, failed);
+        List<Recording> producers = run(threads, 4, 5, 205, inTurns, 77, failed, new AtomicInteger());
         assertEquals(List.of(77L), failed);
         Map<Long, Integer> made = new HashMap<>();
-        long told = 0;
         for (Recording r : producers) {
           assertNull(r.outOfWindow, r.outOfWindow);
           for (int i = 0; i < r.calls.size(); i++) {
             long[] c = r.calls.get(i);
             made.merge(c[0], 1, Integer::sum);
-            if (!reserve) {
-              assertEquals(-1, c[1], "nothing reserved without reserveNext");
-            } else if (c[1] >= 0) {
-              told++;
-              assertTrue(c[1] > c[0], "the next step comes after this one");
-              if (i + 1 < r.calls.size()) {
-                assertEquals(c[1], r.calls.get(i + 1)[0], threads + " threads: the step reserved is the one made next");
-              }
+            if (!inTurns) {
+              assertEquals(-1, c[1], "no next step when threads claim steps as they come free");
+            } else if (i + 1 < r.calls.size()) {
+              assertEquals(c[0] + threads, c[1], threads + " threads: a thread's steps are its turns");
+              assertEquals(c[1], r.calls.get(i + 1)[0], threads + " threads: the step told is the one made next");
+            } else {
+              assertEquals(-1, c[1], "a thread's last step has no next");
             }
           }
         }
-        assertEquals(200, made.size(), threads + " threads, reserve " + reserve + ": every step made");
+        assertEquals(200, made.size(), threads + " threads, in turns " + inTurns + ": every step made");
         assertTrue(made.values().stream().allMatch(n -> n == 1), "each step made once");
         assertTrue(made.keySet().stream().allMatch(g -> g >= 5 && g < 205));
-        if (reserve) {
-          // Every step but each thread's first was reserved ahead by the thread that made it.
-          assertTrue(told >= 200 - threads, threads + " threads: " + told + " steps told ahead");
+      }
+    }
+  }
+
+  @Test
+  void asManyStepsAreMadeAtOnceAsTheWindowAllows() throws IOException {
+    // A window as deep as the threads: both threads make steps at the same time, whichever way they
+    // share them (a thread holding a step another could make meanwhile would leave the other idle).
+    for (boolean inTurns : new boolean[] {false, true}) {
+      AtomicInteger most = new AtomicInteger();
+      List<Recording> producers = run(2, 2, 0, 200, inTurns, -1, new ArrayList<>(), most);
+      assertEquals(2, most.get(), "in turns " + inTurns + ": two steps made at once");
+      if (inTurns) {
+        for (Recording r : producers) {
+          assertEquals(100, r.calls.size(), "each thread makes its turns");
         }
       }
     }
   }
 
   @Test
-  void aThreadThatCannotStartFailsTheStepsItWouldHaveMade() {
+  void aThreadThatCannotStartFailsTheStepsItWouldHaveMade() throws IOException {
     try (Prefetcher p = new Prefetcher("strata-prefetch-test", 1, 2, 0, 10, () -> {
       throw new IllegalStateException("no producer");
-    }, n -> n, true)) {
+    })) {
       IllegalStateException e = assertThrows(IllegalStateException.class, p::take);
       assertEquals("no producer", e.getMessage());
+    }
+    // In turns, the steps of the thread that could not start fail, the others' arrive.
+    AtomicLong consumed = new AtomicLong();
+    AtomicInteger started = new AtomicInteger();
+    try (Prefetcher p = Prefetcher.inTurns("strata-prefetch-test", 2, 4, 0, 6, () -> {
+      if (started.getAndIncrement() == 1) {
+        throw new IllegalStateException("no second producer");
+      }
+      return new Recording(consumed, 4, -1, new AtomicInteger(), new AtomicInteger());
+    })) {
+      int failures = 0;
+      for (int g = 0; g < 6; g++) {
+        try {
+          assertNull(p.take());
+        } catch (IllegalStateException e) {
+          assertEquals("no second producer", e.getMessage());
+          failures++;
+        }
+        consumed.incrementAndGet();
+      }
+      assertEquals(3, failures, "the three steps of the thread that could not start");
+      assertNull(p.take(), "after the last");
     }
   }
 }

@@ -321,8 +321,8 @@ class LoaderTest {
         // The same ids and values whether the batch's order was worked out ahead or not.
         assertTrue(inline.get(i).equals(ahead.get(i)), "batch " + i + " planned ahead differs from the one ordered inline");
       }
-      // Every batch but each thread's first was planned: the prefetcher reserves each thread's next
-      // step, so the step planned is the one the thread makes next, however the threads take turns.
+      // Every batch but each thread's first was planned: the prefetch threads take their steps in
+      // turns, so the step planned is the one the thread makes next, however fast each thread is.
       assertTrue(taken >= ahead.size() - mode.threads() && taken <= ahead.size(),
           mode.threads() + " thread(s): " + taken + " plans taken for " + ahead.size() + " batches");
     }
