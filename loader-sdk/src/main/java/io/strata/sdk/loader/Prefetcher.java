@@ -124,21 +124,8 @@ final class Prefetcher implements AutoCloseable {
           n = nextToClaim++;
           g = order.applyAsLong(n);
         }
-        Result r;
-        try {
-          r = new Result(producer.produce(g, -1), null);
-        } catch (Throwable e) {
-          r = new Result(null, e);
-        }
-        synchronized (lock) {
-          if (closed) {
-            if (r.batch() != null) {
-              r.batch().close();
-            }
-            return;
-          }
-          ready.put(n, r);
-          lock.notifyAll();
+        if (!makeAndPut(producer, n, g, -1)) {
+          return;
         }
       }
     } catch (InterruptedException e) {
@@ -150,6 +137,31 @@ final class Prefetcher implements AutoCloseable {
         lock.notifyAll();
       }
     }
+  }
+
+  /**
+   * Makes step {@code g} (the {@code n}-th batch; {@code next} as {@link Producer#produce} takes it)
+   * and puts it, or its error, in its place; false when the prefetcher closed meanwhile (the batch
+   * is closed then, as nobody will take it).
+   */
+  private boolean makeAndPut(Producer producer, long n, long g, long next) {
+    Result r;
+    try {
+      r = new Result(producer.produce(g, next), null);
+    } catch (Throwable e) {
+      r = new Result(null, e);
+    }
+    synchronized (lock) {
+      if (closed) {
+        if (r.batch() != null) {
+          r.batch().close();
+        }
+        return false;
+      }
+      ready.put(n, r);
+      lock.notifyAll();
+    }
+    return true;
   }
 
   /** Worker {@code i} in turns: batches {@code first+i, first+i+threads, ...}, each made once the window reaches it. */
@@ -165,21 +177,8 @@ final class Prefetcher implements AutoCloseable {
           }
         }
         long next = end - n > threads ? n + threads : -1;
-        Result r;
-        try {
-          r = new Result(producer.produce(n, next), null);
-        } catch (Throwable e) {
-          r = new Result(null, e);
-        }
-        synchronized (lock) {
-          if (closed) {
-            if (r.batch() != null) {
-              r.batch().close();
-            }
-            return;
-          }
-          ready.put(n, r);
-          lock.notifyAll();
+        if (!makeAndPut(producer, n, n, next)) {
+          return;
         }
         if (next < 0) {
           break;
