@@ -7,6 +7,7 @@ Stateless: every function looks at the file system and the process table afresh.
 
 import hashlib
 import os
+import re
 import shutil
 import socket
 import stat
@@ -68,12 +69,54 @@ def _serve_command():
     return [launcher, "loader", "serve"], env
 
 
+def _private_way(path):
+    """The real path of ``path``'s parent joined with its name, once the way to it is one no other
+    user can change (the Java side's SafePaths.privateWay): every directory on it owned by root or
+    this user and writable by no one else unless sticky, every link on it owned by root or this user
+    in such a directory. Otherwise StrataError naming the component: nothing is made or opened."""
+    me = os.getuid()
+    parts = [p for p in path.split("/") if p]
+    name = parts.pop() if parts else ""
+    cur, links = "/", 0
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, part)
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            return os.path.join(nxt, *parts, name)  # made below a directory checked here
+        parent = os.lstat(cur)
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if st.st_uid not in (0, me) or parent.st_uid not in (0, me) or (
+                    parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX) or links > 40:
+                raise StrataError("strata: refusing %s: it leads through %s, a link owned by user %d in %s, which another user"
+                                  " could have planted; give the real path" % (path, nxt, st.st_uid, cur))
+            target = os.readlink(nxt)
+            parts = [p for p in target.split("/") if p] + parts
+            if target.startswith("/"):
+                cur = "/"
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise StrataError("strata: refusing %s: %s is not a directory" % (path, nxt))
+        if st.st_uid not in (0, me) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise StrataError("strata: refusing %s: it lies under %s (owner %d, mode %s), which another user could change"
+                              % (path, nxt, st.st_uid, oct(st.st_mode & 0o7777)))
+        cur = nxt
+    return os.path.join(cur, name)
+
+
 def _private_dir(path):
     """``path`` as a directory of this user's alone: created 0700 if missing; an existing one is
     used only when it is a real directory (not a link), owned by this user and writable by no one
     else, as ssh and tmux treat theirs. Otherwise StrataError naming the reason: nothing in it is
     read, written or deleted."""
-    path = os.path.abspath(path)
+    path = _private_way(os.path.abspath(path))
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -195,7 +238,9 @@ def _last_line(log_path, since=0):
         return ""
     lines = [l for l in lines if not l.startswith("strata: loader service on ")]
     strata_lines = [l for l in lines if l.startswith("strata:")]
-    return (strata_lines or lines or [""])[-1]
+    # A Java stack trace's frames say where, not what: the line that says what is the one before them.
+    said = [l for l in lines if not re.match(r"(at |\.\.\. \d+ (more|common frames omitted)|Caused by: |Suppressed: )", l)]
+    return (strata_lines or said or [""])[-1]
 
 
 def _alive(pid):

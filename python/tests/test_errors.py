@@ -117,6 +117,39 @@ def test_a_socket_or_shared_memory_directory_others_control_is_refused(dataset, 
     assert os.listdir(open_dir) == []
 
 
+def test_a_socket_through_another_users_link_higher_up_is_refused(dataset, tmp_path, monkeypatch):
+    """Issue 51: a link planted above the socket's directory, in a shared scratch directory, is
+    never followed: nothing is made, deleted or written behind it."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to plant a link owned by another user")
+    victim = tmp_path / "victim" / "keep"
+    victim.mkdir(parents=True, mode=0o700)
+    (victim / "x.sock").write_text("the victim's")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    os.chmod(scratch, 0o1777)
+    team = scratch / "team"
+    os.symlink(victim.parent, team)
+    os.lchown(team, 65534, 65534)
+    monkeypatch.setenv("STRATA_LOADER_SOCKET", str(team / "keep" / "x.sock"))
+    with pytest.raises(strata.StrataError) as e:
+        strata.Loader(dataset, features=["amount"])
+    assert "a link owned by user 65534" in one_line(e), one_line(e)
+    assert sorted(os.listdir(victim)) == ["x.sock"] and (victim / "x.sock").read_text() == "the victim's"
+
+
+def test_a_dead_services_stack_trace_is_told_by_what_happened_not_a_frame(tmp_path):
+    from strata._service import _last_line
+
+    log = tmp_path / "svc.log"
+    log.write_text("strata: loader service on /x (pid 1)\n"
+                   "Exception in thread \"strata-py-session-3\" java.lang.OutOfMemoryError: unable to create native thread\n"
+                   "\tat java.base/java.lang.Thread.start0(Native Method)\n"
+                   "\tat java.base/java.lang.Thread.start(Thread.java:1553)\n"
+                   "\t... 4 more\n")
+    assert _last_line(str(log)).startswith("Exception in thread"), _last_line(str(log))
+
+
 def test_seeds_epochs_and_a_missing_ssd_are_refused_by_name(dataset, tmp_path):
     for kwargs, words in (({"seed": 1.5}, "seed"), ({"seed": 1 << 64}, "seed"), ({"seed": True}, "seed"),
                           ({"epochs": 0}, "epochs"), ({"ssd": str(tmp_path / "no-such-tier")}, "no SSD tier directory")):

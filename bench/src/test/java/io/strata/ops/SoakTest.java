@@ -38,8 +38,12 @@ class SoakTest {
         "--mean-sample-length", "50", "--seed", "3").code());
     Path truth = tmp.resolve("truth.bin");
     assertEquals(0, Cli.run("dataset", "truth", ds.toString(), "-o", truth.toString()).code());
-    Cli.Result clean = Cli.run("loader", "run", "--dataset", ds.toString(), "--verify-against", truth.toString(), "--json");
+    // Slow enough (100 ms a batch) for the two-second progress lines: on standard error, so that --json prints one object.
+    Cli.Result clean = Cli.run("loader", "run", "--dataset", ds.toString(), "--verify-against", truth.toString(), "--json",
+        "--step-ms", "100", "--max-batches", "30", "--batch", "16");
     assertEquals(0, clean.code(), clean.err());
+    assertEquals(1, clean.out().strip().lines().count(), "--json prints one line: " + clean.out());
+    assertTrue(clean.err().contains("verified "), "the progress went to standard error: " + clean.err());
     JsonNode c = clean.json();
     assertEquals(0, c.path("mismatches").asLong());
     assertTrue(c.path("verifiedValues").asLong() > 0);

@@ -9,13 +9,15 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Bounds on the node's HTTP connections that Vert.x does not give: a client must complete its
  * request's line and headers within {@link Limits#headerMillis} of connecting (slow-header
- * connections, a byte every few seconds, never reach the idle timeout); a kept-alive connection
- * waits at most {@link Limits#idleMillis} for its next request however it dribbles; a request
- * is answered or its connection closed within {@link Limits#requestMillis}; and at most {@link
- * Limits#maxConnections} connections are open at once: a connection arriving at the cap closes the
- * least recently used idle one (waiting for its first request, or kept alive after its last
- * answer), so that idle sockets cannot lock callers out; only when every connection has a request
- * in progress is the new one closed on arrival.
+ * connections, a byte every few seconds, never reach the idle timeout); a request's body must
+ * arrive whole within {@link Limits#bodyMillis} of its headers (a body dribbled a byte a second is
+ * cut off like a slow header); a kept-alive connection waits at most {@link Limits#idleMillis} for
+ * its next request however it dribbles; a request is answered or its connection closed within
+ * {@link Limits#requestMillis}; and at most {@link Limits#maxConnections} connections are open at
+ * once: a connection arriving at the cap closes the least recently used one that is idle (waiting
+ * for its first request, kept alive after its last answer) or still receiving a body, so that
+ * neither idle sockets nor stalled bodies can lock callers out; only when every connection has a
+ * whole request being answered is the new one closed on arrival.
  *
  * <p>The node speaks HTTP/1.1 only (no cleartext HTTP/2 upgrade): with the upgrade enabled,
  * Vert.x makes a connection known only once its first request is whole, which is exactly what a
@@ -27,8 +29,8 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class ConnectionGuard {
   /** The bounds; {@link #DEFAULT} for a node. */
-  record Limits(long headerMillis, long idleMillis, long requestMillis, int maxConnections) {
-    static final Limits DEFAULT = new Limits(10_000, 60_000, 300_000, 1024);
+  record Limits(long headerMillis, long bodyMillis, long idleMillis, long requestMillis, int maxConnections) {
+    static final Limits DEFAULT = new Limits(10_000, 10_000, 60_000, 300_000, 1024);
   }
 
   private static final class State {
@@ -66,7 +68,8 @@ final class ConnectionGuard {
       for (Map.Entry<HttpConnection, State> e : open.entrySet()) {
         State s = e.getValue();
         HttpServerRequest req = s.current;
-        if ((req == null || req.response().ended()) && s.lastUse < oldestUse) {
+        boolean reclaimable = req == null || req.response().ended() || !req.isEnded(); // idle, or its body still coming
+        if (reclaimable && s.lastUse < oldestUse) {
           oldest = e.getKey();
           oldestUse = s.lastUse;
         }
@@ -102,6 +105,8 @@ final class ConnectionGuard {
       boolean slow;
       if (req == null) {
         slow = now - s.opened > limits.headerMillis() * 1_000_000;
+      } else if (!req.isEnded()) {
+        slow = now - s.requestStarted > limits.bodyMillis() * 1_000_000; // its body has not come whole in time
       } else if (!req.response().ended()) {
         slow = now - s.requestStarted > limits.requestMillis() * 1_000_000;
       } else {

@@ -12,6 +12,7 @@ import io.strata.sdk.files.Manifest;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Confinement;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.internal.SafePaths;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -240,6 +241,11 @@ final class DatasetRegistry implements AutoCloseable {
     if (!inRoots(p, false)) {
       throw NodeException.forbidden(p + " is outside the node's HDD roots " + hddRoots);
     }
+    // Where it leads, as far as it exists: a name through a link out of the roots is refused alike
+    // whether the rest of it exists or not, so that the answer tells nothing of what lies outside.
+    if (!inRoots(resolved(p), true)) {
+      throw NodeException.forbidden(p + " is outside the node's HDD roots " + hddRoots);
+    }
     if (!Files.isDirectory(p)) {
       throw NodeException.notFound("no dataset directory at " + p);
     }
@@ -259,17 +265,41 @@ final class DatasetRegistry implements AutoCloseable {
     return Confinement.within(hddRoots, "the node's HDD roots");
   }
 
-  /** Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving links. */
+  /**
+   * Whether {@code p} (absolute, normalized) lies in an HDD root; with {@code real}, after resolving
+   * links. Only the roots of {@code p}'s own file system are looked at: a local path never asks a
+   * name node, and an HDFS path never asks another one. A root of that file system that cannot be
+   * reached now (its name node silent or refusing) is said to be so (503), not taken as absent.
+   */
   private boolean inRoots(Path p, boolean real) throws IOException {
     for (Path root : hddRoots) {
-      if (!Files.isDirectory(root)) {
+      if (root.getFileSystem() != p.getFileSystem()) {
         continue;
       }
-      if (p.startsWith(root.toRealPath()) || (!real && p.startsWith(root.toAbsolutePath().normalize()))) {
+      if (!real && p.startsWith(root.toAbsolutePath().normalize())) {
+        return true;
+      }
+      Path r;
+      try {
+        r = root.toRealPath();
+      } catch (NoSuchFileException gone) {
+        continue;
+      } catch (IOException e) {
+        if (root.getFileSystem() != java.nio.file.FileSystems.getDefault()) {
+          throw NodeException.unavailable("the HDD root " + root + " cannot be reached now (" + e.getMessage() + ")");
+        }
+        throw e;
+      }
+      if (p.startsWith(r)) {
         return true;
       }
     }
     return false;
+  }
+
+  /** Where {@code p} leads as far as it exists ({@link SafePaths#resolved}; HDFS paths as they are). */
+  private static Path resolved(Path p) throws IOException {
+    return SafePaths.resolved(p);
   }
 
   /**
@@ -304,7 +334,7 @@ final class DatasetRegistry implements AutoCloseable {
       } catch (InvalidPathException e) {
         throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
       }
-      boolean inside = inRoots(p, false) && (!Files.exists(p, LinkOption.NOFOLLOW_LINKS) || inRoots(p.toRealPath(), true));
+      boolean inside = inRoots(p, false) && inRoots(resolved(p), true);
       if (!inside) {
         throw NodeException.forbidden("dataset " + dir + ": manifest " + n[0] + " points outside the node's HDD roots");
       }
@@ -312,6 +342,41 @@ final class DatasetRegistry implements AutoCloseable {
         throw NodeException.badRequest("not a usable dataset: " + dir + ": manifest " + n[0] + " names no file ('" + clip(n[1])
             + "' is " + (Files.exists(p) ? "not a regular file" : "missing") + "; parts are paths relative to the dataset directory)");
       }
+    }
+  }
+
+  /**
+   * What is wrong now with the files of registered dataset {@code name}, or null: its manifest
+   * read again, and every file it names still a regular file inside the roots with the size the
+   * manifest gives. A dataset open since its registration is listed by this, not by how it was
+   * when opened: files damaged, removed or replaced by a link while the node runs show at once.
+   * A stat per file; nothing is read.
+   */
+  String problem(String name) {
+    Path dir = registryView.get(name);
+    if (dir == null) {
+      return null;
+    }
+    try {
+      Manifest m = Manifest.read(dir, confinement());
+      for (Manifest.OrcFileInfo f : m.files()) {
+        Path p = dir.resolve(f.path());
+        if (!inRoots(resolved(p), true)) {
+          return "its file " + f.path() + " points outside the node's HDD roots";
+        }
+        if (!Files.isRegularFile(p)) {
+          return "its file " + f.path() + " is " + (Files.exists(p) ? "not a regular file" : "missing");
+        }
+        long size = Files.size(p);
+        if (size != f.bytes()) {
+          return "its file " + f.path() + " has " + size + " bytes, not the " + f.bytes() + " its manifest gives (damaged or replaced)";
+        }
+      }
+      return null;
+    } catch (NodeException e) {
+      return e.getMessage();
+    } catch (IOException | RuntimeException e) {
+      return "it cannot be read now: " + e.getMessage();
     }
   }
 

@@ -59,11 +59,13 @@ final class NodeApi {
 
   Router router(Vertx vertx) {
     Router r = Router.router(vertx);
-    // Multipart decoding is refused before the body handler sees it: the API takes JSON only.
+    // A body of any type but JSON is refused before the body handler sees it (it would decode
+    // forms and multipart, and fail on a form that has already ended): the API takes JSON only.
     r.route().handler(ctx -> {
       String type = ctx.request().getHeader("content-type");
-      if (type != null && type.regionMatches(true, 0, "multipart/", 0, 10)) {
-        error(ctx, 415, "multipart bodies are not accepted; send a JSON body");
+      String mime = type == null ? null : type.split(";", 2)[0].strip();
+      if (mime != null && !mime.equalsIgnoreCase("application/json")) {
+        error(ctx, 415, "the API takes JSON bodies only ('Content-Type: application/json'), not '" + clip(type) + "'");
       } else {
         ctx.next();
       }
@@ -355,6 +357,7 @@ final class NodeApi {
       case NOT_FOUND -> 404;
       case CONFLICT -> 409;
       case BUSY -> 429;
+      case UNAVAILABLE -> 503;
     };
   }
 

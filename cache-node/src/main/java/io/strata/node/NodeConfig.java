@@ -43,6 +43,9 @@ public record NodeConfig(
     ClusterSettings cluster,
     long scrubBytesPerSecond,
     Map<String, String> hadoop) {
+  /** The shortest token a node takes, bound to loopback or not. */
+  static final int MIN_TOKEN_CHARS = 16;
+
 
   public static final int DEFAULT_PORT = 7070;
   /** The rate at which a node re-verifies its segments' checksums in the background ({@code scrubBytesPerSecond}). */
@@ -50,7 +53,9 @@ public record NodeConfig(
 
   public NodeConfig {
     Objects.requireNonNull(home, "home");
-    hddRoots = List.copyOf(hddRoots);
+    // Each root once, however often it is named (a --hdd-root that is the default one too).
+    hddRoots = List.copyOf(new java.util.LinkedHashSet<>(hddRoots.stream()
+        .map(r -> r.getFileSystem() == java.nio.file.FileSystems.getDefault() ? r.toAbsolutePath().normalize() : r).toList()));
     hadoop = Map.copyOf(hadoop);
     Objects.requireNonNull(ssdDir, "ssdDir");
     if (hddRoots.isEmpty()) {
@@ -75,6 +80,10 @@ public record NodeConfig(
       // A request's header value is trimmed and ASCII: such a token could never authenticate.
       throw new IllegalArgumentException("the token must be printable ASCII without spaces"
           + (token.isBlank() ? " (it is empty or only whitespace)" : " (it holds whitespace, a control or a non-ASCII character)"));
+    }
+    if (token != null && token.length() < MIN_TOKEN_CHARS) {
+      // Guessable in a search a local process can afford against a loopback port (no rate limit on 401s).
+      throw new IllegalArgumentException("the token must be at least " + MIN_TOKEN_CHARS + " characters, got " + token.length());
     }
     if (!isLoopback(bindHost) && (token == null || token.length() < 16)) {
       throw new IllegalArgumentException(

@@ -18,7 +18,9 @@ public final class NodeException extends RuntimeException {
     /** The node's state does not allow it now (a budget, a pin, a name in use, a dataset that cannot be opened). */
     CONFLICT,
     /** The node is busy with as much of this work as it takes; ask again later. */
-    BUSY
+    BUSY,
+    /** Something the request needs is out of reach now (an HDD root on a name node that does not answer). */
+    UNAVAILABLE
   }
 
   private final Kind kind;
@@ -46,6 +48,10 @@ public final class NodeException extends RuntimeException {
 
   static NodeException conflict(String m) {
     return new NodeException(Kind.CONFLICT, m);
+  }
+
+  static NodeException unavailable(String m) {
+    return new NodeException(Kind.UNAVAILABLE, m);
   }
 
   static NodeException busy(String m) {

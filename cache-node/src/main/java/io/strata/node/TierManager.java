@@ -1,5 +1,6 @@
 package io.strata.node;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.node.policy.Policies;
 import io.strata.node.policy.StrataPolicy;
 import io.strata.sdk.dataset.Dataset;
@@ -96,6 +97,10 @@ final class TierManager implements AutoCloseable {
   TierManager(NodeConfig startConfig, Set<String> given, Cluster cluster) throws IOException {
     this.cluster = cluster;
     // First of all: nothing is written in the home before its lock is held.
+    // The node writes, deletes and locks under its home and SSD directory: no link another user
+    // planted on the way to either is followed (a node is often run as root).
+    SafePaths.trusted(startConfig.home());
+    SafePaths.trusted(startConfig.ssdDir());
     this.homeLock = HomeLock.acquire(startConfig.home());
     boolean ok = false;
     try {
@@ -198,6 +203,12 @@ final class TierManager implements AutoCloseable {
     List<TierViews.DatasetView> out = new ArrayList<>();
     for (String name : datasets.names()) {
       try {
+        String problem = datasets.problem(name); // its files as they are now, not as when it was opened
+        if (problem != null) {
+          out.add(TierViews.DatasetView.refused(name, String.valueOf(datasets.directory(name)), "dataset '" + name + "': "
+              + problem));
+          continue;
+        }
         out.add(describe(name));
       } catch (NodeException e) {
         // One dataset that cannot be served (gone, damaged, now outside the roots) is listed as
@@ -252,6 +263,11 @@ final class TierManager implements AutoCloseable {
     return clusterWork.plan(job, datasetName, features, program, substitutable, hosts);
   }
 
+  /** The plan the node holds for {@code job} now, or null (tests). */
+  io.strata.node.policy.CachePolicy.JobPlan planOf(String job) {
+    return state.planOf(job);
+  }
+
   /** Changes how long a silent job's plan is kept (tests). */
   void planLease(double seconds) {
     state.planLease(seconds);
@@ -259,6 +275,7 @@ final class TierManager implements AutoCloseable {
 
   void endJob(String job) {
     Jobs.checkName(job);
+    plans.ended(job);
     state.endJob(job);
   }
 
@@ -312,7 +329,11 @@ final class TierManager implements AutoCloseable {
         throw NodeException.badRequest("'bytes' must not be negative");
       }
     }
-    return state.reads(job, ds, reads, step, unlinkedMappedBytes);
+    TierViews.ReadsAnswer answer = state.reads(job, ds, reads, step, unlinkedMappedBytes);
+    if (step >= 0) {
+      plans.advance(job, step); // the next window of a long plan, once the job is half way through the one held
+    }
+    return answer;
   }
 
   /**

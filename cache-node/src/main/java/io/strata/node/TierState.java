@@ -258,6 +258,11 @@ final class TierState {
     trace.plan(now, job, ds.name(), features, jp.firstStep(), jp.stepsPerEpoch(), jp.substitutable(), stepChunks);
   }
 
+  /** The plan the node holds for {@code job} (the window of it, for a long program), or null. */
+  synchronized CachePolicy.JobPlan planOf(String job) {
+    return planned.get(job);
+  }
+
   /** Jobs whose plans the node holds now. */
   synchronized int plannedJobs() {
     return planned.size();

@@ -356,13 +356,13 @@ class CacheNodeTest {
       assertEquals(1, jobs.size(), jobs.toString());
       assertEquals("lease-job", jobs.get(0).path("job").asText());
     }
-    // A plan too large to expand is refused by name; the job reads on without one, still attached.
+    // A plan too large to hold is refused by name before it is expanded; the job reads on without one, still attached.
     try (Dataset ds = Dataset.open(datasetDir); Loader huge = job(ds, "huge-job").epochs(Integer.MAX_VALUE).build()) {
       for (int i = 0; i < 3; i++) {
         huge.next().close();
       }
       assertTrue(huge.node().connected());
-      assertTrue(huge.node().lastError().contains("the node refused the plan") && huge.node().lastError().contains("too many"),
+      assertTrue(huge.node().lastError().contains("the node refused the plan") && huge.node().lastError().contains("must be in 1..10000"),
           huge.node().lastError());
     }
   }
@@ -1042,6 +1042,10 @@ class CacheNodeTest {
     // A name is loopback by what it resolves to, not by how it starts.
     assertThrows(IllegalArgumentException.class, () -> NodeConfig.embedded(home, 0).withBind("127.evil.invalid", null));
     NodeConfig.embedded(home, 0).withBind("localhost", null);
+    // A short token is refused on loopback too (issue 51: a 5-character token was taken).
+    IllegalArgumentException shortOne = assertThrows(IllegalArgumentException.class,
+        () -> NodeConfig.embedded(home, 0).withBind("127.0.0.1", "abcde"));
+    assertTrue(shortOne.getMessage().contains("at least 16 characters"), shortOne.getMessage());
     // A token that a request could never carry (header values are trimmed ASCII) is refused at start.
     for (String never : List.of(" ".repeat(20), "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t", "0123456789abcdef with-space",
         "0123456789abcdef\u00e9\u00e9", "")) {

@@ -1,5 +1,6 @@
 package io.strata.tools;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.sdk.files.DatasetFiles;
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.files.OrcIo;
@@ -145,6 +146,7 @@ public final class DatasetGenerator {
   public static Report generate(Path dir, Options o, Progress progress) throws IOException {
     Objects.requireNonNull(progress, "progress");
     long started = System.nanoTime();
+    SafePaths.trusted(dir); // no link another user planted on the way to what is written (or replaced)
     if (Files.exists(dir.resolve(Manifest.FILE_NAME))) {
       if (!o.replace()) {
         throw new FileAlreadyExistsException(

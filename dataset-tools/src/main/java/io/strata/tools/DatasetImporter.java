@@ -1,5 +1,6 @@
 package io.strata.tools;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.sdk.files.DatasetFiles;
 import io.strata.sdk.files.HddTable;
 import io.strata.sdk.files.Manifest;
@@ -76,6 +77,7 @@ public final class DatasetImporter {
           o.datasetDir().resolve(Manifest.FILE_NAME).toString(), null, "a dataset already exists there (use --replace)");
     }
     // A failed import leaves nothing behind: the directory it created goes with it.
+    SafePaths.trusted(o.datasetDir()); // no link another user planted on the way to what is written
     boolean created = !Files.exists(o.datasetDir());
     Files.createDirectories(o.datasetDir());
     boolean ok = false;

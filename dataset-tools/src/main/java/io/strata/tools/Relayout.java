@@ -9,6 +9,7 @@ import io.strata.sdk.FeatureInfo;
 import io.strata.sdk.Progress;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
+import io.strata.sdk.internal.SafePaths;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -92,6 +93,7 @@ public final class Relayout {
     Objects.requireNonNull(progress, "progress");
     requireStripeBytes(stripeBytes);
     long t0 = System.nanoTime();
+    dir = SafePaths.trusted(dir);
     cleanUp(dir);
     Manifest old = checked(dir, order);
     Path tmp = dir.resolve(TMP_PREFIX + ProcessHandle.current().pid() + "-" + System.nanoTime());
@@ -167,7 +169,7 @@ public final class Relayout {
     requireStripeBytes(stripeBytes);
     long t0 = System.nanoTime();
     Manifest old = checked(dir, order);
-    Path target = out.toAbsolutePath().normalize();
+    Path target = SafePaths.trusted(out.toAbsolutePath().normalize());
     if (Files.exists(target)) {
       throw new FileAlreadyExistsException(target.toString(), null, "the relayout's output directory exists already");
     }
@@ -298,6 +300,7 @@ public final class Relayout {
     if (!Files.exists(dir.resolve(Manifest.FILE_NAME))) {
       return;
     }
+    dir = SafePaths.trusted(dir);
     Manifest m = Manifest.read(dir);
     Set<String> referenced = new HashSet<>();
     Set<String> layouts = new HashSet<>();
@@ -353,20 +356,25 @@ public final class Relayout {
     }
   }
 
-  /** Removes a file of a replaced version (and its sidecar, and its layout directory once empty) unless a manifest names it. */
+  /**
+   * Removes a file of a replaced version (and its sidecar, and its layout directory once empty)
+   * unless a manifest names it. Every directory on the way below {@code dir} is opened without
+   * following links ({@link SafePaths#deleteInside}): a name in {@code relayout.pending} that
+   * passes through a link is refused, never followed.
+   */
   private static void removeOldFile(Path dir, String p, Set<String> referenced) throws IOException {
-    if (referenced.contains(p) || p.contains("..") || p.startsWith("/")) {
+    if (referenced.contains(p)) {
       return;
     }
-    Path file = dir.resolve(p).normalize();
-    if (!file.startsWith(dir.normalize())) {
-      return;
-    }
-    Files.deleteIfExists(file);
-    Files.deleteIfExists(StripeFooters.sidecar(file));
-    Path parent = file.getParent();
-    if (!parent.equals(dir.normalize()) && parent.getFileName().toString().startsWith(LAYOUT_PREFIX) && isEmpty(parent)) {
-      Files.deleteIfExists(parent);
+    String what = "a file listed in " + PENDING;
+    SafePaths.deleteInside(dir, p, what);
+    SafePaths.deleteInside(dir, p + StripeFooters.SUFFIX, what);
+    int slash = p.lastIndexOf('/');
+    if (slash > 0 && p.indexOf('/') == slash && p.startsWith(LAYOUT_PREFIX)) {
+      Path parent = dir.resolve(p.substring(0, slash));
+      if (Files.isDirectory(parent, LinkOption.NOFOLLOW_LINKS) && isEmpty(parent)) {
+        SafePaths.deleteInside(dir, p.substring(0, slash), what);
+      }
     }
   }
 
@@ -402,6 +410,7 @@ public final class Relayout {
    * its size ({@code dataset verify} checks their bytes). Not while a relayout of the dataset runs.
    */
   public static Rollback rollback(Path dir) throws IOException {
+    dir = SafePaths.trusted(dir);
     Path file = dir.resolve(PREVIOUS);
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
@@ -410,6 +419,7 @@ public final class Relayout {
       throw new NoSuchFileException(file.toString(), null, "no previous version to go back to (a relayout in place keeps one)");
     }
     Manifest current = Manifest.read(dir);
+    checkPending(dir); // what the clean-up after the swap would remove, refused now if it leads through a link
     byte[] previousBytes = Files.readAllBytes(file);
     Manifest p = Manifest.parse(file, previousBytes);
     if (!p.name().equals(current.name()) || p.rows() != current.rows()) {
@@ -417,8 +427,13 @@ public final class Relayout {
           + p.rows() + " rows), not of " + current.name() + " (" + current.rows() + " rows)");
     }
     for (Manifest.OrcFileInfo f : p.files()) {
-      Path orc = dir.resolve(f.path()).normalize();
-      if (!orc.startsWith(dir.normalize()) || !Files.isRegularFile(orc, LinkOption.NOFOLLOW_LINKS)
+      Path orc;
+      try {
+        orc = SafePaths.inside(dir, f.path(), "a file of the previous version " + p.version());
+      } catch (java.nio.file.AccessDeniedException e) {
+        throw new CorruptFileException(file, e.getReason() + " (" + f.path() + "): cannot go back to it");
+      }
+      if (!Files.isRegularFile(orc, LinkOption.NOFOLLOW_LINKS)
           || Files.size(orc) != f.bytes()) {
         throw new CorruptFileException(orc, "a file of the previous version " + p.version()
             + " is missing or not its size (" + f.bytes() + " bytes): cannot go back to it");
@@ -429,6 +444,19 @@ public final class Relayout {
     AtomicFiles.write(file, currentBytes);
     cleanUp(dir); // replaced versions no process reads any more go now
     return new Rollback(current.version(), p.version());
+  }
+
+  /** Refuses a {@code relayout.pending} naming a file outside the dataset or through a link. */
+  private static void checkPending(Path dir) throws IOException {
+    Path pending = dir.resolve(PENDING);
+    if (!Files.isRegularFile(pending, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    for (var n : Json.parse(Files.readAllBytes(pending))) {
+      for (var p : n.isObject() ? n.path("paths") : Json.array().add(n)) {
+        SafePaths.inside(dir, p.asText(), "a file listed in " + PENDING);
+      }
+    }
   }
 
   private static boolean isEmpty(Path d) throws IOException {

@@ -1,5 +1,6 @@
 package io.strata.store;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.Progress;
@@ -137,6 +138,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   }
 
   private static FeatureStore open(Path dir, boolean writer) throws IOException {
+    SafePaths.trusted(dir); // no link another user planted on the way (the store's own files: checkNoLinks)
     Files.createDirectories(dir.resolve("usage"));
     checkNoLinks(dir);
     return new FeatureStore(dir, writer, RocksHandles.open(dir, writer));

@@ -99,6 +99,7 @@ final class GenerateCommand implements Callable<Integer> {
 
   /** The ORC dataset in a directory of its own inside {@code out}, its rows written as Parquet into {@code out}, the ORC removed. */
   private int parquet() throws Exception {
+    io.strata.sdk.internal.SafePaths.trusted(out); // no link another user planted on the way to what is written
     if (Files.exists(out.resolve(Manifest.FILE_NAME))) {
       if (!replace) {
         throw new java.nio.file.FileAlreadyExistsException(

@@ -1,5 +1,6 @@
 package io.strata.ops;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.sdk.loader.LoaderBuilder;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.gpu.DeviceBatch;
@@ -283,12 +284,15 @@ final class LoaderCommand implements Runnable {
               if (checker != null) {
                 checker.check(batchRead);
                 if (System.nanoTime() - lastProgress > 2_000_000_000L) {
-                  out.printf("verified %d %d %d%n", checker.batches, checker.values, checker.mismatches);
-                  out.flush();
+                  // Progress (what a killed job had checked): beside --json's one object, on standard error.
+                  PrintWriter progress = json ? spec.commandLine().getErr() : out;
+                  progress.printf("verified %d %d %d%n", checker.batches, checker.values, checker.mismatches);
+                  progress.flush();
                   lastProgress = System.nanoTime();
                 }
               }
               if (dumpBatches != null) {
+                SafePaths.trusted(dumpBatches); // no link another user planted on the way
                 Files.createDirectories(dumpBatches);
                 batchRead.writeArrowFile(dumpBatches.resolve("batch-" + batchRead.epoch() + "-" + batchRead.step() + ".arrow"),
                     ds.name(), ds.version());

@@ -58,27 +58,44 @@ final class PromoteCommand implements Callable<Integer> {
     PrintWriter w = spec.commandLine().getOut();
     NodeClient c = node.client();
     long started = System.nanoTime();
+    long failedBefore = c.tiers().path("traffic").path("promotionFailures").asLong();
     JsonNode r = c.promote(dataset, features, chunks);
     int scheduled = r.path("scheduled").asInt();
     ObjectNode result = Json.object().put("dataset", dataset).put("scheduled", scheduled).put("bytes", r.path("bytes").asLong());
+    long failed = 0;
+    String lastFailure = null;
     if (!noWait && scheduled > 0) {
       Terminal.Bar bar = new Terminal.Bar("promote", spec.commandLine().getErr());
+      JsonNode t;
       int pending;
       do {
         Thread.sleep(200);
-        pending = c.tiers().path("ssd").path("pendingPromotions").asInt();
-        bar.update(Math.max(0, scheduled - pending), scheduled, "chunks");
+        t = c.tiers();
+        pending = t.path("ssd").path("pendingPromotions").asInt();
+        // The node's count of failed promotions since this command asked (another client's failures
+        // at the same moment would count too: the node keeps no count per request).
+        failed = Math.min(scheduled, t.path("traffic").path("promotionFailures").asLong() - failedBefore);
+        bar.update(Math.max(0, scheduled - pending - failed), scheduled, "chunks");
       } while (pending > 0);
+      lastFailure = t.path("traffic").path("lastPromotionFailure").asText(null);
       bar.done();
-      result.put("seconds", (System.nanoTime() - started) / 1e9);
+      result.put("promoted", scheduled - failed).put("failed", failed).put("seconds", (System.nanoTime() - started) / 1e9);
+      if (failed > 0 && lastFailure != null) {
+        result.put("lastFailure", lastFailure);
+      }
     }
     if (json) {
       w.println(Json.compact(result));
     } else if (noWait || scheduled == 0) {
       w.printf("%d promotions of %s scheduled (about %s)%n", scheduled, dataset, Terminal.bytes(r.path("bytes").asLong()));
-    } else {
-      w.printf("promoted %d feature chunks of %s (about %s) in %s%n", scheduled, dataset, Terminal.bytes(r.path("bytes").asLong()),
-          Terminal.seconds(result.path("seconds").asDouble()));
+    } else if (failed < scheduled) {
+      w.printf("promoted %d feature chunks of %s (about %s) in %s%n", scheduled - failed, dataset,
+          Terminal.bytes(r.path("bytes").asLong()), Terminal.seconds(result.path("seconds").asDouble()));
+    }
+    if (failed > 0) {
+      spec.commandLine().getErr().printf("strata: %d of %d promotions of %s failed; they are served from the HDD tier%s%n",
+          failed, scheduled, dataset, lastFailure == null ? "" : " (the last: " + lastFailure + ")");
+      return 1;
     }
     return 0;
   }

@@ -63,6 +63,30 @@ class NodeCommandsTest {
     return Json.parse(ok(a.toArray(String[]::new)).out());
   }
 
+  /** Issue 51: {@code promote} printed "100 % 64/64" and exited 0 when every promotion failed. */
+  @Test
+  void promotionsThatFailAreCountedAndTheCommandFails() throws Exception {
+    Path broken = home.resolve("hdd/zz-broken");
+    assertEquals(0, Cli.run("dataset", "generate", "--out", broken.toString(), "--name", "zz-broken", "--rows", "20000",
+        "--rows-per-chunk", "10000", "--features", "4").code());
+    ok("dataset", "register", broken.toString());
+    // Damaged after registration, its size kept: every chunk's streams fail their checksums.
+    for (var f : io.strata.sdk.files.Manifest.read(broken).files()) {
+      Path p = broken.resolve(f.path());
+      byte[] b = Files.readAllBytes(p);
+      for (int i = 3; i < b.length - 512; i++) {
+        b[i] ^= 0x5a;
+      }
+      Files.write(p, b);
+    }
+    Cli.Result r = Cli.run("promote", "--dataset", "zz-broken", "--node", url, "--json");
+    assertEquals(1, r.code(), r.out() + r.err());
+    JsonNode j = Json.parse(r.out());
+    assertEquals(j.path("scheduled").asInt(), j.path("failed").asInt(), r.out());
+    assertEquals(0, j.path("promoted").asInt(), r.out());
+    assertTrue(r.err().contains("promotions of zz-broken failed"), r.err());
+  }
+
   @Test
   void everyNodeCommandWorksAgainstARealNode() throws Exception {
     // Datasets: register, list, describe by name.

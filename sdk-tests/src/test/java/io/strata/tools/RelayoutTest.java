@@ -315,6 +315,58 @@ class RelayoutTest {
     assertEquals(next, Manifest.read(dir).version());
   }
 
+  /**
+   * A rollback or clean-up run as root on a dataset another user can write: names in {@code
+   * relayout.pending}, a previous manifest and the lease directory that lead through links are
+   * refused, and nothing behind them is deleted, read or chmod'ed (issue 51's repro).
+   */
+  @Test
+  void rollbackAndCleanUpNeverDeleteReadOrChmodThroughLinks() throws IOException {
+    Path victim = Files.createDirectories(tmp.resolve("victim/keep"));
+    Files.writeString(victim.resolve("precious.txt"), "mine");
+    Path dir = generate("l");
+    Manifest before = Manifest.read(dir);
+    List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
+    Collections.reverse(order);
+    String next = Relayout.rewrite(dir, order, Progress.NONE).manifest().version();
+    Files.createSymbolicLink(dir.resolve("lnk2"), victim);
+    Files.writeString(dir.resolve(Relayout.PENDING), "[{\"version\":\"v0-zz\",\"paths\":[\"lnk2/precious.txt\"]}]");
+    var e = assertThrows(java.nio.file.AccessDeniedException.class, () -> Relayout.rollback(dir));
+    assertTrue(e.getMessage().contains("passes through a link (lnk2)"), e.getMessage());
+    assertEquals(next, Manifest.read(dir).version(), "refused before anything changed");
+    assertThrows(java.nio.file.AccessDeniedException.class, () -> Relayout.cleanUp(dir));
+    assertEquals("mine", Files.readString(victim.resolve("precious.txt")));
+    Files.delete(dir.resolve(Relayout.PENDING));
+
+    // A previous manifest naming a part through a link out (where copies of the parts wait): refused.
+    Path out = Files.createDirectories(tmp.resolve("elsewhere"));
+    for (Manifest.OrcFileInfo f : before.files()) {
+      Files.copy(dir.resolve(f.path()), out.resolve(f.path()));
+    }
+    Files.createSymbolicLink(dir.resolve("lnk"), out);
+    Path previous = dir.resolve(Relayout.PREVIOUS);
+    String kept = Files.readString(previous);
+    Files.writeString(previous, kept.replace("\"" + before.files().get(0).path() + "\"", "\"lnk/" + before.files().get(0).path() + "\""));
+    var c = assertThrows(CorruptFileException.class, () -> Relayout.rollback(dir));
+    assertTrue(c.getMessage().contains("passes through a link (lnk)"), c.getMessage());
+    assertEquals(next, Manifest.read(dir).version());
+    Files.writeString(previous, kept);
+
+    // The lease directory a link to a private directory: a relayout refuses it, and its mode stays.
+    Path secret = Files.createDirectory(tmp.resolve("secret"), java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+        java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+    io.strata.sdk.internal.AtomicFiles.deleteTree(dir.resolve(VersionLeases.DIR));
+    Files.createSymbolicLink(dir.resolve(VersionLeases.DIR), secret);
+    var l = assertThrows(java.nio.file.AccessDeniedException.class, () -> Relayout.rewrite(dir, before.features().stream()
+        .map(FeatureInfo::name).toList(), Progress.NONE));
+    assertTrue(l.getMessage().contains("refused as the dataset's lease directory"), l.getMessage());
+    assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(secret)));
+    try (Stream<Path> s = Files.list(secret)) {
+      assertEquals(0, s.count(), "nothing written into it");
+    }
+    assertEquals(next, Manifest.read(dir).version());
+  }
+
   @Test
   void featuresStoredTwiceKeepEveryValueAndAJobReadsTheCopiesThatSaveRequests() throws IOException {
     Path dir = generateWithCopy("d");

@@ -184,7 +184,12 @@ public final class OrcTable implements HddTable {
     int before = lastChunk;
     lastChunk = chunk;
     if (before == chunk - 1 && chunk + 1 < manifest.chunks().size()) {
-      readAhead(manifest.chunks().get(chunk + 1), cols);
+      try {
+        readAhead(manifest.chunks().get(chunk + 1), cols);
+      } catch (IOException e) {
+        // The next chunk's file cannot be opened (damaged, refused): that chunk's own read says so,
+        // under its own name; this chunk is read as if nothing were ahead.
+      }
     }
     try (Cursor cursor = new Cursor(features, cols)) {
       return cursor.read(c, c.firstRow(), (int) c.rows(), arena);

@@ -36,7 +36,8 @@ import org.apache.orc.StripeInformation;
  * without it. Immutable once loaded: shared by the streams of all threads.
  */
 public final class StripeFooters {
-  static final String SUFFIX = ".footers";
+  /** What a sidecar's name adds to its ORC file's. */
+  public static final String SUFFIX = ".footers";
   private static final byte[] MAGIC = "STRATASF".getBytes(StandardCharsets.US_ASCII);
   private static final int VERSION = 1;
   /** Bytes of one stripe's entry besides its footer: offset, index and data lengths, footer length. */

@@ -1,15 +1,19 @@
 package io.strata.sdk.files;
 
 import io.strata.sdk.hadoop.HadoopFileSystems;
+import io.strata.sdk.internal.SafePaths;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.HashMap;
 import java.util.Map;
@@ -88,10 +92,12 @@ public final class VersionLeases {
     FileChannel ch = null;
     try {
       try {
-        Files.createDirectories(f.getParent());
-        ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
+        leaseDirectory(f);
+        ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS);
       } catch (IOException e) {
-        ch = FileChannel.open(f, StandardOpenOption.READ); // a dataset this user may read, not write
+        // A dataset this user may read, not write (a link where the lease directory or file should be: no lease).
+        ch = FileChannel.open(requirePlain(f), StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
       }
       return new Held(ch, ch.lock(0, Long.MAX_VALUE, true));
     } catch (IOException | RuntimeException e) {
@@ -135,7 +141,8 @@ public final class VersionLeases {
       if (HELD.containsKey(f)) {
         return true;
       }
-      try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      try (FileChannel ch = FileChannel.open(requirePlain(f), StandardOpenOption.READ, StandardOpenOption.WRITE,
+          LinkOption.NOFOLLOW_LINKS)) {
         FileLock l = ch.tryLock();
         if (l == null) {
           return true;
@@ -150,17 +157,44 @@ public final class VersionLeases {
     }
   }
 
+  /** Makes the lease directory of {@code f} exist as a plain directory; refuses it when it is a link or not a directory. */
+  private static void leaseDirectory(Path f) throws IOException {
+    Path d = f.getParent();
+    if (!Files.exists(d, LinkOption.NOFOLLOW_LINKS)) {
+      try {
+        Files.createDirectory(d);
+      } catch (java.nio.file.FileAlreadyExistsException raced) {
+        // made meanwhile: checked below
+      }
+    }
+    if (!Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
+      throw new AccessDeniedException(d.toString(), null, "is not a plain directory (a link?): refused as the dataset's lease directory");
+    }
+  }
+
+  /** {@code f}, once neither it nor its lease directory is a link. */
+  private static Path requirePlain(Path f) throws IOException {
+    if (Files.isSymbolicLink(f.getParent()) || Files.isSymbolicLink(f)) {
+      throw new AccessDeniedException(f.toString(), null, "is reached through a link: refused as a lease file");
+    }
+    return f;
+  }
+
   /** Makes the lease file of {@code version} exist, readable by every user, for readers that may not create it. */
   public static void prepare(Path dir, String version) throws IOException {
     Path f = file(dir, version);
-    Files.createDirectories(f.getParent());
-    if (!Files.exists(f)) {
+    leaseDirectory(f);
+    if (!Files.exists(f, LinkOption.NOFOLLOW_LINKS)) {
       Files.createFile(f);
     }
+    requirePlain(f);
     try {
-      Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-r--r--"));
-      Files.setPosixFilePermissions(f.getParent(), PosixFilePermissions.fromString("rwxr-xr-x"));
-    } catch (UnsupportedOperationException e) {
+      // Never through a link: the directory and the file were just found plain, and each mode is set on the name itself.
+      Files.getFileAttributeView(f, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+          .setPermissions(PosixFilePermissions.fromString("rw-r--r--"));
+      Files.getFileAttributeView(f.getParent(), PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+          .setPermissions(PosixFilePermissions.fromString("rwxr-xr-x"));
+    } catch (UnsupportedOperationException | NullPointerException e) {
       // not a POSIX file system: its defaults apply
     }
   }
@@ -170,7 +204,7 @@ public final class VersionLeases {
     Path f = file(dir, version);
     synchronized (VersionLeases.class) {
       if (!HELD.containsKey(f)) {
-        Files.deleteIfExists(f);
+        SafePaths.deleteInside(f.getParent().getParent(), DIR + "/" + version, "the lease file of version " + version);
       }
     }
   }

@@ -22,7 +22,15 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.UserPrincipalLookupService;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.ipc.RemoteException;
@@ -80,7 +88,100 @@ final class HadoopNioFileSystem extends FileSystem {
 
   /** The status of {@code p}; a missing file is a {@link NoSuchFileException}, a refusal an {@link AccessDeniedException}. */
   FileStatus status(HadoopPath p) throws IOException {
-    return call(p, () -> hadoop().getFileStatus(p.hadoop()));
+    return nameNode(p, () -> hadoop().getFileStatus(p.hadoop()));
+  }
+
+  /**
+   * How long one call of the name node may take: {@code strata.hdfs.callSeconds} (a system
+   * property; 10 s by default). A name node that accepts connections and never answers would
+   * otherwise hold the caller for minutes (Hadoop's RPC timeout is two minutes, its retries more).
+   */
+  static long callTimeoutNanos() {
+    return TimeUnit.MILLISECONDS.toNanos((long) (1000 * Double.parseDouble(System.getProperty("strata.hdfs.callSeconds", "10"))));
+  }
+
+  /** Calls of the name node waiting at once on their own threads, at most; more fail at once. */
+  static final int MAX_CALLS_IN_FLIGHT = 16;
+
+  /**
+   * The threads calls of the name node run on ({@code strata-hdfs-<authority>-N}, daemons, ended
+   * after 30 s unused), so that their callers wait with a deadline and a call stuck on a silent
+   * name node holds one of these threads, not the caller's (a node's API worker).
+   */
+  private final ThreadPoolExecutor calls = new ThreadPoolExecutor(0, MAX_CALLS_IN_FLIGHT, 30, TimeUnit.SECONDS,
+      new SynchronousQueue<>(), namedThreads());
+  /** Until when (nanoTime) calls fail at once because the last one found the name node silent; 0: none. */
+  private volatile long silentUntil;
+  /** When each call of the name node now waiting started (nanoTime), by call. */
+  private final java.util.Map<Object, Long> waiting = new java.util.concurrent.ConcurrentHashMap<>();
+  /** A call unanswered for this long makes further calls fail at once until it ends: one caller waits out a silent name node, not all. */
+  static final long STUCK_NANOS = TimeUnit.SECONDS.toNanos(3);
+
+  private ThreadFactory namedThreads() {
+    AtomicInteger n = new AtomicInteger();
+    return r -> Thread.ofPlatform().name("strata-hdfs-" + root.getAuthority() + "-" + n.incrementAndGet()).daemon(true).unstarted(r);
+  }
+
+  /**
+   * {@link #call} for a call of the name node (status, listing, opening): each attempt waits at
+   * most {@link #callTimeoutNanos()} on a thread of its own. A name node that let one attempt run
+   * out of time is not asked again for as long (calls meanwhile fail at once, naming it), so a
+   * silent name node fails its own files' calls in seconds and never holds anyone else's caller.
+   */
+  <T> T nameNode(HadoopPath p, Call<T> c) throws IOException {
+    return call(p, () -> {
+      long timeout = callTimeoutNanos();
+      long quiet = silentUntil;
+      if (quiet != 0 && System.nanoTime() - quiet < 0) {
+        throw new FileSystemException(p.toString(), null, "the name node " + rootString() + " did not answer within "
+            + seconds(timeout) + " s a moment ago; it is asked again " + seconds(quiet - System.nanoTime()) + " s from now");
+      }
+      long now = System.nanoTime();
+      for (long since : waiting.values()) {
+        if (now - since > STUCK_NANOS) {
+          throw new FileSystemException(p.toString(), null, "the name node " + rootString() + " has not answered a call for "
+              + seconds(now - since) + " s; try again later");
+        }
+      }
+      Future<T> f;
+      Object key = new Object();
+      waiting.put(key, now);
+      try {
+        f = calls.submit(c::run);
+      } catch (RejectedExecutionException e) {
+        waiting.remove(key);
+        throw new FileSystemException(p.toString(), null, MAX_CALLS_IN_FLIGHT + " calls wait on the name node "
+            + rootString() + " already; try again later");
+      }
+      try {
+        T r = f.get(timeout, TimeUnit.NANOSECONDS);
+        silentUntil = 0;
+        return r;
+      } catch (TimeoutException e) {
+        f.cancel(true);
+        silentUntil = System.nanoTime() + timeout;
+        throw new FileSystemException(p.toString(), null, "the name node " + rootString() + " did not answer within "
+            + seconds(timeout) + " s");
+      } catch (InterruptedException e) {
+        f.cancel(true);
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted waiting for the name node of " + p);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof IOException io) {
+          throw io;
+        }
+        if (e.getCause() instanceof RuntimeException r) {
+          throw r;
+        }
+        throw new IOException(e.getCause());
+      } finally {
+        waiting.remove(key);
+      }
+    });
+  }
+
+  private static String seconds(long nanos) {
+    return String.format(java.util.Locale.ROOT, "%.0f", Math.max(0, nanos) / 1e9);
   }
 
   /**
@@ -194,6 +295,7 @@ final class HadoopNioFileSystem extends FileSystem {
     if (open) {
       open = false;
       provider.forget(this);
+      calls.shutdownNow();
       if (hadoop != null) {
         hadoop.close();
       }

@@ -70,6 +70,12 @@ final class HadoopProvider extends FileSystemProvider {
   /** The Hadoop client of the file system at {@code root}, with the settings in force now. */
   org.apache.hadoop.fs.FileSystem client(URI root) throws IOException {
     Configuration conf = new Configuration();
+    // A call's own bound (the caller waits at most callTimeoutNanos in any case; these end the
+    // call's thread too): no minutes-long RPC timeout, no ten connection retries. The node's
+    // 'hadoop' settings override them.
+    conf.set("ipc.client.rpc-timeout.ms", "20000");
+    conf.set("ipc.client.connect.timeout", "5000");
+    conf.set("ipc.client.connect.max.retries.on.timeouts", "1");
     settings.forEach(conf::set);
     try {
       return org.apache.hadoop.fs.FileSystem.newInstance(root, conf);
@@ -144,7 +150,7 @@ final class HadoopProvider extends FileSystemProvider {
       throw new FileSystemException(p.toString(), null, "is a directory");
     }
     HadoopNioFileSystem fs = p.getFileSystem();
-    FSDataInputStream in = fs.call(p, () -> fs.hadoop().open(p.hadoop()));
+    FSDataInputStream in = fs.nameNode(p, () -> fs.hadoop().open(p.hadoop()));
     return new HadoopChannel(in, st.getLen(), p);
   }
 
@@ -152,7 +158,7 @@ final class HadoopProvider extends FileSystemProvider {
   public DirectoryStream<Path> newDirectoryStream(Path dir, DirectoryStream.Filter<? super Path> filter) throws IOException {
     HadoopPath d = of(dir);
     HadoopNioFileSystem fs = d.getFileSystem();
-    FileStatus[] list = fs.call(d, () -> fs.hadoop().listStatus(d.hadoop()));
+    FileStatus[] list = fs.nameNode(d, () -> fs.hadoop().listStatus(d.hadoop()));
     List<Path> children = new ArrayList<>();
     for (FileStatus s : list) {
       Path child = d.resolve(s.getPath().getName());

@@ -13,7 +13,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -61,7 +60,10 @@ public final class AtomicFiles {
    * forced to disk and before the rename: a file that fails it never appears under {@code target}.
    */
   public static void write(Path target, long expectedBytes, boolean readOnly, Body body, Check check) throws IOException {
-    Path dir = target.toAbsolutePath().getParent();
+    // The directory's way checked first: a link another user planted above it is refused, not
+    // followed (SafePaths); the name written is then the real one.
+    Path dir = SafePaths.trusted(target.toAbsolutePath().getParent());
+    target = dir.resolve(target.getFileName().toString());
     Files.createDirectories(dir);
     if (expectedBytes > 0) {
       requireSpace(dir, expectedBytes, target);
@@ -183,15 +185,11 @@ public final class AtomicFiles {
     return false;
   }
 
-  /** Deletes {@code dir} and everything under it; nothing when it does not exist. */
+  /**
+   * Deletes {@code dir} and everything under it, following no link inside it ({@link
+   * SafePaths#deleteTree}); nothing when it does not exist.
+   */
   public static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
+    SafePaths.deleteTree(dir);
   }
 }

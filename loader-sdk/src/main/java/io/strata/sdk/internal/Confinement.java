@@ -62,7 +62,11 @@ public final class Confinement {
   public static Confinement within(Collection<Path> roots, String what) throws IOException {
     List<Path> real = new ArrayList<>();
     for (Path r : roots) {
-      if (Files.isDirectory(r)) {
+      if (r.getFileSystem() != FileSystems.getDefault()) {
+        // HDFS: no links, and its name node is not asked here (a silent one would hold every open,
+        // local ones too); a file of it is checked by its normalized path as it is opened.
+        real.add(r.toAbsolutePath().normalize());
+      } else if (Files.isDirectory(r)) {
         real.add(r.toRealPath());
       }
     }
@@ -82,7 +86,7 @@ public final class Confinement {
   /** Whether the real path {@code real} lies in a root. */
   public boolean contains(Path real) {
     for (Path r : roots) {
-      if (real.startsWith(r)) {
+      if (r.getFileSystem() == real.getFileSystem() && real.startsWith(r)) {
         return true;
       }
     }
@@ -108,7 +112,15 @@ public final class Confinement {
     if (Native.AVAILABLE) {
       return Native.openConfined(this, file);
     }
-    Path real = file.toRealPath();
+    Path real;
+    try {
+      real = file.toRealPath();
+    } catch (NoSuchFileException e) {
+      if (!leadsInside(file)) {
+        throw new AccessDeniedException(file.toString(), null, "leads outside " + what + " (a link?): refused");
+      }
+      throw e;
+    }
     check(file, real, Files.isRegularFile(real));
     return FileChannel.open(real, StandardOpenOption.READ);
   }
@@ -125,6 +137,15 @@ public final class Confinement {
         // reads until full or the end
       }
       return b.position() == b.capacity() ? b.array() : Arrays.copyOf(b.array(), b.position());
+    }
+  }
+
+  /** Whether {@code file} leads, as far as it exists, into a root (its links followed, a dangling one too). */
+  private boolean leadsInside(Path file) {
+    try {
+      return contains(SafePaths.resolved(file));
+    } catch (IOException e) {
+      return false;
     }
   }
 
@@ -196,6 +217,10 @@ public final class Confinement {
         throw new IOException("cannot open " + file + ": " + t, t);
       }
       if (fd < 0) {
+        if ((err == ENOENT || err == ENOTDIR) && !c.leadsInside(file)) {
+          // A name leading out of the roots is refused alike whether its target exists or not.
+          throw new AccessDeniedException(file.toString(), null, "leads outside " + c.what + " (a link?): refused");
+        }
         throw switch (err) {
           case ENOENT, ENOTDIR -> new NoSuchFileException(file.toString());
           case EACCES -> new AccessDeniedException(file.toString());

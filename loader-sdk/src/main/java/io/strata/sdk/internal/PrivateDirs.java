@@ -17,7 +17,10 @@ import java.util.Set;
  * only when it is a real directory (not a link), owned by this user and writable by no one else;
  * otherwise refused with the reason, and nothing in it is read, written or deleted. Another user
  * who plants a directory or a link under the expected name can then neither see our files nor
- * have us delete theirs. Stateless; thread-safe.
+ * have us delete theirs. The way to it is checked too ({@link SafePaths#privateWay}): every
+ * directory above it owned by root or this user and writable by no one else unless sticky, every
+ * link on the way this user's or root's, so that no one can move the directory away and put a link
+ * in its place. Stateless; thread-safe.
  */
 public final class PrivateDirs {
   private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rwx------");
@@ -51,11 +54,20 @@ public final class PrivateDirs {
    * already private to this user; an {@link IOException} saying why it is refused otherwise.
    */
   public static Path ensure(Path dir) throws IOException {
-    Path d = dir.toAbsolutePath().normalize();
+    Path named = dir.toAbsolutePath().normalize();
+    if (named.getParent() == null) {
+      throw new IOException("refusing " + named + " as a private directory: it is the root");
+    }
+    // The way to it, checked before anything is made (no link another user could have planted,
+    // no directory another user could change), made, and checked again: a name planted in a
+    // sticky directory between the two is found by the second look.
+    Path parent = SafePaths.privateWay(named.getParent());
+    if (!Files.isDirectory(parent, LinkOption.NOFOLLOW_LINKS)) {
+      Files.createDirectories(parent);
+      parent = SafePaths.privateWay(parent);
+    }
+    Path d = parent.resolve(named.getFileName().toString());
     if (!Files.exists(d, LinkOption.NOFOLLOW_LINKS)) {
-      if (d.getParent() != null) {
-        Files.createDirectories(d.getParent());
-      }
       try {
         Files.createDirectory(d, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
         // The umask may have taken more than group and others' bits: the owner's are needed.

@@ -54,8 +54,6 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   /** The largest batch size, block, window, lookahead or stride a plan may have. */
   public static final int MAX_INT_PARAMETER = 1 << 28;
 
-  /** The most units (all epochs from the start step together) a node expands. */
-  public static final long MAX_UNITS_EXPANDED = 500_000_000L;
 
   static PlanProgram of(Plan p, int epochs, long startStep) {
     return switch (p) {
@@ -107,35 +105,56 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
    * epoch: entry {@code i} lists, in the order the batch first touches them, the chunks of global
    * step {@code startStep + i}. A loader with this plan reads, in that batch, every planned feature
    * of exactly these chunks. Refuses (IllegalArgumentException) an expansion of more than {@code
-   * maxChunkReads} chunk entries.
+   * maxChunkReads} chunk entries, before expanding anything where the steps alone say so.
    */
   public int[][] expand(Dataset ds, long maxChunkReads) {
+    long steps = steps(ds);
+    if (steps > maxChunkReads) { // every step reads at least one chunk
+      throw new IllegalArgumentException("the plan has " + steps + " steps, so it reads more than " + maxChunkReads
+          + " chunks in all; too many to expand");
+    }
+    int[][] out = expandWindow(ds, maxChunkReads == Long.MAX_VALUE ? maxChunkReads : maxChunkReads + 1);
+    if (out.length < steps) {
+      throw new IllegalArgumentException("the plan reads more than " + maxChunkReads + " chunks in all; too many to expand");
+    }
+    return out;
+  }
+
+  /** The steps this program runs from its start step to the end of its last epoch. */
+  public long steps(Dataset ds) {
+    long perEpoch = plan(ds).stepsPerEpoch();
+    long total = perEpoch * epochs;
+    if (perEpoch > 0 && total / perEpoch != epochs) {
+      throw new IllegalArgumentException("the plan has more steps than a long holds");
+    }
+    return total - Math.min(startStep, total);
+  }
+
+  /**
+   * The first steps of {@link #expand}, as many as read at most {@code maxChunkReads} chunk entries
+   * together (at least one step, at most {@code Integer.MAX_VALUE - 8}): what a node holds of a
+   * long plan at once, expanding the rest as the job advances ({@link #from}). Memory is
+   * proportional to the steps returned, whatever the plan's length.
+   */
+  public int[][] expandWindow(Dataset ds, long maxChunkReads) {
     Plan p = plan(ds);
     long perEpoch = p.stepsPerEpoch();
-    long total = perEpoch * epochs;
-    long first = Math.min(startStep, total);
-    if (total - first > Integer.MAX_VALUE - 8) {
-      throw new IllegalArgumentException("the plan has " + (total - first) + " steps; too many to expand");
-    }
-    long perStepUnits = p.unitsPerBatch;
-    if ((total - first) * perStepUnits > MAX_UNITS_EXPANDED) {
-      throw new IllegalArgumentException("the plan visits " + (total - first) * perStepUnits + " units; too many to expand (at most "
-          + MAX_UNITS_EXPANDED + "; declare a fixed chunk order instead)");
-    }
-    int[][] out = new int[(int) (total - first)][];
+    long first = startStep;
+    long total = first + steps(ds);
     int[] mark = new int[ds.chunks().size()];
     int[] buf = new int[16];
+    java.util.ArrayList<int[]> out = new java.util.ArrayList<>();
     long entries = 0;
     Permutation order = null;
     int orderEpoch = -1;
-    for (long g = first; g < total; g++) {
+    for (long g = first; g < total && out.size() < Integer.MAX_VALUE - 8; g++) {
       int epoch = (int) (g / perEpoch);
       long step = g % perEpoch;
       if (epoch != orderEpoch) {
         order = p.order(epoch);
         orderEpoch = epoch;
       }
-      int stamp = (int) (g - first) + 1;
+      int stamp = out.size() + 1;
       int n = 0;
       int units = p.unitsInStep(step);
       for (int k = 0; k < units; k++) {
@@ -157,13 +176,13 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
           }
         }
       }
-      entries += n;
-      if (entries > maxChunkReads) {
-        throw new IllegalArgumentException("the plan reads more than " + maxChunkReads + " chunks in all; too many to expand");
+      if (!out.isEmpty() && entries + n > maxChunkReads) {
+        break;
       }
-      out[(int) (g - first)] = Arrays.copyOf(buf, n);
+      entries += n;
+      out.add(Arrays.copyOf(buf, n));
     }
-    return out;
+    return out.toArray(int[][]::new);
   }
 
   /** The wire form (what {@code POST /v1/plans} takes as {@code program}). */

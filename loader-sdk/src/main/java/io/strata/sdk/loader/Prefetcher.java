@@ -106,7 +106,17 @@ final class Prefetcher implements AutoCloseable {
           .unstarted(inTurns ? () -> workInTurns(index, producers) : () -> work(producers));
       workers.add(t);
     }
-    workers.forEach(Thread::start);
+    int started = 0;
+    try {
+      for (Thread t : workers) {
+        t.start();
+        started++;
+      }
+    } catch (RuntimeException | Error e) { // OutOfMemoryError: the host has no more threads to give
+      workers.subList(started, workers.size()).clear();
+      close(); // the threads that did start end instead of waiting forever for a consumer
+      throw e;
+    }
   }
 
   private void work(Supplier<Producer> producers) {

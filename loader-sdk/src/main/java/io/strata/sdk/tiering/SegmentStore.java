@@ -1,5 +1,6 @@
 package io.strata.sdk.tiering;
 
+import io.strata.sdk.internal.SafePaths;
 import io.strata.sdk.SegmentLease;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.Column;
@@ -145,6 +146,7 @@ public final class SegmentStore implements SegmentSource, AutoCloseable {
    */
   public static SegmentStore open(Path root, boolean verifyOnScan, SegmentFile.Verify verifyOnMap, boolean confined)
       throws IOException {
+    SafePaths.trusted(root); // no link another user planted on the way: the store deletes and writes in it
     Files.createDirectories(root);
     Path abs = root.toAbsolutePath().normalize();
     SegmentStore s = new SegmentStore(abs, verifyOnMap, confined

@@ -50,6 +50,8 @@ public final class LoaderServe {
   static final String DIR_PREFIX = "strata-py-";
   /** More batches than this held by the job at once is a leak on its side, not a working set. */
   static final int MAX_HELD = 256;
+  /** Sessions one service serves at once (each a thread, a loader and its prefetch threads); more are refused. */
+  static final int MAX_SESSIONS = 256;
 
   private LoaderServe() {}
 
@@ -123,8 +125,12 @@ public final class LoaderServe {
               accepted = true;
               ch.configureBlocking(true);
               SocketChannel conn = ch;
+              if (active.get() >= MAX_SESSIONS) {
+                refuse(conn, "the loader service serves " + MAX_SESSIONS + " jobs already; try again when one has ended");
+                continue;
+              }
               active.incrementAndGet();
-              Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().start(() -> {
+              Thread t = Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().unstarted(() -> {
                 try (conn) {
                   BufferedReader in = new BufferedReader(new InputStreamReader(
                       Channels.newInputStream(conn), StandardCharsets.UTF_8));
@@ -137,6 +143,12 @@ public final class LoaderServe {
                   active.decrementAndGet();
                 }
               });
+              try {
+                t.start();
+              } catch (OutOfMemoryError e) { // the host gives no more threads
+                active.decrementAndGet();
+                refuse(conn, "the loader service cannot start a thread for this job: " + e.getMessage());
+              }
             }
             if (closing && !accepted) {
               return 0; // nothing connected before the name went, and nothing can connect since
@@ -184,6 +196,16 @@ public final class LoaderServe {
       if (!success) {
         server.close();
       }
+    }
+  }
+
+  /** Answers a connection it will not serve with one error line, and closes it. */
+  private static void refuse(SocketChannel conn, String why) {
+    try (conn) {
+      conn.configureBlocking(false); // a client that does not read cannot hold the accepting thread
+      conn.write(java.nio.ByteBuffer.wrap((Json.compact(Json.object().put("error", why)) + "\n").getBytes(StandardCharsets.UTF_8)));
+    } catch (IOException e) {
+      // it went away: nothing to answer
     }
   }
 

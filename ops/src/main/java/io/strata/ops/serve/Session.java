@@ -37,8 +37,26 @@ import java.util.List;
 import java.util.Map;
 
 
-/** One Python loader: its Java loader, its shared memory and the batches the job holds. */
+/**
+ * One Python loader: its Java loader, its shared memory and the batches the job holds.
+ *
+ * <p>Bounds: a session asks for at most {@link #MAX_THREADS_PER_SESSION} prefetch threads and
+ * {@link #MAX_PREFETCH} batches ahead; the sessions of one service (every Python job of the user
+ * on the host) hold at most {@link #MAX_THREADS_PER_HOST} prefetch threads together, counted in
+ * {@link #THREADS_IN_USE} (an atomic: sessions start and end on their own threads) from before the
+ * loader starts them until after it has stopped them.
+ */
 final class Session implements AutoCloseable {
+  private static final int CORES = Runtime.getRuntime().availableProcessors();
+  /** Prefetch threads one session may ask for: twice the host's cores, at least 4. */
+  static final int MAX_THREADS_PER_SESSION = Math.max(4, 2 * CORES);
+  /** Prefetch threads every session of this service holds together: eight times the cores, at least 16. */
+  static final int MAX_THREADS_PER_HOST = Math.max(16, 8 * CORES);
+  /** Batches a session may assemble ahead. */
+  static final int MAX_PREFETCH = 64;
+  static final java.util.concurrent.atomic.AtomicInteger THREADS_IN_USE = new java.util.concurrent.atomic.AtomicInteger();
+  /** The prefetch threads this session holds of {@link #THREADS_IN_USE}, given back at close. */
+  private int threadsHeld;
   private final PrintStream out;
   private final List<AutoCloseable> resources = new ArrayList<>();
   private final Map<Long, Held> held = new HashMap<>();
@@ -130,6 +148,19 @@ final class Session implements AutoCloseable {
     int batch = integer(r, "batch", 512);
     int depth = integer(r, "prefetch", 4);
     int threads = integer(r, "threads", 1);
+    if (threads < 1 || threads > MAX_THREADS_PER_SESSION) {
+      throw new IllegalArgumentException("threads must be 1 to " + MAX_THREADS_PER_SESSION + " (twice this host's cores), got "
+          + threads);
+    }
+    if (depth < 1 || depth > MAX_PREFETCH) {
+      throw new IllegalArgumentException("prefetch must be 1 to " + MAX_PREFETCH + " batches, got " + depth);
+    }
+    if (THREADS_IN_USE.addAndGet(threads) > MAX_THREADS_PER_HOST) {
+      int now = THREADS_IN_USE.addAndGet(-threads);
+      throw new IllegalStateException("the loader service's jobs hold " + now + " prefetch threads already, and " + threads
+          + " more would pass its bound of " + MAX_THREADS_PER_HOST + " (eight times this host's cores); ask for fewer");
+    }
+    threadsHeld = threads;
     LoaderBuilder b = Loader.builder(ds)
         .derivedStore(fstore)
         .name(job)
@@ -212,16 +243,24 @@ final class Session implements AutoCloseable {
         continue;
       }
       if (line.startsWith("release ")) {
-        release(Long.parseLong(line.substring(8).strip()));
+        String n = line.substring(8).strip();
+        if (!n.matches("\\d{1,18}")) {
+          throw new IllegalArgumentException("'release' takes the number of a batch the job holds, got '" + clip(n) + "'");
+        }
+        release(Long.parseLong(n));
       } else if (line.equals("next")) {
         next();
       } else if (line.equals("close")) {
         return 0;
       } else {
-        throw new IllegalArgumentException("unknown request '" + line + "' (expected next, release N or close)");
+        throw new IllegalArgumentException("unknown request '" + clip(line) + "' (expected next, release N or close)");
       }
     }
     return 0;
+  }
+
+  private static String clip(String s) {
+    return s.length() > 40 ? s.substring(0, 40) + "..." : s;
   }
 
   private void release(long n) {
@@ -373,6 +412,8 @@ final class Session implements AutoCloseable {
     if (shm != null) {
       shm.close();
     }
+    THREADS_IN_USE.addAndGet(-threadsHeld); // the loader, closed above, has stopped them
+    threadsHeld = 0;
     if (failure != null) {
       throw failure;
     }

@@ -296,6 +296,33 @@ class OrcTableReadsTest {
     }
   }
 
+  /**
+   * Issue 51: a part refused at promotion was named for a chunk of another file, since reading
+   * chunk N opened the next file for its read-ahead. The chunk of a good file reads; the chunk of
+   * the bad file fails under its own name.
+   */
+  @Test
+  void aNextFileThatCannotBeOpenedFailsItsOwnChunkNotTheOneReadBeforeIt() throws Exception {
+    Path dir = generate();
+    OrcReads.setGapBytes(12345); // a disk that seeks: chunks read in order are read ahead
+    Manifest m = Manifest.read(dir);
+    Path second = dir.resolve(m.files().get(1).path());
+    Files.write(second, new byte[100]); // damaged after import
+    try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
+      List<String> names = ds.featureNames();
+      int lastOfFirst = 0;
+      while (m.chunks().get(lastOfFirst + 1).file() == 0) {
+        lastOfFirst++;
+      }
+      for (int c = 0; c <= lastOfFirst; c++) {
+        assertEquals(names.size(), ds.table().readChunk(c, names, arena).size(), "chunk " + c + " of the good file");
+      }
+      int bad = lastOfFirst + 1;
+      IOException e = org.junit.jupiter.api.Assertions.assertThrows(IOException.class, () -> ds.table().readChunk(bad, names, arena));
+      assertTrue(e.getMessage().contains(m.files().get(1).path()), e.getMessage());
+    }
+  }
+
   @Test
   void aCursorThatReadFromAChunksStartSeeksBackAndForwardWithTheSameValues() throws Exception {
     Path dir = generate();
