@@ -55,7 +55,9 @@ class Loader:
     (``batch_samples`` windows of ``window`` rows plus ``lookahead`` label rows, every ``stride``).
     substitutable: let the loader take, within an epoch, batches whose chunks are on the SSD tier
     first (every batch once; ``state_dict`` records it). start_epoch: begin at that epoch's first
-    batch (of ``epochs`` in all, counted from 0). units: after each batch, ``loader.units``
+    batch (of ``epochs`` in all, counted from 0). shuffle_chunks: shuffle within blocks of that many
+    whole chunks, the chunks in a shuffled order (samples and rows; 0: across the whole epoch): each
+    epoch reads every chunk once, for a dataset larger than memory on slow storage. units: after each batch, ``loader.units``
     is a numpy array of what its units are (the sample ids of a sample batch, the first row of
     each block of a row batch, each window's number), to ask another reader for the same rows.
     pin_memory: register the batches' shared memory with CUDA (torch's), so that tensors over them
@@ -66,7 +68,7 @@ class Loader:
     """
 
     def __init__(self, dataset, features=None, batch_samples=512, seed=0, epochs=1, rank=0, world=1, node=None, *,
-                 mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, window=32, lookahead=1, stride=1,
+                 mode="samples", batch_rows=4096, shuffle=True, shuffle_block=None, shuffle_chunks=0, window=32, lookahead=1, stride=1,
                  drop_last=False, ssd=None, feature_store=None, job=None, prefetch=4, threads=1, substitutable=False,
                  units=False, start_epoch=0, pin_memory=False):
         if mode not in ("samples", "rows", "windows"):
@@ -93,6 +95,7 @@ class Loader:
             "world": int(world),
             "shuffle": bool(shuffle),
             "shuffleBlock": shuffle_block,
+            "shuffleChunks": int(shuffle_chunks),
             "window": int(window),
             "lookahead": int(lookahead),
             "stride": int(stride),

@@ -117,6 +117,10 @@ final class LoaderCommand implements Runnable {
     @Option(names = "--shuffle-block", description = "Shuffle blocks of this many rows (rows mode).")
     Integer shuffleBlock;
 
+    @Option(names = "--shuffle-chunks", paramLabel = "N", defaultValue = "0",
+        description = "Shuffle within blocks of N whole chunks taken in a shuffled order (samples and rows): each epoch reads every chunk once, for data larger than memory on slow storage; 0 (default): across the whole epoch.")
+    int shuffleChunks;
+
     @Option(names = "--seed", defaultValue = "0")
     long seed;
 
@@ -224,7 +228,8 @@ final class LoaderCommand implements Runnable {
             .prefetch(prefetch, threads)
             .assemblyThreads(assemblyThreadsOption())
             .substitutable(substitutable)
-            .shuffle(!noShuffle);
+            .shuffle(!noShuffle)
+            .shuffleChunks(shuffleChunks);
         boolean nodeReachable = true;
         if (node != null) {
           String token = System.getenv("STRATA_TOKEN");

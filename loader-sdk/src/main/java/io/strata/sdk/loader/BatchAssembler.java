@@ -76,7 +76,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** The gather order of the batch being assembled (single rows), reused batch after batch. */
   private final GatherOrder gatherOrder = new GatherOrder();
   private final long[] chunkFirstRows;
-  private Permutation order;
+  private EpochOrder order;
   /**
    * Where the loader plans ahead (shuffled single rows, a core to spare): the next batch's order,
    * worked out on a thread of its own while this one gathers; else null.
@@ -105,7 +105,7 @@ final class BatchAssembler implements Prefetcher.Producer {
       for (int i : positions[r]) {
         part.add(features.get(i));
       }
-      readers[r] = new TieredReader(dataset, store, part, tierStats, derived);
+      readers[r] = new TieredReader(dataset, store, part, tierStats, derived, orcBlockBudget(positions[r]));
     }
     this.partThreads = new ExecutorService[readers.length];
     for (int r = 1; r < readers.length; r++) {
@@ -150,6 +150,29 @@ final class BatchAssembler implements Prefetcher.Producer {
       out[k] = groups.get(k).stream().sorted().mapToInt(Integer::intValue).toArray();
     }
     return out;
+  }
+
+  /**
+   * What a reader of the features at {@code part} keeps of decoded ORC: the default, or, where the
+   * plan shuffles within blocks of chunks, a block's chunks of those features (every row of the
+   * block is read before the next block starts, in random order: a smaller budget would decode
+   * and read each chunk many times over).
+   */
+  private long orcBlockBudget(int[] part) {
+    if (plan.blockChunks() == 0 || !plan.shuffle) {
+      return TieredReader.DEFAULT_ORC_BLOCK_BUDGET;
+    }
+    long rowBytes = 0;
+    for (int i : part) {
+      rowBytes += weight(i);
+    }
+    long maxChunkRows = 0;
+    for (var c : dataset.chunks()) {
+      maxChunkRows = Math.max(maxChunkRows, c.rows());
+    }
+    // Decoded columns carry validity and offsets beside the values: an eighth more.
+    long block = plan.blockChunks() * maxChunkRows * rowBytes;
+    return Math.max(TieredReader.DEFAULT_ORC_BLOCK_BUDGET, block + block / 8);
   }
 
   /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */
@@ -329,7 +352,7 @@ final class BatchAssembler implements Prefetcher.Producer {
 
 
   /** The epoch's order (this assembler's own permutation: its scratch is one thread's). */
-  private Permutation order(int epoch) {
+  private EpochOrder order(int epoch) {
     if (epoch != orderEpoch) {
       order = plan.order(epoch);
       orderEpoch = epoch;

@@ -226,7 +226,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   }
 
   private String key() {
-    return dataset.name() + "|" + dataset.version() + "|" + features + "|" + plan.describe() + "|" + plan.seed + "|"
+    return dataset.name() + "|" + dataset.version() + "|" + features + "|" + plan.identity() + "|" + plan.seed + "|"
         + (plan.shuffle ? "shuffled/" + Permutation.ALGORITHM : "false") + "|" + plan.rank + "/" + plan.world + "|" + plan.dropLast;
   }
 

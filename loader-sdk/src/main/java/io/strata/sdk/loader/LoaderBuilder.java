@@ -27,6 +27,7 @@ public final class LoaderBuilder {
   int batchRows = 4096;
   int blockRows = 1;
   boolean blockRowsSet;
+  int shuffleChunks;
   int windowLength;
   int lookahead;
   int stride = 1;
@@ -93,6 +94,23 @@ public final class LoaderBuilder {
     this.mode = BatchMode.ROWS;
     this.batchRows = rows;
     this.shuffle = shuffled;
+    return this;
+  }
+
+  /**
+   * Shuffle within blocks of {@code chunks} whole chunks, the chunks taken in a shuffled order,
+   * instead of across the whole epoch (samples and rows; 0, the default: across the whole epoch).
+   * Each epoch then reads every chunk once, a block's chunks together: what a dataset larger than
+   * memory and the SSD tier needs from its slow tier, at the price of batches that mix units of
+   * {@code chunks} random chunks rather than of the whole dataset (MosaicML Streaming's {@code py1b}
+   * shuffle, blocks aligned to chunks). The reader keeps a block's decoded chunks: memory grows
+   * with {@code chunks}.
+   */
+  public LoaderBuilder shuffleChunks(int chunks) {
+    if (chunks < 0) {
+      throw new IllegalArgumentException("chunks per shuffle block must not be negative, got " + chunks);
+    }
+    this.shuffleChunks = chunks;
     return this;
   }
 
@@ -268,6 +286,17 @@ public final class LoaderBuilder {
   }
 
   Plan plan() {
+    Plan p = basePlan();
+    if (shuffleChunks > 0) {
+      if (mode == BatchMode.WINDOWS) {
+        throw new IllegalArgumentException("windows cannot be shuffled by chunk blocks; use samples or rows");
+      }
+      p.shuffleChunkBlocks(shuffleChunks, dataset.table().chunkFirstRows());
+    }
+    return p;
+  }
+
+  private Plan basePlan() {
     return switch (mode) {
       case SAMPLES -> new Plan.Samples(samples("sample batches"), samplesPerBatch, seed, shuffle, rank, world, dropLast);
       case ROWS -> {

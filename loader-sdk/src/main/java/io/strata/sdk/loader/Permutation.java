@@ -18,7 +18,7 @@ package io.strata.sdk.loader;
  * <p>Threads: {@link #apply} may be called from any thread; {@link #applyAll} uses a scratch
  * array of the instance, so one thread at a time (each batch assembler has its own instance).
  */
-final class Permutation {
+final class Permutation implements EpochOrder {
   /** Changes whenever the order a seed gives changes (part of a loader's plan identity). */
   static final int ALGORITHM = 2;
 
@@ -54,7 +54,8 @@ final class Permutation {
   }
 
   /** The image of {@code i}, which must lie in {@code [0, n)}. */
-  long apply(long i) {
+  @Override
+  public long apply(long i) {
     if (i < 0 || i >= n) {
       throw new IndexOutOfBoundsException("index " + i + " outside [0, " + n + ")");
     }
@@ -70,7 +71,8 @@ final class Permutation {
    * once. For domains of up to 2^32 the rounds run on ints, in a loop without branches that the
    * JIT vectorizes; the few images outside {@code [0, n)} are walked back afterwards.
    */
-  void applyAll(long first, long stride, long[] out, int count) {
+  @Override
+  public void applyAll(long first, long stride, long[] out, int count) {
     if (count > 0) {
       long last = first + (count - 1) * stride;
       if (first < 0 || last >= n || last < first) {

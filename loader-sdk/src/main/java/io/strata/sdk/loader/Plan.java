@@ -10,7 +10,10 @@ import io.strata.sdk.internal.Chunks;
  *
  * <p>Units are numbered {@code 0..units()-1}. Each epoch visits them in a permuted order (or in
  * order when not shuffled); position {@code p} of that order belongs to rank {@code p % world};
- * rank {@code r}'s positions are grouped into batches of {@code unitsPerBatch}.
+ * rank {@code r}'s positions are grouped into batches of {@code unitsPerBatch}. The permutation
+ * shuffles the whole epoch at once, or, with {@link #shuffleChunkBlocks}, the units within blocks
+ * of whole chunks taken in a shuffled order ({@link ChunkBlockOrder}: the slow tier read a chunk
+ * at a time, each once an epoch).
  */
 abstract class Plan {
   final long seed;
@@ -19,6 +22,10 @@ abstract class Plan {
   final int world;
   final int unitsPerBatch;
   final boolean dropLast;
+  /** Chunks per shuffle block (0: the whole epoch shuffled at once); set before the plan is used. */
+  private int blockChunks;
+  /** The first unit of each chunk, then the units: built with the blocks. */
+  private long[] chunkFirstUnits;
 
   Plan(long seed, boolean shuffle, int rank, int world, int unitsPerBatch, boolean dropLast) {
     if (world < 1 || rank < 0 || rank >= world) {
@@ -68,13 +75,56 @@ abstract class Plan {
     return (int) Math.min(unitsPerBatch, unitsForRank() - first);
   }
 
+  /**
+   * Shuffles within blocks of {@code chunks} whole chunks ({@link ChunkBlockOrder}) instead of
+   * across the whole epoch; {@code chunkFirstRows} are the dataset's chunks' first rows. Only
+   * where units lie in row order (samples, row blocks); 0 keeps the global shuffle.
+   */
+  final void shuffleChunkBlocks(int chunks, long[] chunkFirstRows) {
+    if (chunks < 0) {
+      throw new IllegalArgumentException("chunks per shuffle block must not be negative, got " + chunks);
+    }
+    if (chunks == 0) {
+      blockChunks = 0;
+      chunkFirstUnits = null;
+      return;
+    }
+    long[] first = new long[chunkFirstRows.length + 1];
+    for (int c = 0; c < chunkFirstRows.length; c++) {
+      first[c] = firstUnitAtOrAfter(chunkFirstRows[c]);
+    }
+    first[chunkFirstRows.length] = units();
+    first[0] = 0; // units before the first chunk's first row (none in a dataset) belong to it
+    blockChunks = chunks;
+    chunkFirstUnits = first;
+  }
+
+  /** Chunks per shuffle block; 0 when the whole epoch is shuffled at once. */
+  final int blockChunks() {
+    return blockChunks;
+  }
+
+  /** The first unit whose first row is at or after {@code row} (units lie in row order). */
+  long firstUnitAtOrAfter(long row) {
+    throw new IllegalArgumentException(describe() + " cannot be shuffled by chunk blocks: its units do not follow the rows");
+  }
+
   /** The order of epoch {@code epoch}, or null for natural order. */
-  final Permutation order(int epoch) {
-    return shuffle ? new Permutation(units(), Permutation.mix(seed * 0x2545F4914F6CDD1DL + epoch)) : null;
+  final EpochOrder order(int epoch) {
+    if (!shuffle) {
+      return null;
+    }
+    long key = Permutation.mix(seed * 0x2545F4914F6CDD1DL + epoch);
+    return blockChunks > 0 ? new ChunkBlockOrder(chunkFirstUnits, blockChunks, key) : new Permutation(units(), key);
+  }
+
+  /** What {@link #describe} says, and the shuffle's blocks: what changes the batches. */
+  final String identity() {
+    return describe() + (blockChunks > 0 ? "|chunkblocks:" + blockChunks : "");
   }
 
   /** Unit {@code k} (0-based) of batch {@code step} in an epoch whose order is {@code order}. */
-  final long unit(Permutation order, long step, int k) {
+  final long unit(EpochOrder order, long step, int k) {
     long position = (step * unitsPerBatch + k) * world + rank;
     return order == null ? position : order.apply(position);
   }
@@ -83,7 +133,7 @@ abstract class Plan {
    * The first {@code count} units of batch {@code step} in an epoch whose order is {@code order},
    * into {@code out}: {@code out[k] = unit(order, step, k)}, a batch at a time.
    */
-  final void units(Permutation order, long step, long[] out, int count) {
+  final void units(EpochOrder order, long step, long[] out, int count) {
     long first = step * unitsPerBatch * world + rank;
     if (order != null) {
       order.applyAll(first, world, out, count);
@@ -129,6 +179,21 @@ abstract class Plan {
     }
 
     @Override
+    long firstUnitAtOrAfter(long row) {
+      long lo = 0;
+      long hi = index.size();
+      while (lo < hi) { // samples lie in row order: their starts ascend
+        long mid = (lo + hi) >>> 1;
+        if (index.start(mid) < row) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      return lo;
+    }
+
+    @Override
     String describe() {
       return "samples:" + unitsPerBatch;
     }
@@ -166,6 +231,11 @@ abstract class Plan {
     @Override
     long unitId(long u) {
       return u * blockRows;
+    }
+
+    @Override
+    long firstUnitAtOrAfter(long row) {
+      return Math.min(units(), (row + blockRows - 1) / blockRows);
     }
 
     int blockRows() {

@@ -47,7 +47,7 @@ final class PlanAhead implements AutoCloseable {
   private int nextOrder;
   private Future<Planned> pending;
   // The planning thread's own.
-  private Permutation permutation;
+  private EpochOrder permutation;
   private int permutationEpoch = -1;
 
   PlanAhead(Plan plan, long stepsPerEpoch, long[] chunkFirstRows, long totalRows, String threadName) {

@@ -29,16 +29,30 @@ import java.util.Objects;
  * @param dropLast whether a short last batch is dropped
  * @param epochs epochs the job runs
  * @param startStep the global step ({@code epoch * stepsPerEpoch + step}) the job starts from
+ * @param shuffleChunks chunks per shuffle block (0: the whole epoch shuffled at once; {@link
+ *     LoaderBuilder#shuffleChunks})
  */
 public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
-    long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) implements NodePlan {
+    long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep, int shuffleChunks)
+    implements NodePlan {
   /** The permutation and batching code this program is expanded with; a node refuses others. */
-  public static final String ALGORITHM = "strata-feistel4-v2";
+  public static final String ALGORITHM = "strata-feistel4-v3";
+
+  /** A program whose epochs are shuffled whole (no chunk blocks). */
+  public PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int windowLength, int lookahead, int stride,
+      long seed, boolean shuffle, int rank, int world, boolean dropLast, int epochs, long startStep) {
+    this(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, rank, world, dropLast, epochs,
+        startStep, 0);
+  }
 
   public PlanProgram {
     Objects.requireNonNull(mode, "mode");
     if (epochs < 1) {
       throw new IllegalArgumentException("plan epochs must be at least 1, got " + epochs);
+    }
+    if (shuffleChunks < 0 || (shuffleChunks > 0 && mode == BatchMode.WINDOWS)) {
+      throw new IllegalArgumentException("plan chunks per shuffle block must be 0, or positive for samples and rows; got "
+          + shuffleChunks);
     }
     if (startStep < 0) {
       throw new IllegalArgumentException("plan start step must not be negative, got " + startStep);
@@ -58,9 +72,9 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   static PlanProgram of(Plan p, int epochs, long startStep) {
     return switch (p) {
       case Plan.Samples s -> new PlanProgram(BatchMode.SAMPLES, p.unitsPerBatch, 0, 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
-          p.dropLast, epochs, startStep);
+          p.dropLast, epochs, startStep, p.blockChunks());
       case Plan.Rows r -> new PlanProgram(BatchMode.ROWS, p.unitsPerBatch, r.blockRows(), 0, 0, 0, p.seed, p.shuffle, p.rank, p.world,
-          p.dropLast, epochs, startStep);
+          p.dropLast, epochs, startStep, p.blockChunks());
       case Plan.Windows w -> new PlanProgram(BatchMode.WINDOWS, p.unitsPerBatch, 0, w.length(), w.lookahead(), w.stride(), p.seed,
           p.shuffle, p.rank, p.world, p.dropLast, epochs, startStep);
       default -> throw new IllegalStateException(p.getClass().getName());
@@ -70,18 +84,26 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
   /** The same program for rank {@code r} of its world (a distributed job's shard). */
   public PlanProgram forRank(int r) {
     return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, r, world, dropLast,
-        epochs, startStep);
+        epochs, startStep, shuffleChunks);
   }
 
   /** The same program from another step (a resumed job). */
   @Override
   public PlanProgram from(long step) {
     return new PlanProgram(mode, unitsPerBatch, blockRows, windowLength, lookahead, stride, seed, shuffle, rank, world, dropLast,
-        epochs, step);
+        epochs, step, shuffleChunks);
   }
 
   /** The loader's plan over {@code ds}; checks the parameters as the loader does. */
   Plan plan(Dataset ds) {
+    Plan p = basePlan(ds);
+    if (shuffleChunks > 0) {
+      p.shuffleChunkBlocks(shuffleChunks, ds.table().chunkFirstRows());
+    }
+    return p;
+  }
+
+  private Plan basePlan(Dataset ds) {
     return switch (mode) {
       case SAMPLES -> new Plan.Samples(samples(ds), unitsPerBatch, seed, shuffle, rank, world, dropLast);
       case ROWS -> new Plan.Rows(ds.rows(), blockRows, unitsPerBatch, seed, shuffle, rank, world, dropLast);
@@ -145,7 +167,7 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
     int[] buf = new int[16];
     java.util.ArrayList<int[]> out = new java.util.ArrayList<>();
     long entries = 0;
-    Permutation order = null;
+    EpochOrder order = null;
     int orderEpoch = -1;
     for (long g = first; g < total && out.size() < Integer.MAX_VALUE - 8; g++) {
       int epoch = (int) (g / perEpoch);
@@ -197,6 +219,9 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
     }
     o.put("seed", Long.toString(seed)).put("shuffle", shuffle).put("rank", rank).put("world", world).put("dropLast", dropLast)
         .put("epochs", epochs).put("startStep", startStep);
+    if (shuffleChunks > 0) {
+      o.put("shuffleChunks", shuffleChunks);
+    }
     return o;
   }
 
@@ -227,7 +252,8 @@ public record PlanProgram(BatchMode mode, int unitsPerBatch, int blockRows, int 
     return new PlanProgram(mode, intField(o, "unitsPerBatch", 1), rows ? intField(o, "blockRows", 1) : 0,
         windows ? intField(o, "windowLength", 1) : 0, windows ? intField(o, "lookahead", 0) : 0,
         windows ? intField(o, "stride", 1) : 0, seed, bool(o, "shuffle"), intField(o, "rank", 0), intField(o, "world", 1),
-        bool(o, "dropLast"), intField(o, "epochs", 1), longField(o, "startStep"));
+        bool(o, "dropLast"), intField(o, "epochs", 1), longField(o, "startStep"),
+        o.has("shuffleChunks") ? intField(o, "shuffleChunks", 0) : 0);
   }
 
   private static int intField(JsonNode o, String name, int min) {

@@ -36,7 +36,7 @@ final class Substitution {
   private int chooseEpoch = -1;
   private BitSet chosen = new BitSet();
   private long chooseBase;
-  private Permutation order;
+  private EpochOrder order;
   /** Scores of the window's steps (slot {@code s % window}), valid while the store's residency generation holds. */
   private final double[] scores;
   private final long[] scoreStep;

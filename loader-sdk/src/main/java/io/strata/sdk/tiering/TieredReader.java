@@ -68,6 +68,15 @@ public final class TieredReader implements AutoCloseable {
    */
   public TieredReader(Dataset dataset, SegmentSource store, List<String> features, TierStats stats,
       Map<String, DerivedChunkSource> derived) {
+    this(dataset, store, features, stats, derived, DEFAULT_ORC_BLOCK_BUDGET);
+  }
+
+  /**
+   * As above, keeping up to {@code orcBlockBudget} bytes of decoded ORC for later reads (a loader
+   * shuffling within blocks of chunks keeps a block's worth).
+   */
+  public TieredReader(Dataset dataset, SegmentSource store, List<String> features, TierStats stats,
+      Map<String, DerivedChunkSource> derived, long orcBlockBudget) {
     this.dataset = dataset;
     this.store = store;
     this.features = List.copyOf(features);
@@ -88,7 +97,7 @@ public final class TieredReader implements AutoCloseable {
     this.resident = new ResidentColumns(dataset, store, storage);
     this.columns = resident.columns();
     this.coldReads = new ColdReads(columns, features.size());
-    this.orcBlocks = new OrcBlockCache(dataset, DEFAULT_ORC_BLOCK_BUDGET);
+    this.orcBlocks = new OrcBlockCache(dataset, Math.max(1, orcBlockBudget));
   }
 
   public List<String> features() {

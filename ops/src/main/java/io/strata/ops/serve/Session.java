@@ -171,6 +171,7 @@ final class Session implements AutoCloseable {
         .shard(integer(r, "rank", 0), integer(r, "world", 1))
         .prefetch(depth, threads)
         .shuffle(shuffle)
+        .shuffleChunks(integer(r, "shuffleChunks", 0))
         .substitutable(r.path("substitutable").asBoolean(false))
         .dropLast(r.path("dropLast").asBoolean(false));
     withUnits = r.path("units").asBoolean(false);

@@ -174,7 +174,7 @@ class LoaderTest {
 
   /** The share of a step's rows that lie in chunks whose promoted features the SSD tier holds. */
   private static double residentShare(Plan p, long g, long spe) {
-    Permutation o = p.order((int) (g / spe));
+    EpochOrder o = p.order((int) (g / spe));
     long rows = 0;
     long resident = 0;
     for (int k = 0; k < p.unitsInStep(g % spe); k++) {

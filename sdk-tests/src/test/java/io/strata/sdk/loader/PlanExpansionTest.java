@@ -118,6 +118,10 @@ class PlanExpansionTest {
     cases.add(new Object[] {"rows in order", (UnaryOperator<LoaderBuilder>) b -> b.rowBatches(1000, false)});
     cases.add(new Object[] {"row blocks shuffled", (UnaryOperator<LoaderBuilder>) b -> b.rowBatches(500, true).shuffleBlock(100)});
     cases.add(new Object[] {"windows shuffled", (UnaryOperator<LoaderBuilder>) b -> b.windows(8, 2, 4, 64).seed(5)});
+    cases.add(new Object[] {"rows shuffled in blocks of 2 chunks",
+        (UnaryOperator<LoaderBuilder>) b -> b.rowBatches(256, true).shuffleChunks(2).seed(6)});
+    cases.add(new Object[] {"samples shuffled within each chunk, sharded",
+        (UnaryOperator<LoaderBuilder>) b -> b.sampleBatches(16).shuffleChunks(1).shard(0, 2).seed(2)});
     cases.add(new Object[] {"samples sharded, last dropped",
         (UnaryOperator<LoaderBuilder>) b -> b.sampleBatches(30).shard(1, 3).dropLast(true).seed(8)});
     for (Object[] c : cases) {
@@ -157,6 +161,11 @@ class PlanExpansionTest {
     try (Loader loader = base(new Recorder()).windows(8, 2, 4, 64).seed(-3).build()) {
       PlanProgram p = loader.planProgram();
       assertEquals(p, PlanProgram.fromJson(p.toJson()));
+    }
+    try (Loader loader = base(new Recorder()).rowBatches(64, true).shuffleChunks(3).build()) {
+      PlanProgram p = loader.planProgram();
+      assertEquals(3, p.shuffleChunks());
+      assertEquals(p, PlanProgram.fromJson(p.toJson()), "the shuffle's blocks travel with the program");
       assertTrue(p.toJson().toString().length() < 400, p.toJson().toString());
     }
     var bad = new PlanProgram(BatchMode.ROWS, 4, 1, 0, 0, 0, 1, true, 0, 1, false, 1, 0).toJson().put("algorithm", "other-v9");

@@ -1,0 +1,91 @@
+package io.strata.sdk.loader;
+
+import io.strata.sdk.internal.Chunks;
+
+/**
+ * An epoch's order that reads the slow tier in whole chunks: the chunks in a shuffled order, taken
+ * {@code blockChunks} at a time (a block), and the units (rows, row blocks, samples) of each block
+ * shuffled among themselves. An epoch then reads every chunk once, a block's chunks together, while
+ * a batch still mixes units of {@code blockChunks} chunks drawn at random from the whole dataset:
+ * the shuffle MosaicML Streaming calls {@code py1b} (shards shuffled, then samples within blocks
+ * spanning shards) with its blocks aligned to chunks, and what Ray Data's local shuffle buffer
+ * approximates with a buffer of the same rows. A block of one chunk shuffles within each chunk
+ * (Streaming's {@code py1s}); a block of every chunk is a global shuffle.
+ *
+ * <p>A unit belongs to the chunk holding its first row; units are numbered in row order, so a
+ * chunk's units are a range ({@code firstUnit[c] .. firstUnit[c + 1]}). Position {@code p} of
+ * the epoch lies in the block whose range of positions holds it; its offset there is permuted
+ * ({@link Permutation}, keyed by the epoch's seed and the block) and mapped back through the
+ * block's chunks. Immutable once built (O(chunks) to build, O(log blocks + blockChunks) a
+ * position); {@link #apply} may be called from any thread, {@link #applyAll} from one thread at a
+ * time (the permutations' scratch).
+ */
+final class ChunkBlockOrder implements EpochOrder {
+  private final long[] firstUnit;
+  private final int blockChunks;
+  /** The chunks in the epoch's order. */
+  private final int[] chunks;
+  /** Where each block's positions start; the last entry is the units. */
+  private final long[] blockStart;
+  private final Permutation[] within;
+
+  /**
+   * @param firstUnit the first unit of each chunk, then the number of units (non-decreasing)
+   * @param blockChunks chunks per block, at least 1
+   * @param seed the epoch's seed
+   */
+  ChunkBlockOrder(long[] firstUnit, int blockChunks, long seed) {
+    if (blockChunks < 1) {
+      throw new IllegalArgumentException("a shuffle block holds at least one chunk, got " + blockChunks);
+    }
+    int n = firstUnit.length - 1;
+    this.firstUnit = firstUnit;
+    this.blockChunks = blockChunks;
+    this.chunks = new int[n];
+    Permutation order = new Permutation(n, Permutation.mix(seed ^ 0x5851F42D4C957F2DL));
+    for (int i = 0; i < n; i++) {
+      chunks[i] = (int) order.apply(i);
+    }
+    int blocks = (n + blockChunks - 1) / blockChunks;
+    this.blockStart = new long[blocks + 1];
+    this.within = new Permutation[blocks];
+    for (int g = 0; g < blocks; g++) {
+      long units = 0;
+      for (int k = g * blockChunks; k < Math.min(n, (g + 1) * blockChunks); k++) {
+        units += firstUnit[chunks[k] + 1] - firstUnit[chunks[k]];
+      }
+      blockStart[g + 1] = blockStart[g] + units;
+      within[g] = new Permutation(units, Permutation.mix(seed + 0x9E3779B97F4A7C15L * (g + 1)));
+    }
+  }
+
+  @Override
+  public long apply(long p) {
+    if (p < 0 || p >= blockStart[blockStart.length - 1]) {
+      throw new IndexOutOfBoundsException("position " + p + " outside [0, " + blockStart[blockStart.length - 1] + ")");
+    }
+    int g = Chunks.of(blockStart, p); // the last block starting at or before p: a non-empty one
+    long o = within[g].apply(p - blockStart[g]);
+    for (int k = g * blockChunks; k < Math.min(chunks.length, (g + 1) * blockChunks); k++) {
+      int c = chunks[k];
+      long units = firstUnit[c + 1] - firstUnit[c];
+      if (o < units) {
+        return firstUnit[c] + o;
+      }
+      o -= units;
+    }
+    throw new IllegalStateException("position " + p + " maps past its block");
+  }
+
+  @Override
+  public void applyAll(long first, long stride, long[] out, int count) {
+    for (int k = 0; k < count; k++) {
+      out[k] = apply(first + k * stride);
+    }
+  }
+
+  /** The chunk at place {@code i} of this epoch's order (tests, the bench's description of the shuffle). */
+  int chunkAt(int i) {
+    return chunks[i];
+  }
+}
