@@ -1,0 +1,635 @@
+package io.strata.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.ops.Main;
+import io.strata.ops.Processes;
+import io.strata.ops.Terminal;
+import io.strata.sdk.Progress;
+import io.strata.sdk.files.DiskModel;
+import io.strata.sdk.files.Manifest;
+import io.strata.sdk.internal.Json;
+import io.strata.sdk.internal.PrivateDirs;
+import io.strata.sdk.node.NodeClient;
+import io.strata.tools.DatasetGenerator;
+import io.strata.tools.DatasetImporter;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code strata bench fleet} (issue 58): the job Strata exists for. Several training jobs at once
+ * on one host, each its own process, over a dataset larger than the host's memory kept on a slow
+ * disk, for several epochs; Strata (a cache node with an SSD tier of a quarter of the dataset, the
+ * jobs through the Python client and its one loader service) against what users do instead, each
+ * side in turn on the same disk, cores and memory.
+ *
+ * <p>The set-up, every side alike: the dataset's Parquet files (row groups cut at sample
+ * boundaries, so that a sample lies in one chunk) and flat per-column files on an ext4 file
+ * system in a loop device whose reads the kernel throttles (blkio) to {@link DiskModel#HDD}'s
+ * transfer rate and its random-read IOPS; a memory cgroup holding every process of the side, page
+ * cache included, at a third of the dataset's bytes; one cpuset of every core and a cpuacct group
+ * for the CPU. The page cache is dropped before each side. The jobs: half read shuffled sample
+ * batches (seed 000's shape), half shuffled rows, each 3 or 4 of 8 features drawn by Zipf
+ * popularity (seed 002), every side shuffling the same way ({@code fleet.py}'s block shuffle over
+ * whole chunks, Strata's {@code shuffle_chunks}), one thread a job. The peers' code and the value
+ * checks are in {@code bench/peers/fleet.py}.
+ *
+ * <p>Threads: the calling thread runs the sides one after another; a sampler thread per side
+ * reads the processes' PSS and the disk's counters every quarter second (its peaks in atomics).
+ */
+@Command(name = "fleet", mixinStandardHelpOptions = true,
+    description = "Several jobs on one host over a dataset larger than memory on a throttled disk: Strata against pyarrow,"
+        + " numpy.memmap and fsspec's cache, the same cores, memory cgroup and disk for each (issue 58).")
+final class FleetBench implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Option(names = "--rows", defaultValue = "30000000", description = "Rows of the generated dataset; default ${DEFAULT-VALUE}.")
+  long rows;
+
+  @Option(names = "--jobs", defaultValue = "4", description = "Concurrent jobs; default ${DEFAULT-VALUE}.")
+  int jobs;
+
+  @Option(names = "--epochs", defaultValue = "3", description = "Epochs each job reads; default ${DEFAULT-VALUE}.")
+  int epochs;
+
+  @Option(names = "--block-chunks", defaultValue = "2",
+      description = "Chunks per shuffle block (the buffer every side shuffles within); default ${DEFAULT-VALUE}.")
+  int blockChunks;
+
+  @Option(names = "--sides", split = ",", defaultValue = "strata,pyarrow,numpy,fsspec",
+      description = "Sides to run; default ${DEFAULT-VALUE}.")
+  List<String> sides;
+
+  @Option(names = "--row-group-rows", defaultValue = "262144",
+      description = "Rows of a Parquet row group (the chunk every side reads; cut at the next sample's start); default ${DEFAULT-VALUE}.")
+  int rowGroupRowsOption;
+
+  @Option(names = "--memory-fraction", defaultValue = "0.3333333",
+      description = "The memory cgroup's limit as a fraction of the dataset's bytes; the goals are judged at the default (a third); another is for diagnosis.")
+  double memoryFraction;
+
+  @Option(names = "--python", description = "Python with the peers installed (default: target/pyvenv/bin/python of the checkout).")
+  String python;
+
+  @Option(names = "--work", description = "Work directory (default: a temporary one; a given one keeps the data for the next run).")
+  Path work;
+
+  @Option(names = "--timeout", defaultValue = "1800", description = "Seconds a side may take; default ${DEFAULT-VALUE}.")
+  int timeoutSeconds;
+
+  @Option(names = "--quick", description = "A small dataset and no throttle: every side present and its values checked, not a measurement.")
+  boolean quick;
+
+  @Option(names = "--json", description = "Print the figures as one JSON object.")
+  boolean json;
+
+  /** The node's heap in this run: it holds plans and the catalog, not data (segments are mapped, promotions stream). */
+  static final String NODE_HEAP = "-Xmx160m";
+
+  /** The stored columns beyond the sample id, and the jobs' features, most popular first. */
+  static final List<String> STORED = List.of("event_time", "amount", "is_online", "merchant_id", "quantity", "embedding",
+      "score", "channel", "event_date", "amount_2", "merchant_id_2", "embedding_2");
+  static final List<String> FEATURES = List.of("amount", "merchant_id", "embedding", "score", "quantity", "channel",
+      "embedding_2", "is_online", "amount_2", "merchant_id_2", "event_date");
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter log = spec.commandLine().getErr();
+    if (quick) {
+      rows = Math.min(rows, 400_000);
+      timeoutSeconds = Math.min(timeoutSeconds, 600);
+    }
+    if (jobs < 1 || epochs < 1 || blockChunks < 1) {
+      throw new IllegalArgumentException("--jobs, --epochs and --block-chunks must be at least 1");
+    }
+    String py = python != null ? python : Processes.defaultPython();
+    Path checkout = Processes.checkout();
+    Path harness = checkout == null ? null : checkout.resolve("bench/peers/fleet.py");
+    String why = Processes.pythonUnavailable(py);
+    if (why == null && (harness == null || !Files.isRegularFile(harness))) {
+      why = "the jobs' harness is bench/peers/fleet.py of a checkout, and this strata runs from none";
+    }
+    if (why == null) {
+      Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, pyarrow.orc, fsspec").redirectErrorStream(true).start();
+      String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (p.waitFor() != 0) {
+        why = "the peers are not installed in " + py + " (.ci/run installs them): " + text.strip().lines().reduce((a, b) -> b).orElse("");
+      }
+    }
+    if (why != null) {
+      return BenchPeers.notMeasured(out, json, "fleet", why);
+    }
+    boolean ownWork = work == null;
+    Path dir = ownWork ? Files.createTempDirectory("strata-bench-fleet-") : work.toAbsolutePath();
+    Files.createDirectories(dir);
+    try {
+      ObjectNode result = run(dir, py, harness, log);
+      if (json) {
+        out.println(Json.compact(result));
+      } else {
+        printTable(out, result);
+      }
+      return 0;
+    } finally {
+      if (ownWork) {
+        Processes.deleteTree(dir);
+      }
+    }
+  }
+
+  /**
+   * Row groups of about this many rows (the chunks every side reads); 64 Ki for --quick. A
+   * quarter of pyarrow's default (1 Mi): at a third of the dataset's bytes for four jobs, a
+   * pyarrow job holding two row groups of 1 Mi rows decoded was killed for memory (anon RSS
+   * 325 MiB), as the first measurement's were.
+   */
+  private int rowGroupRows() {
+    return quick ? 65_536 : rowGroupRowsOption;
+  }
+
+  private ObjectNode run(Path dir, String py, Path harness, PrintWriter log) throws Exception {
+    Path data = dir.resolve("fleet-" + rows);
+    Path orc = data.resolve("orc");
+    if (!Files.exists(orc.resolve(Manifest.FILE_NAME))) {
+      log.printf("fleet: generating %s rows ...%n", Terminal.count(rows));
+      DatasetGenerator.generate(orc, DatasetGenerator.Options.of("fleet-src", rows, 58).withFeatures(21)
+          .withChunking(1 << 20, 4).withMeanSampleLength(400), Progress.NONE);
+    }
+    long orcBytes = Manifest.read(orc).fileBytes();
+    boolean root = PrivateDirs.uid() == 0;
+    try (SlowTier slow = SlowTier.open(data, orcBytes * 3 + (256L << 20), !quick && root, log)) {
+      Path ds = slow.mount().resolve("ds");
+      Path flat = slow.mount().resolve("flat");
+      // The slow tier's files are of one row-group size at a time (the image holds one layout).
+      Path layout = Files.createDirectories(data.resolve("rg-" + rowGroupRows()));
+      if (!Files.exists(layout.resolve("reference.json"))) {
+        Processes.deleteTree(ds);
+        Processes.deleteTree(flat);
+        try (var old = Files.newDirectoryStream(data, "rg-*")) {
+          for (Path o : old) {
+            if (!o.equals(layout)) {
+              Processes.deleteTree(o);
+            }
+          }
+        }
+      }
+      ObjectNode base = Json.object().put("orc", orc.toString()).put("parquet", ds.toString()).put("flat", flat.toString())
+          .put("work", layout.toString()).put("rowGroupRows", rowGroupRows()).put("rowGroupsPerFile", 16);
+      base.set("stored", Json.MAPPER.valueToTree(STORED));
+      base.set("features", Json.MAPPER.valueToTree(FEATURES));
+      if (!Files.exists(ds.resolve(Manifest.FILE_NAME)) || !Files.exists(layout.resolve("reference.json"))) {
+        log.printf("fleet: writing the slow tier's Parquet and flat files ...%n");
+        Path specFile = layout.resolve("prepare.json");
+        Files.writeString(specFile, Json.compact(base));
+        runPython(py, harness, "prepare", specFile, layout.resolve("prepare.log"), 3600);
+        DatasetImporter.importFiles(new DatasetImporter.Options("fleet", List.of(ds), ds, "sample_id", true, true), Progress.NONE);
+      }
+      JsonNode reference = Json.parse(Files.readAllBytes(layout.resolve("reference.json")));
+      long datasetBytes = Manifest.read(ds).fileBytes();
+      // A third of the dataset: the measurement. --quick's dataset is too small for that to hold two JVMs and
+      // four Python jobs: 2 GiB there (it checks that every side runs and is right, not how fast).
+      long third = (long) (datasetBytes * memoryFraction);
+      long memoryLimit = quick ? Math.max(third, 2L << 30) : third;
+      long ssdBudget = datasetBytes / 4;
+      List<Job> plan = jobs();
+      ObjectNode result = Json.object().put("benchmark", "fleet").put("quick", quick)
+          .put("rows", reference.path("rows").asLong()).put("samples", reference.path("samples").asLong())
+          .put("datasetBytes", datasetBytes).put("chunks", reference.path("rowGroups").size())
+          .put("memoryLimitBytes", memoryLimit).put("memoryFraction", memoryFraction).put("ssdBudgetBytes", ssdBudget).put("jobs", jobs).put("epochs", epochs)
+          .put("cores", Runtime.getRuntime().availableProcessors());
+      result.putObject("slowTier").put("device", slow.describe()).put("throttled", slow.throttled())
+          .put("bytesPerSecond", slow.bytesPerSecond()).put("iops", slow.iops()).put("model", DiskModel.HDD.name())
+          .put("why", slow.why());
+      result.putObject("shuffle").put("kind", "block shuffle over whole chunks (MosaicML Streaming's py1b, blocks aligned to chunks)")
+          .put("blockChunks", blockChunks).put("chunkRows", rowGroupRows())
+          .put("description", "each epoch: the chunks in a shuffled order, " + blockChunks + " at a time; the units whose"
+              + " rows lie in a block's chunks shuffled among themselves and batched; every chunk read once an epoch");
+      ArrayNode js = result.putArray("jobPlan");
+      Map<String, Long> colBytes = new LinkedHashMap<>();
+      // By column: a list's leaf ("embedding.list.element") counts for its column.
+      reference.path("columnBytes").properties().forEach(e -> colBytes.merge(e.getKey().split("\\.", 2)[0], e.getValue().asLong(),
+          Long::sum));
+      long stored = colBytes.values().stream().mapToLong(Long::longValue).sum();
+      for (Job j : plan) {
+        long mine = j.features().stream().mapToLong(f -> colBytes.getOrDefault(f, 0L)).sum();
+        js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()))
+            .put("shareOfStoredBytes", stored == 0 ? 0 : (double) mine / stored);
+      }
+      ObjectNode bySide = result.putObject("sides");
+      for (String side : sides) {
+        log.printf("fleet: %s: %d jobs x %d epochs ...%n", side, jobs, epochs);
+        bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, log));
+      }
+      result.set("ratios", ratios(bySide, ssdBudget));
+      return result;
+    }
+  }
+
+  /** One job: its name, batching mode and features. */
+  record Job(String name, String mode, List<String> features, long seed) {}
+
+  /** The jobs: half sample batches, half rows; each 3 or 4 features drawn without replacement by Zipf popularity (exponent 1). */
+  private List<Job> jobs() {
+    Random r = new Random(58);
+    List<Job> out = new ArrayList<>();
+    for (int k = 0; k < jobs; k++) {
+      int n = 3 + (k % 2);
+      List<String> pool = new ArrayList<>(FEATURES);
+      List<String> mine = new ArrayList<>();
+      while (mine.size() < n) {
+        double total = 0;
+        for (int i = 0; i < pool.size(); i++) {
+          total += 1.0 / (FEATURES.indexOf(pool.get(i)) + 1);
+        }
+        double x = r.nextDouble() * total;
+        int pick = pool.size() - 1;
+        for (int i = 0; i < pool.size(); i++) {
+          x -= 1.0 / (FEATURES.indexOf(pool.get(i)) + 1);
+          if (x <= 0) {
+            pick = i;
+            break;
+          }
+        }
+        mine.add(pool.remove(pick));
+      }
+      out.add(new Job("fleet-" + k, k % 2 == 0 ? "samples" : "rows", mine, k + 1));
+    }
+    return out;
+  }
+
+  private ObjectNode runSide(String side, Path data, Path ds, ObjectNode base, List<Job> plan, String py, Path harness,
+      SlowTier slow, long memoryLimit, long ssdBudget, PrintWriter log) throws Exception {
+    if (!List.of("strata", "pyarrow", "numpy", "fsspec").contains(side)) {
+      throw new IllegalArgumentException("no side '" + side + "' (strata, pyarrow, numpy, fsspec)");
+    }
+    Path sideDir = data.resolve("run-" + side);
+    Processes.deleteTree(sideDir);
+    Files.createDirectories(sideDir);
+    ObjectNode r = Json.object();
+    dropCaches();
+    try (SideGroup group = SideGroup.create("strata-fleet-" + side, memoryLimit, slow, log)) {
+      r.put("cgroups", group.describe());
+      Process node = null;
+      NodeClient client = null;
+      List<Process> procs = new ArrayList<>();
+      Sampler sampler = new Sampler(group, slow);
+      Thread sampling = Thread.ofPlatform().name("strata-fleet-sampler").daemon(true).start(sampler);
+      long t0 = System.nanoTime();
+      long cpu0 = group.cpuNanos();
+      try {
+        if (side.equals("strata")) {
+          int port;
+          try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+          }
+          List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+              "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", NODE_HEAP, "-cp",
+              Processes.classPath(), Main.class.getName(), "node", "start", "--foreground", "--home", sideDir.resolve("node").toString(),
+              "--hdd-root", slow.mount().toString(), "--port", Integer.toString(port), "--ssd-budget", Long.toString(ssdBudget)));
+          ProcessBuilder pb = new ProcessBuilder(group.wrap(cmd)).redirectErrorStream(true)
+              .redirectOutput(sideDir.resolve("node.log").toFile());
+          node = pb.start();
+          group.track(node);
+          client = new NodeClient("http://127.0.0.1:" + port, null);
+          awaitHealth(client, node, sideDir.resolve("node.log"));
+          client.registerDataset(ds);
+        }
+        for (Job j : plan) {
+          ObjectNode s = base.deepCopy().put("side", side).put("name", j.name()).put("mode", j.mode()).put("epochs", epochs)
+              .put("seed", j.seed()).put("batchRows", 8192).put("batchSamples", 32).put("blockChunks", blockChunks)
+              .put("dataset", ds.toString()).put("fsspecCache", sideDir.resolve("fsspec-cache").toString());
+          s.set("features", Json.MAPPER.valueToTree(j.features()));
+          if (client != null) {
+            s.put("node", client.url());
+          }
+          Path specFile = sideDir.resolve(j.name() + ".json");
+          Files.writeString(specFile, Json.compact(s));
+          List<String> cmd = List.of(py, harness.toString(), "job", specFile.toString());
+          ProcessBuilder pb = new ProcessBuilder(group.wrap(cmd)).redirectError(sideDir.resolve(j.name() + ".err").toFile())
+              .redirectOutput(sideDir.resolve(j.name() + ".out").toFile());
+          if (side.equals("strata")) {
+            Path sock = PrivateDirs.ensure(sideDir.resolve("svc")).resolve("loader.sock");
+            Processes.clientEnvironment(pb, sock, 2);
+          }
+          Process started = pb.start();
+          group.track(started);
+          procs.add(started);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        for (Process p : procs) {
+          if (!p.waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+            throw new IOException(side + ": the jobs did not finish in " + timeoutSeconds + " s (see " + sideDir + ")");
+          }
+        }
+        if (client != null) {
+          JsonNode t = client.tiers();
+          r.put("ssdBytesWritten", t.path("traffic").path("flashBytesWritten").asLong())
+              .put("promotions", t.path("traffic").path("promotions").asLong())
+              .put("evictions", t.path("traffic").path("evictions").asLong())
+              .put("byteHitRatio", t.path("traffic").path("byteHitRatio").asDouble());
+        } else if (side.equals("fsspec")) {
+          r.put("ssdBytesWritten", Files.exists(sideDir.resolve("fsspec-cache")) ? treeBytes(sideDir.resolve("fsspec-cache")) : 0);
+        } else {
+          r.put("ssdBytesWritten", 0);
+        }
+      } finally {
+        sampler.stop();
+        sampling.join();
+        for (Process p : procs) {
+          p.destroyForcibly();
+        }
+        if (node != null) {
+          node.destroy();
+          if (!node.waitFor(20, TimeUnit.SECONDS)) {
+            node.destroyForcibly();
+          }
+        }
+      }
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      long cpu = group.cpuNanos() - cpu0;
+      List<Integer> codes = new ArrayList<>();
+      for (Process p : procs) {
+        codes.add(p.exitValue());
+      }
+      r.set("exitCodes", Json.MAPPER.valueToTree(codes));
+      r.put("seconds", seconds).put("slowTierBytes", sampler.slowBytes()).put("peakPssBytes", sampler.peakPss())
+          .put("cgroupPeakBytes", group.peakBytes()).put("oomKills", group.oomKills()).put("cpuSeconds", cpu / 1e9);
+      collect(r, plan, sideDir, sampler, cpu);
+      log.printf("fleet: %s: %s, %s read from the slow tier, peak PSS %s, values %s%n", side, Terminal.seconds(seconds),
+          Terminal.bytes(r.path("slowTierBytes").asLong()), Terminal.bytes(r.path("peakPssBytes").asLong()),
+          r.path("valuesChecked").asBoolean() ? "checked" : "NOT all checked");
+      return r;
+    }
+  }
+
+  /** Reads the jobs' JSON lines: per job its epochs, per epoch the side's aggregate. */
+  private void collect(ObjectNode r, List<Job> plan, Path sideDir, Sampler sampler, long cpuNanos)
+      throws IOException {
+    ArrayNode js = r.putArray("jobs");
+    boolean valuesOk = true;
+    long units = 0;
+    double[] eStart = new double[epochs];
+    double[] eEnd = new double[epochs];
+    long[] eUnits = new long[epochs];
+    long[] eRows = new long[epochs];
+    long[] eSamples = new long[epochs];
+    int[] eJobs = new int[epochs];
+    java.util.Arrays.fill(eStart, Double.MAX_VALUE);
+    for (Job j : plan) {
+      ObjectNode o = js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()));
+      double started = Double.NaN;
+      double first = Double.NaN;
+      ArrayNode es = o.putArray("epochs");
+      Path f = sideDir.resolve(j.name() + ".out");
+      for (String line : Files.exists(f) ? Files.readAllLines(f) : List.<String>of()) {
+        if (!line.startsWith("{")) {
+          continue;
+        }
+        JsonNode l = Json.parse(line.getBytes(StandardCharsets.UTF_8));
+        if (l.has("started")) {
+          started = l.path("started").asDouble();
+        } else if (l.has("first")) {
+          first = l.path("first").asDouble();
+        } else if (l.has("epoch")) {
+          es.add(l);
+          int e = l.path("epoch").asInt();
+          if (e < epochs) {
+            eStart[e] = Math.min(eStart[e], l.path("start").asDouble());
+            eEnd[e] = Math.max(eEnd[e], l.path("end").asDouble());
+            long u = j.mode().equals("rows") ? l.path("rows").asLong() : l.path("samples").asLong();
+            eUnits[e] += u;
+            eRows[e] += l.path("rows").asLong();
+            eSamples[e] += l.path("samples").asLong();
+            eJobs[e]++;
+            units += u;
+          }
+          valuesOk &= l.path("valuesChecked").asBoolean();
+        }
+      }
+      valuesOk &= es.size() == epochs;
+      o.put("firstBatchSeconds", first - started);
+      if (es.size() != epochs) {
+        Path err = sideDir.resolve(j.name() + ".err");
+        o.put("error", Files.exists(err) ? tail(Files.readString(err)) : "no output");
+      }
+    }
+    ArrayNode ep = r.putArray("epochs");
+    for (int e = 0; e < epochs; e++) {
+      double secs = eJobs[e] == 0 ? 0 : eEnd[e] - eStart[e];
+      ep.addObject().put("epoch", e).put("jobsDone", eJobs[e]).put("seconds", secs)
+          .put("unitsPerSecond", secs <= 0 ? 0 : eUnits[e] / secs).put("rowsPerSecond", secs <= 0 ? 0 : eRows[e] / secs)
+          .put("samplesPerSecond", secs <= 0 ? 0 : eSamples[e] / secs)
+          .put("slowTierBytesToEnd", sampler.slowBytesAt(eEnd[e]));
+    }
+    double laterStart = epochs > 1 ? eStart[1] : Double.NaN;
+    double laterEnd = eEnd[epochs - 1];
+    long laterUnits = 0;
+    for (int e = 1; e < epochs; e++) {
+      laterUnits += eUnits[e];
+    }
+    r.put("firstEpochUnitsPerSecond", ep.get(0).path("unitsPerSecond").asDouble())
+        .put("laterEpochsUnitsPerSecond", epochs > 1 && laterEnd > laterStart ? laterUnits / (laterEnd - laterStart) : 0)
+        .put("cpuSecondsPerUnit", units == 0 ? 0 : cpuNanos / 1e9 / units).put("valuesChecked", valuesOk);
+  }
+
+  private static ObjectNode ratios(ObjectNode sides, long ssdBudget) {
+    ObjectNode q = Json.object();
+    JsonNode s = sides.path("strata");
+    if (s.isMissingNode()) {
+      return q;
+    }
+    double bestFirst = 0;
+    double bestLater = 0;
+    double leastBytes = Double.MAX_VALUE;
+    double leastMemory = Double.MAX_VALUE;
+    boolean valuesAll = true;
+    for (var it = sides.properties().iterator(); it.hasNext(); ) {
+      var e = it.next();
+      valuesAll &= e.getValue().path("valuesChecked").asBoolean();
+      if (e.getKey().equals("strata")) {
+        continue;
+      }
+      bestFirst = Math.max(bestFirst, e.getValue().path("firstEpochUnitsPerSecond").asDouble());
+      bestLater = Math.max(bestLater, e.getValue().path("laterEpochsUnitsPerSecond").asDouble());
+      leastBytes = Math.min(leastBytes, e.getValue().path("slowTierBytes").asDouble());
+      leastMemory = Math.min(leastMemory, e.getValue().path("peakPssBytes").asDouble());
+    }
+    if (bestFirst > 0) {
+      q.put("fleetVsBestPeerFirstEpoch", s.path("firstEpochUnitsPerSecond").asDouble() / bestFirst);
+    }
+    if (bestLater > 0) {
+      q.put("fleetVsBestPeerLaterEpochs", s.path("laterEpochsUnitsPerSecond").asDouble() / bestLater);
+    }
+    if (leastBytes > 0 && leastBytes < Double.MAX_VALUE) {
+      q.put("slowTierBytesVsBestPeer", s.path("slowTierBytes").asDouble() / leastBytes);
+    }
+    if (leastMemory > 0 && leastMemory < Double.MAX_VALUE) {
+      q.put("memoryVsBestPeer", s.path("peakPssBytes").asDouble() / leastMemory);
+    }
+    q.put("ssdBytesWrittenVsBudget", s.path("ssdBytesWritten").asDouble() / Math.max(1, ssdBudget));
+    q.put("valuesChecked", valuesAll);
+    return q;
+  }
+
+  private void printTable(PrintWriter out, ObjectNode r) {
+    out.printf("fleet: %d jobs x %d epochs, %s rows (%s), memory %s, SSD budget %s, slow tier %s%n", jobs, epochs,
+        Terminal.count(r.path("rows").asLong()), Terminal.bytes(r.path("datasetBytes").asLong()),
+        Terminal.bytes(r.path("memoryLimitBytes").asLong()), Terminal.bytes(r.path("ssdBudgetBytes").asLong()),
+        r.path("slowTier").path("device").asText());
+    out.printf("%-8s %12s %12s %12s %12s %10s %8s%n", "side", "epoch 1 u/s", "later u/s", "slow bytes", "peak PSS", "ssd wr", "values");
+    for (var it = r.path("sides").properties().iterator(); it.hasNext(); ) {
+      var e = it.next();
+      JsonNode s = e.getValue();
+      out.printf("%-8s %12.0f %12.0f %12s %12s %10s %8s%n", e.getKey(), s.path("firstEpochUnitsPerSecond").asDouble(),
+          s.path("laterEpochsUnitsPerSecond").asDouble(), Terminal.bytes(s.path("slowTierBytes").asLong()),
+          Terminal.bytes(s.path("peakPssBytes").asLong()), Terminal.bytes(s.path("ssdBytesWritten").asLong()),
+          s.path("valuesChecked").asBoolean() ? "ok" : "WRONG");
+    }
+    out.println("ratios: " + Json.compact(r.path("ratios")));
+  }
+
+  private static void runPython(String py, Path harness, String what, Path specFile, Path logFile, int seconds) throws Exception {
+    Process p = new ProcessBuilder(py, harness.toString(), what, specFile.toString()).redirectErrorStream(true)
+        .redirectOutput(logFile.toFile()).start();
+    if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new IOException("fleet.py " + what + " did not finish in " + seconds + " s");
+    }
+    if (p.exitValue() != 0) {
+      throw new IOException("fleet.py " + what + " failed: " + tail(Files.readString(logFile)));
+    }
+  }
+
+  private static String tail(String s) {
+    String t = s.strip();
+    return t.length() > 600 ? "..." + t.substring(t.length() - 600) : t;
+  }
+
+  private static long treeBytes(Path dir) throws IOException {
+    try (var w = Files.walk(dir)) {
+      return w.filter(Files::isRegularFile).mapToLong(p -> {
+        try {
+          return Files.size(p);
+        } catch (IOException e) {
+          return 0;
+        }
+      }).sum();
+    }
+  }
+
+  private static void dropCaches() {
+    try {
+      Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3");
+    } catch (IOException ignored) {
+      // Not allowed here: each side starts with what the page cache holds (said in the JSON's cgroups line).
+    }
+  }
+
+  private static void awaitHealth(NodeClient c, Process p, Path log) throws Exception {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (true) {
+      try {
+        c.health();
+        return;
+      } catch (IOException e) {
+        if (!p.isAlive() || System.nanoTime() > end) {
+          throw new IllegalStateException("node at " + c.url() + " did not come up: " + (Files.exists(log) ? tail(Files.readString(log)) : ""));
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /** Reads the side's processes' PSS and the slow tier's read bytes every quarter second. */
+  private static final class Sampler implements Runnable {
+    private final SideGroup group;
+    private final SlowTier slow;
+    private final long bytes0;
+    private final AtomicLong peakPss = new AtomicLong();
+    private volatile boolean stopped;
+    /** (wall-clock seconds, slow-tier bytes since the start) samples; written by the sampler only, read after it ends. */
+    private final List<double[]> timeline = new ArrayList<>();
+
+    Sampler(SideGroup group, SlowTier slow) throws IOException {
+      this.group = group;
+      this.slow = slow;
+      this.bytes0 = slow.readBytes();
+    }
+
+    @Override
+    public void run() {
+      while (!stopped) {
+        sample();
+        try {
+          Thread.sleep(250);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      sample();
+    }
+
+    private void sample() {
+      long pss = 0;
+      for (long pid : group.pids()) {
+        try {
+          pss += BenchCommand.smapsRollup(pid).getOrDefault("Pss", 0L) * 1024;
+        } catch (IOException gone) {
+          // exited between the listing and the read
+        }
+      }
+      peakPss.accumulateAndGet(pss, Math::max);
+      try {
+        synchronized (timeline) {
+          timeline.add(new double[] {System.currentTimeMillis() / 1e3, slow.readBytes() - bytes0});
+        }
+      } catch (IOException ignored) {
+        // the device's counters could not be read this time
+      }
+    }
+
+    void stop() {
+      stopped = true;
+    }
+
+    long peakPss() {
+      return peakPss.get();
+    }
+
+    long slowBytes() {
+      synchronized (timeline) {
+        return timeline.isEmpty() ? 0 : (long) timeline.getLast()[1];
+      }
+    }
+
+    /** The slow-tier bytes read by wall-clock time {@code t} (the first sample at or after it). */
+    long slowBytesAt(double t) {
+      synchronized (timeline) {
+        for (double[] s : timeline) {
+          if (s[0] >= t) {
+            return (long) s[1];
+          }
+        }
+        return timeline.isEmpty() ? 0 : (long) timeline.getLast()[1];
+      }
+    }
+  }
+}
