@@ -170,9 +170,11 @@ final class BatchAssembler implements Prefetcher.Producer {
     for (var c : dataset.chunks()) {
       maxChunkRows = Math.max(maxChunkRows, c.rows());
     }
-    // Decoded columns carry validity and offsets beside the values: an eighth more.
+    // Decoded columns carry validity and offsets beside the values: an eighth more. Exactly a
+    // block, not the default's 64 MiB floor: a block is read whole and then left for the next, so
+    // more holds nothing that is read again, and a host's jobs each paid the floor (issue 58).
     long block = plan.blockChunks() * maxChunkRows * rowBytes;
-    return Math.max(TieredReader.DEFAULT_ORC_BLOCK_BUDGET, block + block / 8);
+    return block + block / 8;
   }
 
   /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */

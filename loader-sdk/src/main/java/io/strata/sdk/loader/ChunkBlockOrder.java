@@ -84,6 +84,23 @@ final class ChunkBlockOrder implements EpochOrder {
     }
   }
 
+  /**
+   * How many chunks the positions {@code from..to} (inclusive) can reach: the chunks holding units
+   * of the blocks those positions lie in. A step of single-row units that has touched that many
+   * has touched every chunk it will (its remaining units add none).
+   */
+  int reachableChunks(long from, long to) {
+    int g0 = Chunks.of(blockStart, from);
+    int g1 = Chunks.of(blockStart, to);
+    int n = 0;
+    for (int k = g0 * blockChunks; k < Math.min(chunks.length, (g1 + 1) * blockChunks); k++) {
+      if (firstUnit[chunks[k] + 1] > firstUnit[chunks[k]]) {
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** The chunk at place {@code i} of this epoch's order (tests, the bench's description of the shuffle). */
   int chunkAt(int i) {
     return chunks[i];

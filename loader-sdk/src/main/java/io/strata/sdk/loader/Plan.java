@@ -123,6 +123,11 @@ abstract class Plan {
     return describe() + (blockChunks > 0 ? "|chunkblocks:" + blockChunks : "");
   }
 
+  /** The epoch position of unit {@code k} of batch {@code step} (before the order). */
+  final long position(long step, int k) {
+    return (step * unitsPerBatch + k) * world + rank;
+  }
+
   /** Unit {@code k} (0-based) of batch {@code step} in an epoch whose order is {@code order}. */
   final long unit(EpochOrder order, long step, int k) {
     long position = (step * unitsPerBatch + k) * world + rank;
