@@ -22,7 +22,8 @@ final class SideGroup implements AutoCloseable {
   private static final Path V1 = Path.of("/sys/fs/cgroup");
   private final List<Path> dirs;
   private final String why;
-  private final List<ProcessHandle> tracked = new ArrayList<>();
+  /** Added to by the running side's thread, read by the sampler's: copied on write. */
+  private final List<ProcessHandle> tracked = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private SideGroup(List<Path> dirs, String why) {
     this.dirs = dirs;
