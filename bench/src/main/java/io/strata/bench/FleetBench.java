@@ -176,70 +176,109 @@ final class FleetBench implements Callable<Integer> {
     long orcBytes = Manifest.read(orc).fileBytes();
     boolean root = PrivateDirs.uid() == 0;
     try (SlowTier slow = SlowTier.open(data, orcBytes * 3 + (256L << 20), !quick && root, log)) {
-      Path ds = slow.mount().resolve("ds");
-      Path flat = slow.mount().resolve("flat");
-      // The slow tier's files are of one row-group size at a time (the image holds one layout).
-      Path layout = Files.createDirectories(data.resolve("rg-" + rowGroupRows()));
-      if (!Files.exists(layout.resolve("reference.json"))) {
-        Processes.deleteTree(ds);
-        Processes.deleteTree(flat);
-        try (var old = Files.newDirectoryStream(data, "rg-*")) {
-          for (Path o : old) {
-            if (!o.equals(layout)) {
-              Processes.deleteTree(o);
-            }
+      Cleanup cleanup = new Cleanup(slow);
+      try {
+        return measure(slow, data, orc, py, harness, log);
+      } finally {
+        cleanup.close();
+      }
+    }
+  }
+
+  private ObjectNode measure(SlowTier slow, Path data, Path orc, String py, Path harness, PrintWriter log) throws Exception {
+    Path ds = slow.mount().resolve("ds");
+    Path flat = slow.mount().resolve("flat");
+    // The slow tier's files are of one row-group size at a time (the image holds one layout).
+    Path layout = Files.createDirectories(data.resolve("rg-" + rowGroupRows()));
+    if (!Files.exists(layout.resolve("reference.json"))) {
+      Processes.deleteTree(ds);
+      Processes.deleteTree(flat);
+      try (var old = Files.newDirectoryStream(data, "rg-*")) {
+        for (Path o : old) {
+          if (!o.equals(layout)) {
+            Processes.deleteTree(o);
           }
         }
       }
-      ObjectNode base = Json.object().put("orc", orc.toString()).put("parquet", ds.toString()).put("flat", flat.toString())
-          .put("work", layout.toString()).put("rowGroupRows", rowGroupRows()).put("rowGroupsPerFile", 16);
-      base.set("stored", Json.MAPPER.valueToTree(STORED));
-      base.set("features", Json.MAPPER.valueToTree(FEATURES));
-      if (!Files.exists(ds.resolve(Manifest.FILE_NAME)) || !Files.exists(layout.resolve("reference.json"))) {
-        log.printf("fleet: writing the slow tier's Parquet and flat files ...%n");
-        Path specFile = layout.resolve("prepare.json");
-        Files.writeString(specFile, Json.compact(base));
-        runPython(py, harness, "prepare", specFile, layout.resolve("prepare.log"), 3600);
-        DatasetImporter.importFiles(new DatasetImporter.Options("fleet", List.of(ds), ds, "sample_id", true, true), Progress.NONE);
+    }
+    ObjectNode base = Json.object().put("orc", orc.toString()).put("parquet", ds.toString()).put("flat", flat.toString())
+        .put("work", layout.toString()).put("rowGroupRows", rowGroupRows()).put("rowGroupsPerFile", 16);
+    base.set("stored", Json.MAPPER.valueToTree(STORED));
+    base.set("features", Json.MAPPER.valueToTree(FEATURES));
+    if (!Files.exists(ds.resolve(Manifest.FILE_NAME)) || !Files.exists(layout.resolve("reference.json"))) {
+      log.printf("fleet: writing the slow tier's Parquet and flat files ...%n");
+      Path specFile = layout.resolve("prepare.json");
+      Files.writeString(specFile, Json.compact(base));
+      runPython(py, harness, "prepare", specFile, layout.resolve("prepare.log"), 3600);
+      DatasetImporter.importFiles(new DatasetImporter.Options("fleet", List.of(ds), ds, "sample_id", true, true), Progress.NONE);
+    }
+    JsonNode reference = Json.parse(Files.readAllBytes(layout.resolve("reference.json")));
+    long datasetBytes = Manifest.read(ds).fileBytes();
+    // A third of the dataset: the measurement. --quick's dataset is too small for that to hold two JVMs and
+    // four Python jobs: 2 GiB there (it checks that every side runs and is right, not how fast).
+    long third = (long) (datasetBytes * memoryFraction);
+    long memoryLimit = quick ? Math.max(third, 2L << 30) : third;
+    long ssdBudget = datasetBytes / 4;
+    List<Job> plan = jobs();
+    ObjectNode result = Json.object().put("benchmark", "fleet").put("quick", quick)
+        .put("rows", reference.path("rows").asLong()).put("samples", reference.path("samples").asLong())
+        .put("datasetBytes", datasetBytes).put("chunks", reference.path("rowGroups").size())
+        .put("memoryLimitBytes", memoryLimit).put("memoryFraction", memoryFraction).put("ssdBudgetBytes", ssdBudget).put("jobs", jobs).put("epochs", epochs)
+        .put("cores", Runtime.getRuntime().availableProcessors());
+    result.putObject("slowTier").put("device", slow.describe()).put("throttled", slow.throttled())
+        .put("bytesPerSecond", slow.bytesPerSecond()).put("iops", slow.iops()).put("model", DiskModel.HDD.name())
+        .put("why", slow.why());
+    result.putObject("shuffle").put("kind", "block shuffle over whole chunks (MosaicML Streaming's py1b, blocks aligned to chunks)")
+        .put("blockChunks", blockChunks).put("chunkRows", rowGroupRows())
+        .put("description", "each epoch: the chunks in a shuffled order, " + blockChunks + " at a time; the units whose"
+            + " rows lie in a block's chunks shuffled among themselves and batched; every chunk read once an epoch");
+    ArrayNode js = result.putArray("jobPlan");
+    Map<String, Long> colBytes = new LinkedHashMap<>();
+    // By column: a list's leaf ("embedding.list.element") counts for its column.
+    reference.path("columnBytes").properties().forEach(e -> colBytes.merge(e.getKey().split("\\.", 2)[0], e.getValue().asLong(),
+        Long::sum));
+    long stored = colBytes.values().stream().mapToLong(Long::longValue).sum();
+    for (Job j : plan) {
+      long mine = j.features().stream().mapToLong(f -> colBytes.getOrDefault(f, 0L)).sum();
+      js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()))
+          .put("shareOfStoredBytes", stored == 0 ? 0 : (double) mine / stored);
+    }
+    ObjectNode bySide = result.putObject("sides");
+    for (String side : sides) {
+      log.printf("fleet: %s: %d jobs x %d epochs ...%n", side, jobs, epochs);
+      bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, log));
+    }
+    result.set("ratios", ratios(bySide, ssdBudget));
+    return result;
+  }
+
+  /**
+   * Unmounts the slow tier and ends the side's processes when the bench itself is stopped (Ctrl-C,
+   * SIGTERM), which would otherwise leave the loop device mounted and the cgroups populated; the
+   * next run cleans up either way.
+   */
+  private static final class Cleanup implements AutoCloseable {
+    private final Thread hook;
+
+    Cleanup(SlowTier slow) {
+      hook = Thread.ofPlatform().name("strata-fleet-cleanup").unstarted(() -> {
+        ProcessHandle.current().descendants().forEach(ProcessHandle::destroyForcibly);
+        try {
+          slow.close();
+        } catch (IOException ignored) {
+          // the next run unmounts what is left
+        }
+      });
+      Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    @Override
+    public void close() {
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook runs
       }
-      JsonNode reference = Json.parse(Files.readAllBytes(layout.resolve("reference.json")));
-      long datasetBytes = Manifest.read(ds).fileBytes();
-      // A third of the dataset: the measurement. --quick's dataset is too small for that to hold two JVMs and
-      // four Python jobs: 2 GiB there (it checks that every side runs and is right, not how fast).
-      long third = (long) (datasetBytes * memoryFraction);
-      long memoryLimit = quick ? Math.max(third, 2L << 30) : third;
-      long ssdBudget = datasetBytes / 4;
-      List<Job> plan = jobs();
-      ObjectNode result = Json.object().put("benchmark", "fleet").put("quick", quick)
-          .put("rows", reference.path("rows").asLong()).put("samples", reference.path("samples").asLong())
-          .put("datasetBytes", datasetBytes).put("chunks", reference.path("rowGroups").size())
-          .put("memoryLimitBytes", memoryLimit).put("memoryFraction", memoryFraction).put("ssdBudgetBytes", ssdBudget).put("jobs", jobs).put("epochs", epochs)
-          .put("cores", Runtime.getRuntime().availableProcessors());
-      result.putObject("slowTier").put("device", slow.describe()).put("throttled", slow.throttled())
-          .put("bytesPerSecond", slow.bytesPerSecond()).put("iops", slow.iops()).put("model", DiskModel.HDD.name())
-          .put("why", slow.why());
-      result.putObject("shuffle").put("kind", "block shuffle over whole chunks (MosaicML Streaming's py1b, blocks aligned to chunks)")
-          .put("blockChunks", blockChunks).put("chunkRows", rowGroupRows())
-          .put("description", "each epoch: the chunks in a shuffled order, " + blockChunks + " at a time; the units whose"
-              + " rows lie in a block's chunks shuffled among themselves and batched; every chunk read once an epoch");
-      ArrayNode js = result.putArray("jobPlan");
-      Map<String, Long> colBytes = new LinkedHashMap<>();
-      // By column: a list's leaf ("embedding.list.element") counts for its column.
-      reference.path("columnBytes").properties().forEach(e -> colBytes.merge(e.getKey().split("\\.", 2)[0], e.getValue().asLong(),
-          Long::sum));
-      long stored = colBytes.values().stream().mapToLong(Long::longValue).sum();
-      for (Job j : plan) {
-        long mine = j.features().stream().mapToLong(f -> colBytes.getOrDefault(f, 0L)).sum();
-        js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()))
-            .put("shareOfStoredBytes", stored == 0 ? 0 : (double) mine / stored);
-      }
-      ObjectNode bySide = result.putObject("sides");
-      for (String side : sides) {
-        log.printf("fleet: %s: %d jobs x %d epochs ...%n", side, jobs, epochs);
-        bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, log));
-      }
-      result.set("ratios", ratios(bySide, ssdBudget));
-      return result;
     }
   }
 
