@@ -51,12 +51,11 @@ def _serve_command():
     # of jobs was measured); an ORC stripe decoded on the heap is the largest thing it holds. A small young
     # generation: each batch leaves a few hundred KiB of short-lived arrays, and a young generation sized by
     # default keeps ~100 MiB of pages touched by them resident for nothing (127 vs 202 MiB anonymous, one job).
-    # The bound is 256 MiB: Parquet's and ORC's readers leave large arrays straight in the old generation, which
-    # fills with them until a full collection, so the heap grows to its bound whatever the live set (about 40 MiB
-    # a session, measured with NMT under issue 58's fleet, where a 384 MiB bound and four jobs' decoded blocks
-    # took the service past a third of the dataset's bytes).
+    # (Issue 58's fleet measured this service with NMT: the heap grows to its bound for a live set of about 40 MiB a
+    # session, the readers' large arrays filling the old generation until a full collection. A 256 MiB bound did not
+    # keep four jobs' service within a third of the dataset and made a concurrent bench job fail once: kept at 384.)
     opts = os.environ.get("STRATA_PY_JAVA_OPTS",
-                          "-XX:+UseSerialGC -Xss512k -Xmx256m -Xmn16m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30").split()
+                          "-XX:+UseSerialGC -Xss512k -Xmx384m -Xmn16m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30").split()
     cp = os.environ.get("STRATA_CLASSPATH")
     if cp:
         java = os.environ.get("STRATA_JAVA") or shutil.which("java")

@@ -24,6 +24,7 @@ import io.strata.sdk.tiering.SegmentStore;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -389,7 +390,8 @@ final class LoaderCommand implements Runnable {
             return Main.FAILURE;
           }
           if (readyFile != null) {
-            Files.writeString(readyFile, Long.toString(ProcessHandle.current().pid()));
+            // Atomic, and never through a link another user planted (SafePaths): a plain write would truncate its target.
+            AtomicFiles.write(readyFile, Long.toString(ProcessHandle.current().pid()).getBytes(StandardCharsets.UTF_8));
           }
           if (hold > 0) {
             Thread.sleep(hold * 1000L);

@@ -46,7 +46,8 @@ class PlantedLinksTest {
         List.of("dataset", "generate", "--out", team + "/keep/pq", "--rows", "3000", "--features", "4", "--format", "parquet"),
         List.of("promote", "--ssd", team + "/keep/ssd", "--dataset", ds.toString()),
         List.of("loader", "run", "--dataset", ds.toString(), "--batch-cache", team + "/keep", "--max-batches", "2"),
-        List.of("loader", "run", "--dataset", ds.toString(), "--dump-batches", team + "/keep/dump", "--max-batches", "2"));
+        List.of("loader", "run", "--dataset", ds.toString(), "--dump-batches", team + "/keep/dump", "--max-batches", "2"),
+        List.of("loader", "run", "--dataset", ds.toString(), "--ready-file", team + "/keep/stale1", "--max-batches", "2"));
     for (List<String> c : commands) {
       Cli.Result r = Cli.run(c.toArray(String[]::new));
       assertEquals(1, r.code(), c + ": " + r.out() + r.err());
