@@ -168,7 +168,8 @@ final class PlanIntake {
       }
       install(job, ds, w.features, stepChunks, next.startStep(), Math.max(1, next.stepsPerEpoch(ds)), w.substitutable);
     } catch (RuntimeException e) {
-      // The dataset went or changed: the job's window stays as it was; its next plan replaces it.
+      // The dataset went or changed: the window is forgotten (the policy keeps the steps it holds);
+      // the job's next plan, declared when a report finds it without one, starts a new one.
       windows.remove(job, w);
     } finally {
       w.extending.set(false);
