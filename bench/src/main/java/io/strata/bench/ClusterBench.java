@@ -437,7 +437,8 @@ public final class ClusterBench implements Callable<Integer> {
     }
   }
 
-  private static void awaitHealth(NodeClient c, Process p, Path log) throws Exception {
+  /** Waits up to two minutes for the node at {@code c} (process {@code p}, logging to {@code log}) to answer. */
+  static void awaitHealth(NodeClient c, Process p, Path log) throws Exception {
     long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
     while (true) {
       try {

@@ -348,7 +348,7 @@ final class FleetBench implements Callable<Integer> {
           node = pb.start();
           group.track(node);
           client = new NodeClient("http://127.0.0.1:" + port, null);
-          awaitHealth(client, node, sideDir.resolve("node.log"));
+          ClusterBench.awaitHealth(client, node, sideDir.resolve("node.log"));
           client.registerDataset(ds);
         }
         for (Job j : plan) {
@@ -579,21 +579,6 @@ final class FleetBench implements Callable<Integer> {
       Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3");
     } catch (IOException ignored) {
       // Not allowed here: each side starts with what the page cache holds (said in the JSON's cgroups line).
-    }
-  }
-
-  private static void awaitHealth(NodeClient c, Process p, Path log) throws Exception {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (true) {
-      try {
-        c.health();
-        return;
-      } catch (IOException e) {
-        if (!p.isAlive() || System.nanoTime() > end) {
-          throw new IllegalStateException("node at " + c.url() + " did not come up: " + (Files.exists(log) ? tail(Files.readString(log)) : ""));
-        }
-        Thread.sleep(200);
-      }
     }
   }
 
