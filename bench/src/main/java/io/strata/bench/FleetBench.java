@@ -100,8 +100,23 @@ final class FleetBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
-  /** The node's heap in this run: it holds plans and the catalog, not data (segments are mapped, promotions stream). */
-  static final String NODE_HEAP = "-Xmx160m";
+  /**
+   * The JVM options of Strata's one JVM on the host (the node, hosting the loader service of the Python jobs): the
+   * service's own (python/strata/_service.py) — a serial collector with a small young generation that gives memory
+   * back — under one heap bound for both. The node's heap holds plans and the catalog, not data (segments are
+   * mapped, promotions stream); the sessions' batches live in shared memory and their decoded blocks off the heap.
+   * Measured at the third-of-the-data limit (2026-11-28): with -Xmx384m, then 192m, the JVM reached ~650 MiB
+   * anonymous (heap filled by parquet-java's page buffers, ~210 MiB of decoded blocks, ~145 MiB of malloc arenas)
+   * and was killed; at 128m, C1 only and two malloc arenas it stayed under ~530 MiB and finished.
+   */
+  static final String NODE_JAVA_OPTS =
+      "-XX:+UseSerialGC -Xss512k -Xmx128m -Xmn24m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:TieredStopAtLevel=1";
+
+  @Option(names = "--node-java-opts", defaultValue = NODE_JAVA_OPTS, description = "JVM options of Strata's node; default: ${DEFAULT-VALUE}.")
+  String nodeJavaOpts;
+
+  @Option(names = "--separate-service", description = "Run Strata's loader service in a JVM of its own beside the node's (as before one JVM a host; for comparison).")
+  boolean separateService;
 
   /** The stored columns beyond the sample id, and the jobs' features, most popular first. */
   static final List<String> STORED = List.of("event_time", "amount", "is_online", "merchant_id", "quantity", "embedding",
@@ -340,16 +355,24 @@ final class FleetBench implements Callable<Integer> {
             port = s.getLocalPort();
           }
           List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-              "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", NODE_HEAP, "-cp",
-              Processes.classPath(), Main.class.getName(), "node", "start", "--foreground", "--home", sideDir.resolve("node").toString(),
-              "--hdd-root", slow.mount().toString(), "--port", Integer.toString(port), "--ssd-budget", Long.toString(ssdBudget)));
+              "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
+          cmd.addAll(List.of(nodeJavaOpts.trim().split("\\s+")));
+          cmd.addAll(List.of("-cp", Processes.classPath(), Main.class.getName(), "node", "start", "--foreground", "--home",
+              sideDir.resolve("node").toString(), "--hdd-root", slow.mount().toString(), "--port", Integer.toString(port),
+              "--ssd-budget", Long.toString(ssdBudget)));
+          if (!separateService) {
+            cmd.addAll(List.of("--loader-socket", serviceSocket(sideDir).toString()));
+          }
           ProcessBuilder pb = new ProcessBuilder(group.wrap(cmd)).redirectErrorStream(true)
               .redirectOutput(sideDir.resolve("node.log").toFile());
+          // As the strata launcher runs every JVM: glibc's per-thread malloc arenas (64 MiB each) otherwise hold memory freed long ago.
+          pb.environment().putIfAbsent("MALLOC_ARENA_MAX", "2");
           node = pb.start();
           group.track(node);
           client = new NodeClient("http://127.0.0.1:" + port, null);
           ClusterBench.awaitHealth(client, node, sideDir.resolve("node.log"));
           client.registerDataset(ds);
+          r.put("nodeJavaOpts", nodeJavaOpts).put("loaderService", separateService ? "a JVM of its own" : "in the node's JVM");
         }
         for (Job j : plan) {
           ObjectNode s = base.deepCopy().put("side", side).put("name", j.name()).put("mode", j.mode()).put("epochs", epochs)
@@ -365,8 +388,7 @@ final class FleetBench implements Callable<Integer> {
           ProcessBuilder pb = new ProcessBuilder(group.wrap(cmd)).redirectError(sideDir.resolve(j.name() + ".err").toFile())
               .redirectOutput(sideDir.resolve(j.name() + ".out").toFile());
           if (side.equals("strata")) {
-            Path sock = PrivateDirs.ensure(sideDir.resolve("svc")).resolve("loader.sock");
-            Processes.clientEnvironment(pb, sock, 2);
+            Processes.clientEnvironment(pb, serviceSocket(sideDir), 2);
           }
           Process started = pb.start();
           group.track(started);
@@ -378,7 +400,10 @@ final class FleetBench implements Callable<Integer> {
             throw new IOException(side + ": the jobs did not finish in " + timeoutSeconds + " s (see " + sideDir + ")");
           }
         }
-        if (client != null) {
+        if (client != null && !node.isAlive()) {
+          // Killed (the memory cgroup's OOM killer, most likely: oomKills says): its jobs failed with it, and the figures say so.
+          r.put("nodeDied", true).put("ssdBytesWritten", 0);
+        } else if (client != null) {
           JsonNode t = client.tiers();
           r.put("ssdBytesWritten", t.path("traffic").path("flashBytesWritten").asLong())
               .put("promotions", t.path("traffic").path("promotions").asLong())
@@ -580,6 +605,11 @@ final class FleetBench implements Callable<Integer> {
     } catch (IOException ignored) {
       // Not allowed here: each side starts with what the page cache holds (said in the JSON's cgroups line).
     }
+  }
+
+  /** Where Strata's jobs find their loader service (the node's, unless --separate-service). */
+  private static Path serviceSocket(Path sideDir) throws IOException {
+    return PrivateDirs.ensure(sideDir.resolve("svc")).resolve("loader.sock");
   }
 
   /** Reads the side's processes' PSS and the slow tier's read bytes every quarter second. */

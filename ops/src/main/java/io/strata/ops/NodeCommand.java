@@ -7,6 +7,7 @@ import io.strata.node.NodeConfig;
 import io.strata.node.Setting;
 import io.strata.node.Sizes;
 import io.strata.node.sim.Trace;
+import io.strata.ops.serve.LoaderServe;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
@@ -101,6 +102,11 @@ public final class NodeCommand implements Runnable {
     @Option(names = "--json", description = "Print the started node's pid, URL, home and log as JSON.")
     boolean json;
 
+    @Option(names = "--loader-socket", paramLabel = "PATH",
+        description = "Also serve the Python client's jobs on this Unix socket from the node's own JVM (set STRATA_LOADER_SOCKET"
+            + " to it in the jobs): a host's node and its jobs' loaders then take one JVM, not two.")
+    Path loaderSocket;
+
     /** The settings given explicitly (options, or fields of the configuration file): they win over the kept ones. */
     Set<String> given() throws IOException {
       Set<String> g = new HashSet<>();
@@ -163,6 +169,16 @@ public final class NodeCommand implements Runnable {
         return background(out, c, info);
       }
       CacheNode node = CacheNode.start(c, given());
+      LoaderServe.Hosted service = null;
+      if (loaderSocket != null) {
+        try {
+          service = LoaderServe.host(loaderSocket.toAbsolutePath());
+        } catch (IOException | RuntimeException e) {
+          node.close();
+          throw e;
+        }
+      }
+      LoaderServe.Hosted hosted = service;
       c = node.config();
       byte[] me = Json.compact(Json.object().put("pid", ProcessHandle.current().pid()).put("url", node.url())
           .put("home", c.home().toString())).getBytes(StandardCharsets.UTF_8);
@@ -172,6 +188,9 @@ public final class NodeCommand implements Runnable {
       CountDownLatch stopped = new CountDownLatch(1);
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
         try {
+          if (hosted != null) {
+            hosted.close();
+          }
           node.close();
           Files.deleteIfExists(info);
           Path last = lastNodeFile();
@@ -187,12 +206,18 @@ public final class NodeCommand implements Runnable {
         com.fasterxml.jackson.databind.node.ObjectNode o = Json.object().put("pid", ProcessHandle.current().pid())
             .put("url", node.url()).put("home", c.home().toString()).put(Setting.SSD_BUDGET_BYTES.key(), c.ssdBudgetBytes());
         node.startupNotes().forEach(o.putArray("startupNotes")::add);
+        if (hosted != null) {
+          o.put("loaderSocket", hosted.socket().toString());
+        }
         out.println(Json.compact(o));
       } else {
         out.printf("strata node listening on %s (home %s, SSD budget %s)%n  dashboard: %s/ui%n", node.url(), c.home(),
             Terminal.bytes(c.ssdBudgetBytes()), node.url());
         for (String note : node.startupNotes()) {
           out.println("  " + note);
+        }
+        if (hosted != null) {
+          out.printf("  loader service for Python jobs on %s (STRATA_LOADER_SOCKET)%n", hosted.socket());
         }
       }
       out.flush();
@@ -214,6 +239,9 @@ public final class NodeCommand implements Runnable {
       }
       if (ssdBudget != null) {
         args.addAll(List.of("--ssd-budget", ssdBudget));
+      }
+      if (loaderSocket != null) {
+        args.addAll(List.of("--loader-socket", loaderSocket.toAbsolutePath().toString()));
       }
       Path log = c.home().resolve("node.log");
       Files.createDirectories(c.home());

@@ -42,7 +42,10 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private final long refreshMillis;
   private final Map<String, Path> residency = new HashMap<>();
   private final SegmentMappings mappings;
-  private final Map<String, long[]> pendingReads = new LinkedHashMap<>();
+  /** Bytes read since the last report, by feature, chunk and tier (called for every row a sample batch gathers: no strings made). */
+  private final Map<ReadKey, long[]> pendingReads = new LinkedHashMap<>();
+
+  private record ReadKey(String feature, int chunk, Tier tier) {}
   private final AtomicLong generation = new AtomicLong();
   private final Thread reporter;
   private Plan plan;
@@ -303,7 +306,7 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   @Override
   public void read(Dataset ds, String feature, int chunk, long bytes, Tier tier) {
     synchronized (pendingReads) {
-      long[] a = pendingReads.computeIfAbsent(feature + "\0" + chunk + "\0" + tier.apiName(), k -> new long[1]);
+      long[] a = pendingReads.computeIfAbsent(new ReadKey(feature, chunk, tier), k -> new long[1]);
       a[0] += bytes;
     }
   }
@@ -346,9 +349,9 @@ public final class NodeSegments implements SegmentSource, AutoCloseable {
   private void flushNow() {
     List<NodeClient.Read> reads = new ArrayList<>();
     synchronized (pendingReads) {
-      for (Map.Entry<String, long[]> e : pendingReads.entrySet()) {
-        String[] k = e.getKey().split("\0");
-        reads.add(new NodeClient.Read(k[0], Integer.parseInt(k[1]), e.getValue()[0], Tier.parse(k[2])));
+      for (Map.Entry<ReadKey, long[]> e : pendingReads.entrySet()) {
+        ReadKey k = e.getKey();
+        reads.add(new NodeClient.Read(k.feature(), k.chunk(), e.getValue()[0], k.tier()));
       }
       pendingReads.clear();
     }

@@ -17,9 +17,11 @@ public enum Tier {
   /** Segments copied from another node of the cluster instead of decoding ORC. */
   PEER;
 
+  private final String apiName = name().toLowerCase(Locale.ROOT);
+
   /** The tier's name in the API, traces and metrics: {@code ssd}, {@code hdd}, {@code peer}. */
   public String apiName() {
-    return name().toLowerCase(Locale.ROOT);
+    return apiName;
   }
 
   /** The tier named {@code name} ({@link #apiName()}); IllegalArgumentException naming the known ones otherwise. */

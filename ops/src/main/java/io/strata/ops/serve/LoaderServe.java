@@ -119,37 +119,7 @@ public final class LoaderServe {
           while (true) {
             selector.select(1000);
             selector.selectedKeys().clear();
-            SocketChannel ch;
-            boolean accepted = false;
-            while ((ch = server.accept()) != null) {
-              accepted = true;
-              ch.configureBlocking(true);
-              SocketChannel conn = ch;
-              if (active.get() >= MAX_SESSIONS) {
-                refuse(conn, "the loader service serves " + MAX_SESSIONS + " jobs already; try again when one has ended");
-                continue;
-              }
-              active.incrementAndGet();
-              Thread t = Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().unstarted(() -> {
-                try (conn) {
-                  BufferedReader in = new BufferedReader(new InputStreamReader(
-                      Channels.newInputStream(conn), StandardCharsets.UTF_8));
-                  PrintStream out = new PrintStream(Channels.newOutputStream(conn), false,
-                      StandardCharsets.UTF_8);
-                  session(in, out);
-                } catch (IOException e) {
-                  // The job went away mid-answer; its session is closed.
-                } finally {
-                  active.decrementAndGet();
-                }
-              });
-              try {
-                t.start();
-              } catch (OutOfMemoryError e) { // the host gives no more threads
-                active.decrementAndGet();
-                refuse(conn, "the loader service cannot start a thread for this job: " + e.getMessage());
-              }
-            }
+            boolean accepted = acceptAll(server, active, counter);
             if (closing && !accepted) {
               return 0; // nothing connected before the name went, and nothing can connect since
             } else if (closing) {
@@ -174,6 +144,140 @@ public final class LoaderServe {
         }
       } finally {
         server.close();
+        Files.deleteIfExists(socket);
+        Files.deleteIfExists(pidFile(socket));
+      }
+    }
+  }
+
+  /**
+   * Accepts every connection waiting on {@code server}, each served by a session thread of its own
+   * ({@code active} counts them, {@code counter} names them); returns whether any came.
+   */
+  private static boolean acceptAll(ServerSocketChannel server, AtomicInteger active, AtomicInteger counter) throws IOException {
+    SocketChannel ch;
+    boolean accepted = false;
+    while ((ch = server.accept()) != null) {
+      accepted = true;
+      ch.configureBlocking(true);
+      SocketChannel conn = ch;
+      if (active.get() >= MAX_SESSIONS) {
+        refuse(conn, "the loader service serves " + MAX_SESSIONS + " jobs already; try again when one has ended");
+        continue;
+      }
+      active.incrementAndGet();
+      Thread t = Thread.ofPlatform().name("strata-py-session-" + counter.incrementAndGet()).daemon().unstarted(() -> {
+        try (conn) {
+          BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(conn), StandardCharsets.UTF_8));
+          PrintStream out = new PrintStream(Channels.newOutputStream(conn), false, StandardCharsets.UTF_8);
+          session(in, out);
+        } catch (IOException e) {
+          // The job went away mid-answer; its session is closed.
+        } finally {
+          active.decrementAndGet();
+        }
+      });
+      try {
+        t.start();
+      } catch (OutOfMemoryError e) { // the host gives no more threads
+        active.decrementAndGet();
+        refuse(conn, "the loader service cannot start a thread for this job: " + e.getMessage());
+      }
+    }
+    return accepted;
+  }
+
+  /**
+   * The loader service hosted by another command's JVM ({@code strata node start --loader-socket}):
+   * the same sessions as {@link #service}, on {@code socket}, for as long as the host runs instead of
+   * until idle, so a host's node and its Python jobs' loaders share one JVM (one runtime, one heap)
+   * instead of two. Throws {@link IllegalStateException} when another service holds the socket's
+   * lock: the caller learns it at start, not from a log.
+   *
+   * <p>Threads: one accepting thread, {@code strata-loader-service}, and a session thread per job as
+   * in {@link #service}; {@link Hosted#close} stops accepting, removes the socket and its pid file
+   * and lets the lock go (sessions still running end with their jobs).
+   */
+  public static Hosted host(Path socket) throws IOException {
+    Path dir = PrivateDirs.ensure(socket.toAbsolutePath().getParent());
+    Path lockFile = dir.resolve(socket.getFileName() + ".lock");
+    FileChannel lockChannel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    boolean success = false;
+    try {
+      FileLock lock;
+      try {
+        lock = lockChannel.tryLock();
+      } catch (java.nio.channels.OverlappingFileLockException e) {
+        lock = null; // held by this JVM already
+      }
+      if (lock == null) {
+        throw new IllegalStateException("a loader service already runs on " + socket + " (pid file "
+            + pidFile(socket) + "); stop it or give another --loader-socket");
+      }
+      ServerSocketChannel server = listen(socket);
+      Hosted h = new Hosted(socket, lockChannel, server);
+      h.thread.start();
+      success = true;
+      return h;
+    } finally {
+      if (!success) {
+        lockChannel.close(); // lets the lock go too
+      }
+    }
+  }
+
+  /** A loader service running in this JVM (see {@link #host}); closing it stops it. */
+  public static final class Hosted implements AutoCloseable {
+    private final Path socket;
+    private final FileChannel lockChannel;
+    private final ServerSocketChannel server;
+    private final Selector selector;
+    private final Thread thread;
+    private final AtomicInteger active = new AtomicInteger();
+    private volatile boolean stopping;
+
+    private Hosted(Path socket, FileChannel lockChannel, ServerSocketChannel server) throws IOException {
+      this.socket = socket;
+      this.lockChannel = lockChannel;
+      this.server = server;
+      this.selector = Selector.open();
+      server.register(selector, SelectionKey.OP_ACCEPT);
+      AtomicInteger counter = new AtomicInteger();
+      this.thread = Thread.ofPlatform().name("strata-loader-service").daemon().unstarted(() -> {
+        try {
+          while (!stopping) {
+            selector.select(1000);
+            selector.selectedKeys().clear();
+            acceptAll(server, active, counter);
+          }
+        } catch (IOException | RuntimeException e) {
+          if (!stopping) {
+            System.err.println("strata: the loader service on " + socket + " stopped: " + Messages.describe(e));
+          }
+        }
+      });
+    }
+
+    /** The socket the jobs connect to. */
+    public Path socket() {
+      return socket;
+    }
+
+    /** Sessions open now. */
+    public int sessions() {
+      return active.get();
+    }
+
+    @Override
+    public void close() throws IOException {
+      stopping = true;
+      selector.wakeup();
+      try {
+        thread.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      try (lockChannel; selector; server) {
         Files.deleteIfExists(socket);
         Files.deleteIfExists(pidFile(socket));
       }
