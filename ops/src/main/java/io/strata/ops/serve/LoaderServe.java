@@ -215,10 +215,18 @@ public final class LoaderServe {
             + pidFile(socket) + "); stop it or give another --loader-socket");
       }
       ServerSocketChannel server = listen(socket);
-      Hosted h = new Hosted(socket, lockChannel, server);
-      h.thread.start();
-      success = true;
-      return h;
+      try {
+        Hosted h = new Hosted(socket, lockChannel, server);
+        h.thread.start();
+        success = true;
+        return h;
+      } finally {
+        if (!success) {
+          server.close();
+          Files.deleteIfExists(socket);
+          Files.deleteIfExists(pidFile(socket));
+        }
+      }
     } finally {
       if (!success) {
         lockChannel.close(); // lets the lock go too
