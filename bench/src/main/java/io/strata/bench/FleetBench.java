@@ -69,6 +69,11 @@ final class FleetBench implements Callable<Integer> {
   @Option(names = "--epochs", defaultValue = "3", description = "Epochs each job reads; default ${DEFAULT-VALUE}.")
   int epochs;
 
+  @Option(names = "--flash-writes-per-hour", defaultValue = "3",
+      description = "Strata's node's flash write budget, in SSD budgets an hour (what an operator minding the SSD's endurance"
+          + " sets: the policy then admits a chunk only where it is worth the write); 0 for none; default ${DEFAULT-VALUE}.")
+  double flashWritesPerHour;
+
   @Option(names = "--block-chunks", defaultValue = "2",
       description = "Chunks per shuffle block (the buffer every side shuffles within); default ${DEFAULT-VALUE}.")
   int blockChunks;
@@ -107,10 +112,13 @@ final class FleetBench implements Callable<Integer> {
    * mapped, promotions stream); the sessions' batches live in shared memory and their decoded blocks off the heap.
    * Measured at the third-of-the-data limit (2026-11-28): with -Xmx384m, then 192m, the JVM reached ~650 MiB
    * anonymous (heap filled by parquet-java's page buffers, ~210 MiB of decoded blocks, ~145 MiB of malloc arenas)
-   * and was killed; at 128m, C1 only and two malloc arenas it stayed under ~530 MiB and finished.
+   * and was killed; at 128m, C1 only and two malloc arenas it stayed under ~530 MiB and finished. C2 came back
+   * (with two compiler threads) once the profile showed what C1 cost: C1 neither inlines nor removes the bounds
+   * and alignment checks of memory-segment access, so decoding and gathering took 1.6x the CPU (463 against
+   * 294 CPU seconds for the same run, peak PSS 843 against 857 MiB).
    */
   static final String NODE_JAVA_OPTS =
-      "-XX:+UseSerialGC -Xss512k -Xmx128m -Xmn24m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:TieredStopAtLevel=1";
+      "-XX:+UseSerialGC -Xss512k -Xmx128m -Xmn24m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:CICompilerCount=2";
 
   @Option(names = "--node-java-opts", defaultValue = NODE_JAVA_OPTS, description = "JVM options of Strata's node; default: ${DEFAULT-VALUE}.")
   String nodeJavaOpts;
@@ -134,6 +142,9 @@ final class FleetBench implements Callable<Integer> {
     }
     if (jobs < 1 || epochs < 1 || blockChunks < 1) {
       throw new IllegalArgumentException("--jobs, --epochs and --block-chunks must be at least 1");
+    }
+    if (!(flashWritesPerHour >= 0) || Double.isInfinite(flashWritesPerHour)) {
+      throw new IllegalArgumentException("--flash-writes-per-hour must be a finite number at least 0: " + flashWritesPerHour);
     }
     String py = python != null ? python : Processes.defaultPython();
     Path checkout = Processes.checkout();
@@ -238,7 +249,8 @@ final class FleetBench implements Callable<Integer> {
     ObjectNode result = Json.object().put("benchmark", "fleet").put("quick", quick)
         .put("rows", reference.path("rows").asLong()).put("samples", reference.path("samples").asLong())
         .put("datasetBytes", datasetBytes).put("chunks", reference.path("rowGroups").size())
-        .put("memoryLimitBytes", memoryLimit).put("memoryFraction", memoryFraction).put("ssdBudgetBytes", ssdBudget).put("jobs", jobs).put("epochs", epochs)
+        .put("memoryLimitBytes", memoryLimit).put("memoryFraction", memoryFraction).put("ssdBudgetBytes", ssdBudget)
+        .put("flashWriteBudgetBytesPerHour", (long) (flashWritesPerHour * ssdBudget)).put("jobs", jobs).put("epochs", epochs)
         .put("cores", Runtime.getRuntime().availableProcessors());
     result.putObject("slowTier").put("device", slow.describe()).put("throttled", slow.throttled())
         .put("bytesPerSecond", slow.bytesPerSecond()).put("iops", slow.iops()).put("model", DiskModel.HDD.name())
@@ -372,6 +384,9 @@ final class FleetBench implements Callable<Integer> {
           client = new NodeClient("http://127.0.0.1:" + port, null);
           ClusterBench.awaitHealth(client, node, sideDir.resolve("node.log"));
           client.registerDataset(ds);
+          if (flashWritesPerHour > 0) {
+            client.setPolicy(Json.object().put("flashWriteBudgetBytesPerHour", (long) (flashWritesPerHour * ssdBudget)));
+          }
           r.put("nodeJavaOpts", nodeJavaOpts).put("loaderService", separateService ? "a JVM of its own" : "in the node's JVM");
         }
         for (Job j : plan) {
@@ -408,6 +423,8 @@ final class FleetBench implements Callable<Integer> {
           r.put("ssdBytesWritten", t.path("traffic").path("flashBytesWritten").asLong())
               .put("promotions", t.path("traffic").path("promotions").asLong())
               .put("evictions", t.path("traffic").path("evictions").asLong())
+              .put("promotionsFromReaders", t.path("hdd").path("promotionsFromReaders").asLong())
+              .put("promotionReadBytes", t.path("hdd").path("promotionReadBytes").asLong())
               .put("byteHitRatio", t.path("traffic").path("byteHitRatio").asDouble());
         } else if (side.equals("fsspec")) {
           r.put("ssdBytesWritten", Files.exists(sideDir.resolve("fsspec-cache")) ? treeBytes(sideDir.resolve("fsspec-cache")) : 0);

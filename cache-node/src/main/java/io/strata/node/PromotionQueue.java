@@ -7,7 +7,11 @@ import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.files.OrcReads;
 import io.strata.sdk.derive.Spec;
 import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.tiering.DecodedChunks;
 import io.strata.sdk.tiering.Promoter;
+import io.strata.sdk.Column;
+import java.util.LinkedHashMap;
+import java.util.SequencedMap;
 import io.strata.sdk.tiering.SegmentRef;
 import io.strata.sdk.tiering.SegmentStore;
 import io.strata.store.FeatureStore;
@@ -123,6 +127,17 @@ final class PromotionQueue implements AutoCloseable {
         source = Promoter.ChunkSource.orc(ds);
       }
       SegmentRef ref = derived ? null : fromPeer(ds, info);
+      DecodedChunks.Lease decoded = ref == null && !derived
+          ? DecodedChunks.take(ds.name(), ds.version(), info.chunk(), info.feature()) : null;
+      if (decoded != null) {
+        // A job's reader in this JVM decoded the whole chunk just now: write that, read nothing.
+        try (decoded) {
+          SequencedMap<String, Column> cols = new LinkedHashMap<>();
+          cols.put(info.feature(), decoded.column());
+          ref = Promoter.promoteChunk(ds, store, info.chunk(), List.of(info.feature()), (c, f, a) -> cols, this::throttle);
+        }
+        counters.promotionsFromReaders.increment();
+      }
       if (ref == null) {
         long orc0 = OrcReads.bytesOnThisThread();
         long w0 = System.nanoTime();

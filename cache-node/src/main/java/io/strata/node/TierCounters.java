@@ -41,6 +41,8 @@ final class TierCounters {
   final LongAdder scrubPasses = new LongAdder();
   /** Bytes the node's promotions decoded from ORC (the HDD tier), on its own threads. */
   final LongAdder promotionOrcBytes = new LongAdder();
+  /** Promotions that wrote the chunk a job's reader in this JVM had just decoded, reading nothing (DecodedChunks). */
+  final LongAdder promotionsFromReaders = new LongAdder();
   /** Segment bytes written from ORC decodes, and the time the decodes and writes took. */
   final LongAdder orcSegmentBytes = new LongAdder();
   final LongAdder orcNanos = new LongAdder();

@@ -61,7 +61,7 @@ final class TierReport {
         counters.lastDamagedSegment, counters.vanishedSegments.sum(), counters.repairedSegments.sum(),
         counters.scrubbedBytes.sum(), counters.scrubPasses.sum(), config.scrubBytesPerSecond());
     TierViews.Hdd hdd = new TierViews.Hdd(datasets.names().size(), datasets.totalOrcBytes(), roots(),
-        counters.promotionOrcBytes.sum());
+        counters.promotionOrcBytes.sum(), counters.promotionsFromReaders.sum());
     long[] mem = TierHistory.hostMemory();
     TierViews.Dram dram = new TierViews.Dram(config.dramBudgetBytes(), datasets.openCount(), mem[0], mem[1]);
     TierViews.Traffic traffic = new TierViews.Traffic(c.reads(), c.ssdReads(), c.ssdBytes(), c.hddBytes(), c.byteHitRatio(),

@@ -99,7 +99,7 @@ final class TierViews {
       long repairedSegments, long scrubbedBytes, long scrubPasses, long scrubBytesPerSecond) {}
 
   /** The HDD tier: datasets, their ORC bytes, the roots, and the bytes this node's own promotions read from ORC. */
-  record Hdd(int datasets, long bytes, List<String> roots, long promotionReadBytes) {}
+  record Hdd(int datasets, long bytes, List<String> roots, long promotionReadBytes, long promotionsFromReaders) {}
 
   record Dram(long budgetBytes, long openDatasets, long hostBytes, long pageCacheBytes) {}
 

@@ -173,6 +173,8 @@ public final class NodeCommand implements Runnable {
       if (loaderSocket != null) {
         try {
           service = LoaderServe.host(loaderSocket.toAbsolutePath());
+          // The hosted jobs' readers offer the chunks they decode whole to this node's promoter.
+          io.strata.sdk.tiering.DecodedChunks.enable();
         } catch (IOException | RuntimeException e) {
           node.close();
           throw e;

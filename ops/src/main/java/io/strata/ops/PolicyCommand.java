@@ -49,7 +49,8 @@ final class PolicyCommand implements Runnable {
       "admittedPopular", "admitted: its stream is popular",
       "bypassNoNextUse", "not admitted: no one is expected to read it",
       "bypassNoFlashBudget", "not admitted: flash write budget spent",
-      "bypassVictimNeededSooner", "not admitted: what it would evict is needed sooner");
+      "bypassVictimNeededSooner", "not admitted: what it would evict is needed sooner",
+      "bypassNotWorthTheWrite", "not admitted: what it would evict has as many declared reads left");
 
   static void printPolicy(PrintWriter out, JsonNode p) {
     JsonNode src = p.path("sources");

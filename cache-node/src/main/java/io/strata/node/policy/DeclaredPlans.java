@@ -261,6 +261,32 @@ final class DeclaredPlans {
     return key < occurrences.length && occurrences[key] != null;
   }
 
+  /**
+   * Passes over {@code key} still to come in declared plans: its remaining steps, where a run of
+   * consecutive steps counts once (a job shuffling within blocks of chunks reads a chunk in every
+   * step of its block, from one decode) and the run a job is in now not at all (its reader holds
+   * the chunk already).
+   */
+  int futurePasses(int key) {
+    int n = 0;
+    List<Occurrence> occ = key < occurrences.length ? occurrences[key] : null;
+    if (occ != null) {
+      for (Occurrence o : occ) {
+        if (o.plan.ended || o.nextStep() < 0) {
+          continue;
+        }
+        for (int i = o.next; i < o.count; i++) {
+          int previous = i > 0 ? o.steps[i - 1] : Integer.MIN_VALUE;
+          boolean continues = previous != Integer.MIN_VALUE && o.steps[i] == previous + 1;
+          if (!continues) {
+            n++;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
   /** Reads of {@code key} still to come in declared plans. */
   int futureReads(int key) {
     int n = 0;

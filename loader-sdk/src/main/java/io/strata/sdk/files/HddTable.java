@@ -61,6 +61,14 @@ public sealed interface HddTable extends AutoCloseable permits OrcTable, Parquet
     /** Decodes rows {@code [firstRow, firstRow + count)}, which may span chunks. */
     SequencedMap<String, Column> readRows(long firstRow, int count, Arena arena) throws IOException;
 
+    /**
+     * Decodes every row of chunk {@code c} into {@code arena}: as {@link #readRows} over the
+     * chunk, where a format can decode the chunk there directly rather than through a copy.
+     */
+    default SequencedMap<String, Column> readChunk(io.strata.sdk.ChunkInfo c, Arena arena) throws IOException {
+      return readRows(c.firstRow(), Math.toIntExact(c.rows()), arena);
+    }
+
     @Override
     void close() throws IOException;
   }

@@ -376,6 +376,19 @@ public final class ParquetTable implements HddTable {
       return result;
     }
 
+    /**
+     * A whole row group not at hand is decoded straight into {@code out} (and not kept here: the
+     * caller keeps it), one at hand copied from it.
+     */
+    @Override
+    public SequencedMap<String, Column> readChunk(ChunkInfo c, Arena out) throws IOException {
+      HddTables.checkRows(manifest, c.firstRow(), Math.toIntExact(c.rows()));
+      if (chunk == c.index()) {
+        return readRows(c.firstRow(), Math.toIntExact(c.rows()), out);
+      }
+      return decode(manifest.chunks().get(c.index()), names, out);
+    }
+
     private boolean pageIndexedOrFalse(ChunkInfo c) {
       try {
         return pageIndexed(c, names);

@@ -18,7 +18,10 @@ final class ColdReads {
   private final Column[][] columns;
   private final int features;
 
-  /** Over {@code columns[feature][chunk]} (the reader's own table, null where not resident). */
+  /**
+   * Over {@code columns[feature][chunk]} (the reader's own table, null where not resident: such a
+   * chunk's rows come decoded from the slow tier, already in memory, and are neither probed nor read ahead).
+   */
   ColdReads(Column[][] columns, int features) {
     this.columns = columns;
     this.features = features;
@@ -34,7 +37,8 @@ final class ColdReads {
     for (int k = 0; k < samples; k++) {
       int i = k % features;
       int p = (int) ((long) k * pieces / samples);
-      if (count[p] > 0 && !firstBuffersResident(columns[i][chunk[p]], local[p], count[p])) {
+      Column c = columns[i][chunk[p]];
+      if (count[p] > 0 && c != null && !firstBuffersResident(c, local[p], count[p])) {
         return true;
       }
     }
@@ -54,14 +58,14 @@ final class ColdReads {
   void readAhead(int pieces, int[] chunk, int[] local, int[] count) {
     for (int i = 0; i < features; i++) {
       for (int p = 0; p < pieces; p++) {
-        if (count[p] > 0) {
+        if (count[p] > 0 && columns[i][chunk[p]] != null) {
           readAheadDirect(columns[i][chunk[p]], local[p], count[p]);
         }
       }
     }
     for (int i = 0; i < features; i++) {
       for (int p = 0; p < pieces; p++) {
-        if (count[p] > 0 && columns[i][chunk[p]].type().kind().width() < 0) {
+        if (count[p] > 0 && columns[i][chunk[p]] != null && columns[i][chunk[p]].type().kind().width() < 0) {
           readAheadData(columns[i][chunk[p]], local[p], count[p]);
         }
       }
@@ -78,7 +82,8 @@ final class ColdReads {
     int samples = Math.min(lastRowsWarm ? Math.max(4, features) : COLD_SAMPLES, order.size());
     for (int k = 0; k < samples; k++) {
       int j = (int) ((long) k * order.size() / samples);
-      if (!firstBuffersResident(columns[k % features][order.runChunk(order.runOf(j))], order.localRow(j), 1)) {
+      Column c = columns[k % features][order.runChunk(order.runOf(j))];
+      if (c != null && !firstBuffersResident(c, order.localRow(j), 1)) {
         lastRowsWarm = false;
         return true;
       }
@@ -102,6 +107,9 @@ final class ColdReads {
     for (int i = 0; i < features; i++) {
       for (int r = 0; r < order.runs(); r++) {
         Column c = columns[i][order.runChunk(r)];
+        if (c == null) {
+          continue; // decoded from the slow tier: in memory already
+        }
         readAheadPages(c.values(), c.offset(), c.type().kind().width(), order, r);
         if (c.validity() != MemorySegment.NULL) {
           readAheadPages(c.validity(), c.offset(), 0, order, r);

@@ -20,15 +20,99 @@ import java.util.SequencedMap;
  * ORC (a sample, a shuffled row) would otherwise seek and decode from the start of a row group
  * every time; here a block of one row group (the file's row-index stride, so that the seek lands
  * on an index entry) is decoded once for the features asked and reused by every read inside it.
+ * A batch assembled feature by feature takes whole chunks instead ({@link #chunk}: Parquet row
+ * groups decode whole anyway), kept for the rest of the batch whatever the budget; in a JVM whose
+ * node promotes, they are offered to its promoter ({@link DecodedChunks}) in shared arenas.
  * One per reader thread; not thread-safe.
  */
 final class OrcBlockCache implements AutoCloseable {
   private static final int DEFAULT_BLOCK_ROWS = 10_000;
 
   private static final class Block {
-    final Arena arena = Arena.ofConfined();
+    /** Where a whole-chunk block's columns are offered to a promoter in this JVM ({@link DecodedChunks}); null otherwise. */
+    final DecodedChunks.Holder holder;
+    final Arena arena;
     final Map<String, Column> columns = new HashMap<>();
     long bytes;
+    /**
+     * The batch that last used a whole-chunk block ({@link #beginBatch}, {@link #chunk}; -1 for a
+     * block of a stride): one in use by the current batch is never evicted.
+     */
+    long batch = -1;
+
+    Block(boolean offered) {
+      holder = offered ? new DecodedChunks.Holder() : null;
+      arena = offered ? holder.arena : Arena.ofConfined();
+    }
+
+    void free() {
+      if (holder != null) {
+        holder.close();
+      } else {
+        arena.close();
+      }
+    }
+  }
+
+  /** The current batch's number. */
+  private long batch;
+
+  /**
+   * Starts a batch: the blocks it asks for from here on stay until the next batch starts, even over
+   * the budget (a batch's rows hold their columns until it is assembled).
+   */
+  void beginBatch() {
+    batch++;
+  }
+
+  /** The key of chunk {@code c}'s whole-chunk block (blocks of a row-index stride use the block's index, never this). */
+  private static long wholeKey(ChunkInfo c) {
+    return ((long) c.index() << 32) | 0xFFFF_FFFFL;
+  }
+
+  /**
+   * The decoded columns of {@code features} for every row of chunk {@code c} (decoded straight
+   * into the block where the format can: {@link HddTable.Cursor#readChunk}); the features already
+   * decoded for it are reused, the others added.
+   */
+  Map<String, Column> chunk(ChunkInfo c, List<String> features) throws IOException {
+    long key = wholeKey(c);
+    Block b = blocks.get(key);
+    if (b == null) {
+      b = new Block(DecodedChunks.enabled());
+      blocks.put(key, b);
+    }
+    b.batch = batch;
+    List<String> missing = null;
+    for (String f : features) {
+      if (!b.columns.containsKey(f)) {
+        if (missing == null) {
+          missing = new ArrayList<>();
+        }
+        missing.add(f);
+      }
+    }
+    if (missing != null) {
+      Map<String, Column> decoded = cursor(missing).readChunk(c, b.arena);
+      add(b, decoded);
+      if (b.holder != null) {
+        for (Map.Entry<String, Column> e : decoded.entrySet()) {
+          DecodedChunks.offer(dataset.name(), dataset.version(), c.index(), e.getKey(), e.getValue(), b.holder);
+        }
+      }
+      evict(key);
+    }
+    return b.columns;
+  }
+
+  private void add(Block b, Map<String, Column> decoded) {
+    for (Map.Entry<String, Column> e : decoded.entrySet()) {
+      long n = Columns.dataBytes(e.getValue());
+      b.columns.put(e.getKey(), e.getValue());
+      b.bytes += n;
+      bytes += n;
+      decodedBytes += n;
+    }
   }
 
   private final Dataset dataset;
@@ -49,6 +133,11 @@ final class OrcBlockCache implements AutoCloseable {
   OrcBlockCache(Dataset dataset, long budgetBytes) {
     this.dataset = dataset;
     this.budgetBytes = budgetBytes;
+  }
+
+  /** The bytes of decoded blocks kept beyond the current batch's. */
+  long budgetBytes() {
+    return budgetBytes;
   }
 
   /** Bytes of column data decoded from ORC so far (what the HDD tier delivered). */
@@ -79,7 +168,7 @@ final class OrcBlockCache implements AutoCloseable {
     long key = ((long) c.index() << 32) | index;
     Block b = blocks.get(key);
     if (b == null) {
-      b = new Block();
+      b = new Block(false);
       blocks.put(key, b);
     }
     List<String> missing = null;
@@ -92,14 +181,7 @@ final class OrcBlockCache implements AutoCloseable {
       }
     }
     if (missing != null) {
-      SequencedMap<String, Column> decoded = cursor(missing).readRows(c.firstRow() + first, count, b.arena);
-      for (Map.Entry<String, Column> e : decoded.entrySet()) {
-        long n = Columns.dataBytes(e.getValue());
-        b.columns.put(e.getKey(), e.getValue());
-        b.bytes += n;
-        bytes += n;
-        decodedBytes += n;
-      }
+      add(b, cursor(missing).readRows(c.firstRow() + first, count, b.arena));
       evict(key);
     }
     return b.columns;
@@ -123,11 +205,11 @@ final class OrcBlockCache implements AutoCloseable {
     Iterator<Map.Entry<Long, Block>> it = blocks.entrySet().iterator();
     while (bytes > budgetBytes && it.hasNext()) {
       Map.Entry<Long, Block> e = it.next();
-      if (e.getKey() == keep) {
+      if (e.getKey() == keep || e.getValue().batch == batch) {
         continue;
       }
       bytes -= e.getValue().bytes;
-      e.getValue().arena.close();
+      e.getValue().free();
       it.remove();
     }
   }
@@ -135,7 +217,7 @@ final class OrcBlockCache implements AutoCloseable {
   @Override
   public void close() throws IOException {
     for (Block b : blocks.values()) {
-      b.arena.close();
+      b.free();
     }
     blocks.clear();
     bytes = 0;

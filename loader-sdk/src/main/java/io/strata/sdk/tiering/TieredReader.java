@@ -30,7 +30,9 @@ import java.util.SequencedMap;
  * #refresh()} finds it evicted, {@link #releaseLeases()} or {@link #close()}: an eviction never
  * pulls data from under a read, yet evicted segments are unmapped once the reader moves on. ORC
  * is read a row group at a time; decoded row groups are kept (within {@link
- * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. Bytes count what reaches the batches from each
+ * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. A batch whose chunks are resident for some
+ * features and not others is still assembled feature by feature: the chunks not resident are
+ * decoded whole from the slow tier and gathered from as segments are ({@link #sources}). Bytes count what reaches the batches from each
  * tier (ORC decoding apart, {@link TierStats#orcDecodedBytes()}). Not thread-safe: one reader per thread.
  */
 public final class TieredReader implements AutoCloseable {
@@ -52,6 +54,8 @@ public final class TieredReader implements AutoCloseable {
   private final int[] blockFirst = new int[1];
   /** Whether a batch is cold, and reading it ahead, over this reader's resident columns. */
   private final ColdReads coldReads;
+  /** Estimated decoded bytes a row of each feature (its width; a guess for strings and lists), for {@link #sources}. */
+  private final long[] rowBytes;
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
@@ -97,6 +101,12 @@ public final class TieredReader implements AutoCloseable {
     this.resident = new ResidentColumns(dataset, store, storage);
     this.columns = resident.columns();
     this.coldReads = new ColdReads(columns, features.size());
+    this.rowBytes = new long[features.size()];
+    for (int i = 0; i < features.size(); i++) {
+      FeatureType t = this.derived[i] != null ? this.derived[i].type() : dataset.feature(features.get(i)).type();
+      int w = t.kind().width();
+      rowBytes[i] = w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
+    }
     this.orcBlocks = new OrcBlockCache(dataset, Math.max(1, orcBlockBudget));
   }
 
@@ -195,14 +205,14 @@ public final class TieredReader implements AutoCloseable {
     return coldBatches;
   }
 
-  /** A batch's ranges as pieces of one chunk each, in order. */
-  private record Pieces(int n, int[] chunk, int[] local, int[] count) {}
+  /** A batch's ranges as pieces of one chunk each, in order, and the chunks they touch. */
+  private record Pieces(int n, int[] chunk, int[] local, int[] count, int[] touched, int touchedCount) {}
 
   /**
    * The ranges as pieces of one chunk each, in order (a range across a chunk boundary, a sample
    * whose rows two chunks hold, is two pieces, as appendRows would read it); null when a range is
-   * out of bounds or a feature is derived or not resident in a chunk a range touches (then the
-   * ranges are read one by one).
+   * out of bounds or a derived feature is not resident in a chunk a range touches (then the
+   * ranges are read one by one). Residency is looked up for every feature and touched chunk.
    */
   private Pieces pieces(long[] starts, int[] offsets, int units) throws IOException {
     List<ChunkInfo> chunks = dataset.chunks();
@@ -236,13 +246,21 @@ public final class TieredReader implements AutoCloseable {
         n -= take;
       }
     }
-    for (int i = 0; i < features.size() && byFeature; i++) {
-      byFeature = derived[i] == null;
-      for (int c = 0; c < touched.length && byFeature; c++) {
-        byFeature = !touched[c] || resident.column(i, c) != null;
+    int[] list = new int[8];
+    int listed = 0;
+    for (int c = 0; c < touched.length && byFeature; c++) {
+      if (!touched[c]) {
+        continue;
+      }
+      if (listed == list.length) {
+        list = Arrays.copyOf(list, listed * 2);
+      }
+      list[listed++] = c;
+      for (int i = 0; i < features.size() && byFeature; i++) {
+        byFeature = resident.column(i, c) != null || derived[i] == null;
       }
     }
-    return byFeature ? new Pieces(pieces, chunk, local, count) : null;
+    return byFeature ? new Pieces(pieces, chunk, local, count, list, listed) : null;
   }
 
   /**
@@ -270,10 +288,11 @@ public final class TieredReader implements AutoCloseable {
   /**
    * Appends the row ranges {@code [starts[k], starts[k] + offsets[k + 1] - offsets[k])} for
    * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
-   * When every feature is resident (not derived) in the chunks the ranges touch, the batch is
-   * assembled feature by feature (a range across a chunk boundary as one piece per chunk): each feature's ranges are copied
-   * in one pass into its builder (one source column and one destination streamed at a time instead
-   * of every feature's in turn), and its reads are counted once per chunk.
+   * Unless a derived feature is not resident in a chunk the ranges touch, the batch is assembled
+   * feature by feature (a range across a chunk boundary as one piece per chunk) from {@link
+   * #sources}: each feature's ranges are copied in one pass into its builder (one source column and
+   * one destination streamed at a time instead of every feature's in turn), and its reads are
+   * counted once per chunk.
    */
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
     appendRanges(starts, offsets, units, out, null);
@@ -299,9 +318,16 @@ public final class TieredReader implements AutoCloseable {
       }
       return;
     }
+    Column[][] src = sources(ps.touched, ps.touchedCount);
+    if (src == null) {
+      for (int k = 0; k < units; k++) {
+        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
+      }
+      return;
+    }
     DeviceCopies device = deviceCopies;
     boolean done = byFeature(out, (i, into, read) -> {
-      Column[] cols = columns[i];
+      Column[] cols = src[i];
       for (int p = 0; p < pieces; p++) {
         Column col = cols[chunk[p]];
         if (device != null) {
@@ -340,7 +366,7 @@ public final class TieredReader implements AutoCloseable {
     for (int i = 0; i < features.size() && gather; i++) {
       gather = derived[i] == null && out.get(i).type().isFixedWidth();
       for (int r = 0; r < order.runs() && gather; r++) {
-        gather = resident.column(i, order.runChunk(r)) != null;
+        resident.column(i, order.runChunk(r)); // looked up before sources() copies a feature's row
       }
     }
     if (!gather) {
@@ -353,14 +379,33 @@ public final class TieredReader implements AutoCloseable {
       coldReads.readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
+    int[] touched = new int[order.runs()];
+    int listed = 0;
+    for (int r = 0; r < order.runs(); r++) {
+      int c = order.runChunk(r);
+      boolean seen = false;
+      for (int k = 0; k < listed && !seen; k++) {
+        seen = touched[k] == c;
+      }
+      if (!seen) {
+        touched[listed++] = c;
+      }
+    }
+    Column[][] src = sources(touched, listed);
+    if (src == null) {
+      for (int k = 0; k < n; k++) {
+        appendRows(rows[k], 1, out);
+      }
+      return;
+    }
     // Several features of 1, 2, 4 or 8 bytes a value: one pass a run copies them all (FusedGather),
     // made with the first feature's part; each feature's reads are reported as for a pass of its own.
     boolean oneLoop = FusedGather.fits(out);
     boolean done = byFeature(out, (i, into, read) -> {
       if (!oneLoop) {
-        into.appendGathered(columns[i], order);
+        into.appendGathered(src[i], order);
       } else if (i == 0) {
-        FusedGather.append(out, columns, order);
+        FusedGather.append(out, src, order);
       }
       int width = Math.max(1, into.type().kind().width());
       for (int r = 0; r < order.runs(); r++) {
@@ -386,6 +431,79 @@ public final class TieredReader implements AutoCloseable {
 
   private ChunkBytes chunkBytes;
 
+  /** Nanoseconds the last {@link #sources} spent decoding from the slow tier (recorded with the HDD bytes of its pass). */
+  private long slowNanos;
+
+  /**
+   * What a feature-major pass over chunks {@code touched[0..n)} reads from: per feature, its
+   * resident columns by chunk ({@link #columns}' own row where every touched chunk is resident),
+   * else a copy of that row with each touched chunk not resident filled with the chunk decoded whole
+   * from the slow tier ({@link OrcBlockCache#chunk}: one decode a chunk for every feature it lacks,
+   * kept while the reader's block budget allows and always for the rest of this batch). A batch of
+   * rows shuffled within blocks of chunks gathers from these as it does from mapped segments,
+   * instead of row by row (issue 58: 36 % of a fleet node's CPU was single rows appended one by one
+   * through the slow tier's block lookups). Null (the unit-by-unit path then) where the chunks to
+   * decode would take more than twice the block budget (a global shuffle's batch touches every
+   * chunk: decoding them all at once is not bounded by the budget; a block shuffle's batch that
+   * straddles two blocks is). Residency must have been looked up for every feature and touched
+   * chunk; no feature is derived and not resident.
+   */
+  private Column[][] sources(int[] touched, int n) throws IOException {
+    List<ChunkInfo> chunks = dataset.chunks();
+    long estimate = 0;
+    for (int k = 0; k < n; k++) {
+      int c = touched[k];
+      for (int i = 0; i < features.size(); i++) {
+        if (columns[i][c] == null) {
+          estimate += chunks.get(c).rows() * rowBytes[i];
+        }
+      }
+    }
+    if (estimate > 2 * orcBlocks.budgetBytes()) {
+      return null;
+    }
+    orcBlocks.beginBatch();
+    Column[][] src = new Column[features.size()][];
+    long t0 = System.nanoTime();
+    long before = orcBlocks.decodedBytes();
+    boolean decoded = false;
+    for (int k = 0; k < n; k++) {
+      int c = touched[k];
+      List<String> missing = null;
+      for (int i = 0; i < features.size(); i++) {
+        if (columns[i][c] == null) {
+          if (missing == null) {
+            missing = new ArrayList<>(features.size());
+          }
+          missing.add(features.get(i));
+        }
+      }
+      if (missing == null) {
+        continue;
+      }
+      Map<String, Column> block = orcBlocks.chunk(chunks.get(c), missing);
+      decoded = true;
+      for (int i = 0; i < features.size(); i++) {
+        if (columns[i][c] == null) {
+          if (src[i] == null) {
+            src[i] = columns[i].clone();
+          }
+          src[i][c] = block.get(features.get(i));
+        }
+      }
+    }
+    for (int i = 0; i < features.size(); i++) {
+      if (src[i] == null) {
+        src[i] = columns[i];
+      }
+    }
+    slowNanos = decoded ? System.nanoTime() - t0 : 0;
+    if (decoded) {
+      stats.recordOrcDecoded(orcBlocks.decodedBytes() - before);
+    }
+    return src;
+  }
+
   /**
    * The one loop of a batch assembled feature by feature from resident segments (ranges or single
    * rows): each feature's part appended by {@code pass}, its reads reported to the store once per
@@ -397,6 +515,7 @@ public final class TieredReader implements AutoCloseable {
   private boolean byFeature(List<ColumnBuilder> out, FeaturePass pass) {
     long t0 = System.nanoTime();
     long bytes = 0;
+    long slowBytes = 0;
     int[] before = new int[features.size()];
     for (int i = 0; i < features.size(); i++) {
       before[i] = out.get(i).rows();
@@ -418,14 +537,25 @@ public final class TieredReader implements AutoCloseable {
       }
       for (int k = 0; k < read.n; k++) {
         int c = read.touched[k];
-        bytes += read.bytes[c];
+        Tier tier = columns[i][c] != null ? Tier.SSD : Tier.HDD; // HDD: decoded by sources()
+        if (tier == Tier.SSD) {
+          bytes += read.bytes[c];
+        } else {
+          slowBytes += read.bytes[c];
+        }
         if (store != null) {
-          store.read(dataset, features.get(i), c, read.bytes[c], Tier.SSD);
+          store.read(dataset, features.get(i), c, read.bytes[c], tier);
         }
       }
     }
     read.clear();
-    stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
+    if (bytes > 0 || slowBytes == 0) {
+      stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
+    }
+    if (slowBytes > 0) {
+      stats.record(Tier.HDD, slowBytes, slowNanos);
+    }
+    slowNanos = 0;
     return true;
   }
 
