@@ -250,10 +250,23 @@ def job(spec):
             fs = None
         files = {}
 
+        def open_cached(path):
+            # The block cache shares its files between the host's processes without a lock: a job
+            # opening a file another job is still creating fails mmap ("mmap length is greater than
+            # file size", seen once in 2026-11-28's runs, killing that job). A user sharing the cache
+            # has to open again, as here.
+            for attempt in range(100):
+                try:
+                    return fs.open(path, "rb")
+                except ValueError as e:
+                    if "mmap length" not in str(e) or attempt == 99:
+                        raise
+                    time.sleep(0.05)
+
         def pf(name):
             if name not in files:
                 path = os.path.join(spec["parquet"], name)
-                files[name] = pq.ParquetFile(fs.open(path, "rb") if fs else path)
+                files[name] = pq.ParquetFile(open_cached(path) if fs else path)
             return files[name]
 
         def load_block(block):

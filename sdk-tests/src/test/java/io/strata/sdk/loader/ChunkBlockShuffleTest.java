@@ -84,7 +84,17 @@ class ChunkBlockShuffleTest {
       for (int i = 0; i < units; i++) {
         assertEquals(o.apply(i), all[i]);
       }
-    }
+      // Batches across block boundaries, strided (a rank's shard), one position.
+      for (long stride : new long[] {1, 3, 7}) {
+        for (long from = 0; from < units; from += 1 + r.nextInt(50)) {
+          int count = (int) Math.min(1 + r.nextInt(120), (units - 1 - from) / stride + 1);
+          long[] some = new long[count];
+          o.applyAll(from, stride, some, count);
+          for (int i = 0; i < count; i++) {
+            assertEquals(o.apply(from + i * stride), some[i], "position " + (from + i * stride) + " stride " + stride);
+          }
+        }
+      }
   }
 
   /** The chunk whose range of units holds {@code u} (the last of equal starts is the non-empty one). */
