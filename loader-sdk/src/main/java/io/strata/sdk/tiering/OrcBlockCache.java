@@ -83,15 +83,7 @@ final class OrcBlockCache implements AutoCloseable {
       blocks.put(key, b);
     }
     b.batch = batch;
-    List<String> missing = null;
-    for (String f : features) {
-      if (!b.columns.containsKey(f)) {
-        if (missing == null) {
-          missing = new ArrayList<>();
-        }
-        missing.add(f);
-      }
-    }
+    List<String> missing = missing(b, features);
     if (missing != null) {
       Map<String, Column> decoded = cursor(missing).readChunk(c, b.arena);
       add(b, decoded);
@@ -103,6 +95,20 @@ final class OrcBlockCache implements AutoCloseable {
       evict(key);
     }
     return b.columns;
+  }
+
+  /** The features {@code b} has not decoded yet, or null when it has them all. */
+  private static List<String> missing(Block b, List<String> features) {
+    List<String> missing = null;
+    for (String f : features) {
+      if (!b.columns.containsKey(f)) {
+        if (missing == null) {
+          missing = new ArrayList<>();
+        }
+        missing.add(f);
+      }
+    }
+    return missing;
   }
 
   private void add(Block b, Map<String, Column> decoded) {
@@ -171,15 +177,7 @@ final class OrcBlockCache implements AutoCloseable {
       b = new Block(false);
       blocks.put(key, b);
     }
-    List<String> missing = null;
-    for (String f : features) {
-      if (!b.columns.containsKey(f)) {
-        if (missing == null) {
-          missing = new ArrayList<>();
-        }
-        missing.add(f);
-      }
-    }
+    List<String> missing = missing(b, features);
     if (missing != null) {
       add(b, cursor(missing).readRows(c.firstRow() + first, count, b.arena));
       evict(key);
