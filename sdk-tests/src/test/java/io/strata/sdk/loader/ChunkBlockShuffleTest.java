@@ -95,6 +95,7 @@ class ChunkBlockShuffleTest {
           }
         }
       }
+    }
   }
 
   /** The chunk whose range of units holds {@code u} (the last of equal starts is the non-empty one). */
