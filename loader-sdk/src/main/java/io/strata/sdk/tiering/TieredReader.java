@@ -32,8 +32,9 @@ import java.util.SequencedMap;
  * is read a row group at a time; decoded row groups are kept (within {@link
  * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. A batch whose chunks are resident for some
  * features and not others is still assembled feature by feature: the chunks not resident are
- * decoded whole from the slow tier and gathered from as segments are ({@link #sources}). Bytes count what reaches the batches from each
- * tier (ORC decoding apart, {@link TierStats#orcDecodedBytes()}). Not thread-safe: one reader per thread.
+ * decoded whole from the slow tier and gathered from as segments are ({@link #sources}). Bytes
+ * count what reaches the batches from each tier (ORC decoding apart, {@link
+ * TierStats#orcDecodedBytes()}). Not thread-safe: one reader per thread.
  */
 public final class TieredReader implements AutoCloseable {
   /** Decoded ORC data kept per reader for reuse by nearby reads. */
