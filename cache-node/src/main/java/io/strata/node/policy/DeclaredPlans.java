@@ -276,10 +276,8 @@ final class DeclaredPlans {
           continue;
         }
         for (int i = o.next; i < o.count; i++) {
-          int previous = i > 0 ? o.steps[i - 1] : Integer.MIN_VALUE;
-          boolean continues = previous != Integer.MIN_VALUE && o.steps[i] == previous + 1;
-          if (!continues) {
-            n++;
+          if (i == 0 || o.steps[i] != o.steps[i - 1] + 1) {
+            n++; // not the step after the one before: a new pass
           }
         }
       }

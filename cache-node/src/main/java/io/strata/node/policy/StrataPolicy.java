@@ -372,8 +372,9 @@ public final class StrataPolicy implements CachePolicy {
         push(k, real);
         continue;
       }
-      int left = reads > 0 && real != NEVER ? plans.futurePasses(k) : 0;
-      if (real <= limit || (reads > 0 && real != NEVER && left >= reads)) {
+      boolean weighed = reads > 0 && real != NEVER; // a victim no one reads again is always worth evicting
+      int left = weighed ? plans.futurePasses(k) : 0;
+      if (real <= limit || (weighed && left >= reads)) {
         refusedForWorth = real > limit;
         push(k, real);
         ok = false;

@@ -386,7 +386,7 @@ public final class ParquetTable implements HddTable {
       if (chunk == c.index()) {
         return readRows(c.firstRow(), Math.toIntExact(c.rows()), out);
       }
-      return decode(manifest.chunks().get(c.index()), names, out);
+      return decode(c, names, out);
     }
 
     private boolean pageIndexedOrFalse(ChunkInfo c) {

@@ -2,7 +2,6 @@ package io.strata.sdk.loader;
 
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.FeatureType;
 import io.strata.sdk.tier.SegmentSource;
 import io.strata.sdk.tier.TierStats;
 import io.strata.sdk.format.ColumnBuilder;
@@ -180,9 +179,7 @@ final class BatchAssembler implements Prefetcher.Producer {
   /** Estimated bytes per row of feature {@code i}: its width, or a guess for strings and lists. */
   private long weight(int i) {
     DerivedChunkSource d = derived.get(features.get(i));
-    FeatureType t = d != null ? d.type() : dataset.feature(features.get(i)).type();
-    int w = t.kind().width();
-    return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
+    return TieredReader.estimatedRowBytes(d != null ? d.type() : dataset.feature(features.get(i)).type());
   }
 
   /** Makes step {@code g} with nothing planned after it (the loader's own thread, outside the prefetcher). */

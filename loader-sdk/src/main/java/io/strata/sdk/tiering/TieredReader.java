@@ -104,11 +104,15 @@ public final class TieredReader implements AutoCloseable {
     this.coldReads = new ColdReads(columns, features.size());
     this.rowBytes = new long[features.size()];
     for (int i = 0; i < features.size(); i++) {
-      FeatureType t = this.derived[i] != null ? this.derived[i].type() : dataset.feature(features.get(i)).type();
-      int w = t.kind().width();
-      rowBytes[i] = w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
+      rowBytes[i] = estimatedRowBytes(this.derived[i] != null ? this.derived[i].type() : dataset.feature(features.get(i)).type());
     }
     this.orcBlocks = new OrcBlockCache(dataset, Math.max(1, orcBlockBudget));
+  }
+
+  /** Estimated decoded bytes a row of a {@code t} feature: its width, or a guess for strings (16) and lists (64). */
+  public static long estimatedRowBytes(FeatureType t) {
+    int w = t.kind().width();
+    return w > 0 ? w : w == 0 ? 1 : t.isVariableWidth() ? 16 : 64;
   }
 
   public List<String> features() {
@@ -308,24 +312,15 @@ public final class TieredReader implements AutoCloseable {
       throws IOException {
     resident.recheckAbsent();
     Pieces ps = pieces(starts, offsets, units);
-    boolean byFeature = ps != null;
-    int pieces = byFeature ? ps.n : 0;
-    int[] chunk = byFeature ? ps.chunk : null;
-    int[] local = byFeature ? ps.local : null;
-    int[] count = byFeature ? ps.count : null;
-    if (!byFeature || units == 0) {
-      for (int k = 0; k < units; k++) {
-        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
-      }
-      return;
-    }
-    Column[][] src = sources(ps.touched, ps.touchedCount);
+    Column[][] src = ps == null || units == 0 ? null : sources(ps.touched, ps.touchedCount);
     if (src == null) {
-      for (int k = 0; k < units; k++) {
-        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
-      }
+      appendEachRange(starts, offsets, units, out);
       return;
     }
+    int pieces = ps.n;
+    int[] chunk = ps.chunk;
+    int[] local = ps.local;
+    int[] count = ps.count;
     DeviceCopies device = deviceCopies;
     boolean done = byFeature(out, (i, into, read) -> {
       Column[] cols = src[i];
@@ -345,18 +340,33 @@ public final class TieredReader implements AutoCloseable {
       }
     }
     if (!done) {
-      for (int k = 0; k < units; k++) {
-        appendRows(starts[k], offsets[k + 1] - offsets[k], out);
-      }
+      appendEachRange(starts, offsets, units, out);
     }
   }
+
+  /** The unit-by-unit path of {@link #appendRanges}: each range read on its own. */
+  private void appendEachRange(long[] starts, int[] offsets, int units, List<ColumnBuilder> out) throws IOException {
+    for (int k = 0; k < units; k++) {
+      appendRows(starts[k], offsets[k + 1] - offsets[k], out);
+    }
+  }
+
+  /** The row-by-row path of {@link #appendSingleRows}. */
+  private void appendEachRow(long[] rows, int n, List<ColumnBuilder> out) throws IOException {
+    for (int k = 0; k < n; k++) {
+      appendRows(rows[k], 1, out);
+    }
+  }
+
+  /** Per chunk, whether {@link #appendSingleRows} has listed it for the batch at hand (cleared after each). */
+  private boolean[] listedChunk;
 
   /**
    * Appends single rows {@code rows[0..n)} (dataset row numbers, in this order) of every feature,
    * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. {@code order} is the
    * rows' gather order ({@link GatherOrder#compute}; the parts of one batch share it). When every
-   * feature is fixed-width and resident in every chunk the rows touch, each feature's rows are
-   * gathered in that order ({@link ColumnBuilder#appendGathered}) and its reads counted once per chunk.
+   * feature is fixed-width and stored (not derived), each feature's rows are gathered in that order
+   * ({@link ColumnBuilder#appendGathered}) from {@link #sources} and its reads counted once per chunk.
    */
   public void appendSingleRows(long[] rows, int n, GatherOrder order, List<ColumnBuilder> out) throws IOException {
     if (order.size() != n) {
@@ -371,32 +381,32 @@ public final class TieredReader implements AutoCloseable {
       }
     }
     if (!gather) {
-      for (int k = 0; k < n; k++) {
-        appendRows(rows[k], 1, out);
-      }
+      appendEachRow(rows, n, out);
       return;
     }
     if (coldReads.coldRows(order)) {
       coldReads.readAheadRows(order); // offsets of rows within their chunks only: nothing read from the segments
       coldBatches++;
     }
+    // The chunks the runs touch, each once (a region straddling a chunk boundary alternates between two).
+    if (listedChunk == null) {
+      listedChunk = new boolean[dataset.chunks().size()];
+    }
     int[] touched = new int[order.runs()];
     int listed = 0;
     for (int r = 0; r < order.runs(); r++) {
       int c = order.runChunk(r);
-      boolean seen = false;
-      for (int k = 0; k < listed && !seen; k++) {
-        seen = touched[k] == c;
-      }
-      if (!seen) {
+      if (!listedChunk[c]) {
+        listedChunk[c] = true;
         touched[listed++] = c;
       }
     }
+    for (int k = 0; k < listed; k++) {
+      listedChunk[touched[k]] = false;
+    }
     Column[][] src = sources(touched, listed);
     if (src == null) {
-      for (int k = 0; k < n; k++) {
-        appendRows(rows[k], 1, out);
-      }
+      appendEachRow(rows, n, out);
       return;
     }
     // Several features of 1, 2, 4 or 8 bytes a value: one pass a run copies them all (FusedGather),
@@ -414,9 +424,7 @@ public final class TieredReader implements AutoCloseable {
       }
     });
     if (!done) {
-      for (int k = 0; k < n; k++) {
-        appendRows(rows[k], 1, out);
-      }
+      appendEachRow(rows, n, out);
     }
   }
 

@@ -70,22 +70,22 @@ class TieredReaderMixedTest {
       List<Column> expectRows = byRow(ds, FIXED, rows, null, arena);
       TierStats stats = new TierStats();
       try (TieredReader reader = new TieredReader(ds, store, FIXED, stats)) {
-        same(FIXED, expectRows, TieredReaderColdTest.singleRows(reader, rows, order, arena));
+        TieredReaderColdTest.same(expectRows, TieredReaderColdTest.singleRows(reader, rows, order, arena));
         assertTrue(stats.bytes(Tier.SSD) > 0 && stats.bytes(Tier.HDD) > 0, "both tiers: " + stats.bytes(Tier.SSD) + ", " + stats.bytes(Tier.HDD));
         assertEquals(rows.length * 8L * FIXED.size(), stats.bytes(Tier.SSD) + stats.bytes(Tier.HDD), "every value counted once");
         assertTrue(stats.orcDecodedBytes() > 0);
       }
       // A block budget of one byte: the chunks cannot be held for the batch, so single rows are read one by one.
       try (TieredReader reader = new TieredReader(ds, store, FIXED, new TierStats(), Map.of(), 1)) {
-        same(FIXED, expectRows, TieredReaderColdTest.singleRows(reader, rows, order, arena));
+        TieredReaderColdTest.same(expectRows, TieredReaderColdTest.singleRows(reader, rows, order, arena));
       }
 
       List<Column> expectRanges = byRow(ds, RANGES, starts, lengths, arena);
       try (TieredReader reader = new TieredReader(ds, store, RANGES, new TierStats())) {
-        same(RANGES, expectRanges, TieredReaderRangesTest.read(reader, starts, lengths, arena));
+        TieredReaderColdTest.same(expectRanges, TieredReaderRangesTest.read(reader, starts, lengths, arena));
       }
       try (TieredReader reader = new TieredReader(ds, store, RANGES, new TierStats(), Map.of(), 1)) {
-        same(RANGES, expectRanges, TieredReaderRangesTest.read(reader, starts, lengths, arena));
+        TieredReaderColdTest.same(expectRanges, TieredReaderRangesTest.read(reader, starts, lengths, arena));
       }
 
       // Offered to a promoter in this JVM: what the reader decoded whole, held past the reader's close.
@@ -129,12 +129,5 @@ class TieredReaderMixedTest {
       out.add(b.build());
     }
     return out;
-  }
-
-  private static void same(List<String> features, List<Column> expected, List<Column> got) {
-    for (int i = 0; i < features.size(); i++) {
-      assertEquals(expected.get(i).length(), got.get(i).length(), features.get(i));
-      assertEquals(-1, Columns.firstDifference(expected.get(i), got.get(i)), features.get(i));
-    }
   }
 }
