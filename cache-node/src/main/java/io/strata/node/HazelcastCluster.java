@@ -183,7 +183,7 @@ final class HazelcastCluster implements Cluster {
 
   /** Whether a segment is offered to peers: one feature of a dataset (derived features live in each node's own store). */
   private static boolean shared(SegmentRef ref) {
-    return ref.info().columns().size() == 1 && !Spec.isDerived(ref.info().columns().getFirst());
+    return ref.info().columns().size() == 1 && !Spec.looksDerived(ref.info().columns().getFirst());
   }
 
   private void submit(Runnable r) {

@@ -1,9 +1,9 @@
 package io.strata.node;
 
+import io.strata.sdk.derive.Spec;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.FeatureType;
 import io.strata.sdk.tier.Tier;
-import io.strata.sdk.derive.Spec;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -125,7 +125,7 @@ final class KeySpace {
   /** The SSD bytes the policy reckons a feature chunk takes until its segment is written. */
   static long estimateBytes(Dataset ds, String feature, int chunk) {
     long rows = ds.chunks().get(chunk).rows();
-    if (Spec.isDerived(feature)) {
+    if (Spec.isDerived(ds, feature)) {
       return rows * 16 + 4096;
     }
     FeatureType t = ds.feature(feature).type();

@@ -1,11 +1,11 @@
 package io.strata.node;
 
+import io.strata.sdk.derive.Spec;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.files.OrcReads;
-import io.strata.sdk.derive.Spec;
 import io.strata.sdk.format.SegmentInfo;
 import io.strata.sdk.tiering.DecodedChunks;
 import io.strata.sdk.tiering.Promoter;
@@ -113,7 +113,7 @@ final class PromotionQueue implements AutoCloseable {
       if (!ds.version().equals(info.version())) {
         throw new IOException("dataset " + info.dataset() + " changed version");
       }
-      boolean derived = Spec.isDerived(info.feature());
+      boolean derived = Spec.isDerived(ds, info.feature());
       long t0 = System.nanoTime();
       Promoter.ChunkSource source;
       if (derived) {

@@ -25,7 +25,7 @@ final class RequestChecks {
    * and materialized) and {@code chunk} one of its chunks.
    */
   void check(Dataset ds, String feature, int chunk) {
-    if (Spec.isDerived(feature)) {
+    if (Spec.isDerived(ds, feature)) {
       String canonical;
       try {
         canonical = Spec.parse(feature).canonical();

@@ -221,7 +221,10 @@ public final class DatasetImporter {
         : Manifest.FileFormat.ORC;
   }
 
-  /** As {@link #importInto}, for Parquet files: a row group is a chunk; no sidecars (Parquet keeps its page checksums inside the file). */
+  /**
+   * As {@link #importInto}, for Parquet files: a row group of rows is a chunk; the stream checksums
+   * record every page's CRC32C (no stripe-footer sidecars: Parquet has no stripe footers).
+   */
   private static Manifest importParquet(Options o, List<Path> files, Progress progress) throws IOException {
     MessageType schema = null;
     Path schemaFile = null;
@@ -242,9 +245,10 @@ public final class DatasetImporter {
       if (schema == null) {
         schema = s;
         schemaFile = f;
-      } else if (!schema.equals(s)) {
-        throw new IllegalArgumentException(
-            "schema mismatch: " + f + " has " + ParquetTypes.describe(s) + " but " + schemaFile + " has " + ParquetTypes.describe(schema));
+      } else if (ParquetTypes.incompatibility(schema, s) != null) {
+        // Writers store a feature type differently (pyarrow a decimal as fixed bytes, polars as INT64): what must agree is the types served.
+        throw new IllegalArgumentException("schema mismatch: in " + f + " " + ParquetTypes.incompatibility(schema, s) + " as in "
+            + schemaFile + " (a dataset's files serve the same columns with the same feature types)");
       }
       chunks.addAll(scanned.chunks());
       long fileRows = scanned.rows();
@@ -261,8 +265,12 @@ public final class DatasetImporter {
     if (o.verify() || o.sampleColumn() != null) {
       sampleInfo = scan(o, draft, progress);
     }
+    // Parquet's page checksums are optional, and most writers write none (pyarrow's, DuckDB's and polars'
+    // defaults): a CRC32C of every page, page index and footer is recorded here, checked on every read.
     Manifest manifest = new Manifest(draft.name(), draft.version(), draft.rows(), features, fileInfos, chunks, sampleInfo)
-        .withFileFormat(Manifest.FileFormat.PARQUET);
+        .withFileFormat(Manifest.FileFormat.PARQUET)
+        .withStreamChecksums(StreamChecksums.writeParquet(o.datasetDir().resolve(StreamChecksums.FILE_NAME),
+            StreamChecksums.FILE_NAME, files));
     manifest.write(o.datasetDir());
     return manifest;
   }

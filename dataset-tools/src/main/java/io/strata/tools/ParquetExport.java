@@ -98,7 +98,8 @@ public final class ParquetExport {
       }
       Manifest m = DatasetImporter.importFiles(new DatasetImporter.Options(name, files, out, null, false, true), Progress.NONE);
       Manifest withIndex = new Manifest(m.name(), m.version(), m.rows(), m.features(), m.files(), m.chunks(), samples)
-          .withFileFormat(Manifest.FileFormat.PARQUET);
+          .withFileFormat(Manifest.FileFormat.PARQUET)
+          .withStreamChecksums(m.streamChecksums());
       withIndex.write(out);
       ok = true;
       return withIndex;

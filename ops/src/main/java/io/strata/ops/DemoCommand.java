@@ -340,7 +340,7 @@ final class DemoCommand implements Callable<Integer> {
     try (Dataset ds = Dataset.open(datasetDir)) {
       for (Path file : files) {
         try (SegmentFile seg = SegmentFile.open(file, SegmentFile.Verify.ALWAYS); Arena arena = Arena.ofConfined()) {
-          List<String> cols = seg.columnNames().stream().filter(c -> !io.strata.sdk.derive.Spec.isDerived(c)).toList();
+          List<String> cols = seg.columnNames().stream().filter(c -> !io.strata.sdk.derive.Spec.isDerived(ds, c)).toList();
           if (cols.isEmpty()) {
             derived++;
             continue;

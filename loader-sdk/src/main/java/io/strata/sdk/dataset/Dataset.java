@@ -82,6 +82,16 @@ public final class Dataset implements AutoCloseable {
     return manifest.features();
   }
 
+  /** Whether the dataset stores a column named {@code name} (served or not). */
+  public boolean hasColumn(String name) {
+    for (FeatureInfo f : manifest.features()) {
+      if (f.name().equals(name)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Names of the columns Strata serves. */
   public List<String> featureNames() {
     return manifest.features().stream().filter(FeatureInfo::supported).map(FeatureInfo::name).toList();

@@ -67,6 +67,11 @@ public final class Derivation {
 
   /** Binds {@code spec} to {@code dataset}: type-checks it against the dataset's features. */
   public static Derivation of(Spec spec, Dataset dataset) {
+    if (dataset.hasColumn(spec.canonical())) {
+      // The derivation's name would be the column's: the stored column is what that name serves.
+      throw new SpecException(spec.text(), 0, "dataset " + dataset.name() + " stores a column named '" + spec.canonical()
+          + "', and that name serves the stored column; a derivation of the same text cannot be named apart from it");
+    }
     Map<String, FeatureType> types = new HashMap<>();
     for (FeatureInfo f : dataset.columns()) {
       if (f.supported()) {

@@ -11,9 +11,24 @@ sealed interface Expr {
 
   /** A source feature (a column of the dataset). */
   record Feature(String name, int position) implements Expr {
+    /** The name as the parser reads it back: bare where it is a plain identifier, else in backquotes. */
     @Override
     public String canonical() {
-      return name;
+      return plain(name) ? name : "`" + name + "`";
+    }
+
+    /** Whether the parser reads {@code name} bare as one identifier: a letter or '_', then letters, digits, '_' and '.'. */
+    static boolean plain(String name) {
+      if (name.isEmpty() || !(Character.isLetter(name.charAt(0)) || name.charAt(0) == '_')) {
+        return false;
+      }
+      for (int i = 1; i < name.length(); i++) {
+        char c = name.charAt(i);
+        if (!(Character.isLetterOrDigit(c) || c == '_' || c == '.')) {
+          return false;
+        }
+      }
+      return true;
     }
   }
 

@@ -36,8 +36,22 @@ public final class Spec {
     this.root = root;
   }
 
-  /** Whether {@code featureOrSpec} is a derived spec (a function call) rather than a plain feature name. */
-  public static boolean isDerived(String featureOrSpec) {
+  /**
+   * Whether {@code feature}, asked of dataset {@code ds}, is a derived spec: shaped like a call of
+   * a known function and not the name of a stored column. A stored column always wins: files
+   * whose columns are named like expressions (SQL engines name unaliased expressions so, {@code
+   * log1p(v)}) are served as stored, and a derivation of such a column quotes it ({@code
+   * zscore(`log1p(v)`)}); {@link Derivation#of} refuses a derivation named like a stored column.
+   */
+  public static boolean isDerived(io.strata.sdk.dataset.Dataset ds, String feature) {
+    return looksDerived(feature) && !ds.hasColumn(feature);
+  }
+
+  /**
+   * Whether {@code featureOrSpec} is shaped like a derived spec (a call of a known function). Only
+   * the dataset can say whether it is one ({@link #isDerived(io.strata.sdk.dataset.Dataset, String)}).
+   */
+  public static boolean looksDerived(String featureOrSpec) {
     int paren = featureOrSpec.indexOf('(');
     return paren > 0 && !featureOrSpec.startsWith("`") && Functions.exists(featureOrSpec.substring(0, paren).strip().toLowerCase(Locale.ROOT));
   }

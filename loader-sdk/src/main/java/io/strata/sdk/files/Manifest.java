@@ -194,8 +194,8 @@ public final class Manifest {
   }
 
   private void validate() {
-    if (fileFormat != FileFormat.ORC && (!replicas.isEmpty() || streamChecksums != null)) {
-      throw new IllegalArgumentException("replicas and stream checksums are ORC's alone, and the files are " + fileFormat.text());
+    if (fileFormat != FileFormat.ORC && !replicas.isEmpty()) {
+      throw new IllegalArgumentException("replicas are ORC's alone, and the files are " + fileFormat.text());
     }
     Set<String> names = new HashSet<>();
     for (FeatureInfo f : features) {

@@ -287,8 +287,12 @@ public final class OrcIo {
     }
     if (t instanceof DataFormatException || m.contains("Decompress") || m.contains("decompress")
         || m.contains("buffer too small") || m.contains("Corrupt input") || m.contains("invalid stored block")
-        || m.contains("incorrect header check") || m.contains("Malformed input")) {
+        || m.contains("incorrect header check") || m.contains("Malformed input") || m.contains("FAILED_TO_UNCOMPRESS")
+        || m.contains("uncompress")) {
       return "its compressed data does not decompress";
+    }
+    if (m.contains("bitWidth must be") || m.contains("bit width") || m.contains("Invalid bit width")) {
+      return "its encoded data is malformed (a bit-packed run of an impossible width)";
     }
     if (t instanceof EOFException || m.contains("Read past end") || m.contains("past EOF") || m.contains("Can't finish")) {
       return "it ends before its data does (truncated?)";

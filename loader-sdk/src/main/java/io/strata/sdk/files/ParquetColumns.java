@@ -209,11 +209,12 @@ final class ParquetColumns {
         b.appendLong(v);
       }
       case UINT64 -> b.appendDecimal(r.readLong(), 0L);
-      case FLOAT -> b.appendDouble(r.readFloat());
+      // Floats by their bits: a conversion through double would quiet a signalling NaN.
+      case FLOAT -> b.appendFloatBits(Float.floatToRawIntBits(r.readFloat()));
       case DOUBLE -> b.appendDouble(r.readDouble());
       case FLOAT16 -> {
         ByteBuffer h = r.readBytes().toByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
-        b.appendDouble(Float.float16ToFloat(h.getShort(h.position())));
+        b.appendFloatBits(ColumnBuilder.halfToFloatBits(h.getShort(h.position())));
       }
       case BYTES -> {
         ByteBuffer v = r.readBytes().toByteBuffer();

@@ -60,10 +60,23 @@ public final class ParquetIo {
       org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4,
       org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4_RAW);
 
+  /** Why a chunk under Parquet's deprecated LZ4 codec did not decode (see ParquetTable's legacyLz4). */
+  static final String LEGACY_LZ4 = "its pages are compressed with Parquet's deprecated LZ4 codec, and not in Hadoop's"
+      + " framing of it, the only one parquet-java reads (older Arrow writers wrote raw LZ4 blocks under that name): not"
+      + " served; write the file again with LZ4_RAW (or another codec)";
+
   private ParquetIo() {}
 
   /** A Parquet file read through {@code confinement}: each stream is a confined open of its own. */
   static InputFile inputFile(Path file, Confinement confinement) throws IOException {
+    return inputFile(file, confinement, null);
+  }
+
+  /**
+   * As {@link #inputFile(Path, Confinement)}, every stream checking what it reads against {@code
+   * sums} (the file's recorded checksums; null for none) as it reads it.
+   */
+  static InputFile inputFile(Path file, Confinement confinement, StreamChecksums.File sums) throws IOException {
     long length;
     try (FileChannel ch = confinement.openRead(file)) {
       length = ch.size();
@@ -76,7 +89,7 @@ public final class ParquetIo {
 
       @Override
       public SeekableInputStream newStream() throws IOException {
-        return new ChannelStream(confinement.openRead(file));
+        return new ChannelStream(confinement.openRead(file), sums == null ? null : sums.new Running(file));
       }
 
       @Override
@@ -96,9 +109,14 @@ public final class ParquetIo {
 
   /** The input of an existing file whose shape is Parquet's (see {@link #checkShape}), read through {@code confinement}. */
   static InputFile open(Path file, Confinement confinement) throws IOException {
+    return open(file, confinement, null);
+  }
+
+  /** As {@link #open(Path, Confinement)}, its reads checked against {@code sums} (null for none). */
+  static InputFile open(Path file, Confinement confinement, StreamChecksums.File sums) throws IOException {
     OrcIo.regularFileSize(file, "Parquet");
     checkShape(file, confinement);
-    return inputFile(file, confinement);
+    return inputFile(file, confinement, sums);
   }
 
   /** As {@link #footer(Path, Confinement)}, through {@code in} (from {@link #inputFile}), the file's shape checked already. */
@@ -198,13 +216,24 @@ public final class ParquetIo {
     return OrcIo.describeChain(e);
   }
 
-  /** A positioned stream over a confined file channel. */
+  /** A positioned stream over a confined file channel, checking what it reads where the file's checksums are recorded. */
   private static final class ChannelStream extends SeekableInputStream {
     private final FileChannel ch;
+    private final StreamChecksums.File.Running sums;
     private long pos;
 
-    ChannelStream(FileChannel ch) {
+    ChannelStream(FileChannel ch, StreamChecksums.File.Running sums) {
       this.ch = ch;
+      this.sums = sums;
+    }
+
+    /** The {@code n} bytes before {@code buf}'s position were just read from {@code at}. */
+    private void check(long at, ByteBuffer buf, int n) throws IOException {
+      if (sums != null && n > 0) {
+        ByteBuffer d = buf.duplicate();
+        d.limit(d.position()).position(d.position() - n);
+        sums.read(at, d);
+      }
     }
 
     @Override
@@ -235,6 +264,7 @@ public final class ParquetIo {
       }
       int n = ch.read(buf, pos);
       if (n > 0) {
+        check(pos, buf, n);
         pos += n;
       }
       return n;
@@ -257,6 +287,7 @@ public final class ParquetIo {
         if (n < 0) {
           throw new EOFException("reached the end of the file at " + pos + " with " + buf.remaining() + " bytes still to read");
         }
+        check(pos, buf, n);
         pos += n;
       }
     }
@@ -272,8 +303,9 @@ public final class ParquetIo {
 
   /**
    * Reads {@code f}'s footer (file {@code fi} of a dataset, its first chunk numbered {@code
-   * firstChunk} and its first row {@code firstRow}): each row group a chunk, spanning the bytes of
-   * its readable column chunks. Columns under Parquet modular encryption are named in {@code
+   * firstChunk} and its first row {@code firstRow}): each row group of at least one row a chunk
+   * (its {@code stripe} the row group's index in the file), spanning the bytes of its readable
+   * column chunks. Columns under Parquet modular encryption are named in {@code
    * encrypted} (field to why not served); a codec this build cannot decompress, or a file whose
    * every column is encrypted, is refused naming the file.
    */
@@ -284,6 +316,11 @@ public final class ParquetIo {
     List<BlockMetaData> groups = footer.getBlocks();
     for (int g = 0; g < groups.size(); g++) {
       BlockMetaData b = groups.get(g);
+      if (b.getRowCount() == 0) {
+        // pyarrow writes one for an empty table or an empty write between batches; parquet-java's reader
+        // refuses to read one ("Illegal row group of 0 rows"). It holds nothing to serve: not a chunk.
+        continue;
+      }
       // The row group's bytes, from its readable column chunks (an encrypted one's offsets are encrypted too).
       long start = Long.MAX_VALUE;
       long end = 0;

@@ -56,6 +56,8 @@ public final class ParquetTable implements HddTable {
   private final InputFile[] inputs;
   private final long[] chunkFirstRows;
   private final Map<String, Integer> columnIndex;
+  /** The checksums recorded at import (null until first needed, or where none are); guarded by this table's monitor. */
+  private StreamChecksums sums;
   private volatile boolean closed;
 
   ParquetTable(Path dir, Manifest manifest, Confinement confinement) {
@@ -80,7 +82,11 @@ public final class ParquetTable implements HddTable {
     }
     if (footers[file] == null) {
       Path path = filePath(file);
-      InputFile in = ParquetIo.open(path, confinement); // one open for the footer and every read after
+      if (manifest.streamChecksums() != null && sums == null) {
+        sums = StreamChecksums.load(dir, manifest, confinement);
+      }
+      // One open for the footer and every read after, each read checked against the checksums recorded at import.
+      InputFile in = ParquetIo.open(path, confinement, sums == null ? null : sums.file(file));
       ParquetMetadata f = ParquetIo.footer(path, in);
       List<BlockMetaData> groups = f.getBlocks();
       for (ChunkInfo c : manifest.chunks()) {
@@ -214,9 +220,30 @@ public final class ParquetTable implements HddTable {
       if (unread != null) {
         throw unread;
       }
-      throw new CorruptFileException(
-          path, "cannot decode row group " + c.stripe() + " (columns " + features + "): " + ParquetIo.describe(e), e);
+      throw new CorruptFileException(path, "cannot decode row group " + c.stripe() + " (columns " + features + "): "
+          + (legacyLz4(footer, c, features) ? ParquetIo.LEGACY_LZ4 : ParquetIo.describe(e)), e);
     }
+  }
+
+  /**
+   * Whether a column of {@code features} in row group {@code c} is compressed with Parquet's
+   * deprecated LZ4 codec: parquet-java reads only Hadoop's framing of it, and older Arrow writers
+   * wrote raw LZ4 blocks under the same codec name, which no reader can tell apart before
+   * decompressing; a failure to decode such a chunk is said as that, not as damage.
+   */
+  private static boolean legacyLz4(ParquetMetadata footer, ChunkInfo c, List<String> features) {
+    MessageType schema = footer.getFileMetaData().getSchema();
+    BlockMetaData group = footer.getBlocks().get(c.stripe());
+    for (String f : features) {
+      try {
+        if (meta(group, ParquetTypes.leaf(schema, f)).getCodec() == org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4) {
+          return true;
+        }
+      } catch (RuntimeException e) {
+        // Not a column of this file: the error said already.
+      }
+    }
+    return false;
   }
 
   /** The metadata of {@code leaf}'s column chunk in {@code group}. */
@@ -267,11 +294,17 @@ public final class ParquetTable implements HddTable {
 
   @Override
   public long verifyChecksums() throws IOException {
+    StreamChecksums s = manifest.streamChecksums() == null ? null : StreamChecksums.load(dir, manifest, confinement);
     long bytes = 0;
     for (int i = 0; i < manifest.files().size(); i++) {
       Path path = filePath(i);
       Manifest.OrcFileInfo info = manifest.files().get(i);
-      HddTables.Read read = HddTables.readWhole(path, info, confinement, ch -> { });
+      int file = i;
+      HddTables.Read read = HddTables.readWhole(path, info, confinement, ch -> {
+        if (s != null) {
+          s.file(file).checkAll(path, ch); // names the row group, column chunk and page that differ
+        }
+      });
       if (!read.crc32c().equals(info.crc32c())) {
         // Say where: decoding every row group verifies the page checksums the writer wrote.
         List<String> served = manifest.features().stream().filter(FeatureInfo::supported).map(FeatureInfo::name).toList();

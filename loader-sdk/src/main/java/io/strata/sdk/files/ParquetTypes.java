@@ -88,6 +88,33 @@ public final class ParquetTypes {
     return schema.containsField(name) ? map(schema, schema.getType(name)).type() : null;
   }
 
+  /**
+   * Why files of schemas {@code a} and {@code b} cannot be one dataset's, or null where they can:
+   * the same top-level fields in the same order, each served as the same feature type (or not
+   * served in either). How a writer stores a type may differ between files — a decimal as fixed
+   * bytes or as INT64, a column required in one file and optional in another — since every file
+   * is decoded by its own schema.
+   */
+  public static String incompatibility(MessageType a, MessageType b) {
+    List<FeatureInfo> x = features(a, Map.of());
+    List<FeatureInfo> y = features(b, Map.of());
+    if (!x.stream().map(FeatureInfo::name).toList().equals(y.stream().map(FeatureInfo::name).toList())) {
+      return "its columns are " + y.stream().map(FeatureInfo::name).toList() + ", not " + x.stream().map(FeatureInfo::name).toList();
+    }
+    for (int i = 0; i < x.size(); i++) {
+      FeatureInfo p = x.get(i);
+      FeatureInfo q = y.get(i);
+      if (!java.util.Objects.equals(p.type(), q.type())) {
+        return "column '" + p.name() + "' is " + served(q) + " (" + q.orcType() + "), not " + served(p) + " (" + p.orcType() + ")";
+      }
+    }
+    return null;
+  }
+
+  private static String served(FeatureInfo f) {
+    return f.type() != null ? f.type().toString() : "not served";
+  }
+
   /** A field as the manifest's type text shows it: repetition, physical type and annotation. */
   public static String describe(Type f) {
     // The field's name follows its physical type (or "group"): taken out, the rest is its type.

@@ -21,10 +21,16 @@ import org.apache.orc.Reader;
 import org.apache.orc.RecordReader;
 import org.apache.orc.StripeInformation;
 import org.apache.orc.impl.RecordReaderImpl;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.io.InputFile;
 
 /**
- * A CRC32C of every stream of every stripe of a dataset's ORC files, recorded when the files are
- * written or imported ({@code streams.crc} in the dataset directory, named with its own CRC32C by
+ * A CRC32C of every stream of every stripe of a dataset's ORC files (of every page, page index and
+ * footer of its Parquet files: {@link #computeParquet}), recorded when the files are written or
+ * imported ({@code streams.crc} in the dataset directory, named with its own CRC32C by
  * the manifest; docs/FORMAT.md §1.6) and checked on every read of those bytes: ORC compresses
  * streams and checks nothing of their bytes, so a damaged stream decodes to wrong values as often
  * as to an error. Readers read whole streams (orc-core asks for one range per stream, merged where
@@ -61,8 +67,11 @@ public final class StreamChecksums {
     private final int[] column;
     private final int[] kind;
     private final int[] crc;
+    /** Whether the file is Parquet: a stripe is a row group, a column a leaf column, a kind one of {@link #PARQUET_KINDS}. */
+    private final boolean parquet;
 
-    private File(long[] start, long[] length, int[] stripe, int[] column, int[] kind, int[] crc) {
+    private File(long[] start, long[] length, int[] stripe, int[] column, int[] kind, int[] crc, boolean parquet) {
+      this.parquet = parquet;
       this.start = start;
       this.length = length;
       this.stripe = stripe;
@@ -73,6 +82,10 @@ public final class StreamChecksums {
 
     /** The streams of {@code entries}, each {@code [offset, length, stripe, column, kind, crc]}, in offset order. */
     static File of(List<long[]> entries) {
+      return of(entries, false);
+    }
+
+    static File of(List<long[]> entries, boolean parquet) {
       int n = entries.size();
       long[] start = new long[n];
       long[] length = new long[n];
@@ -89,7 +102,7 @@ public final class StreamChecksums {
         kind[i] = (int) e[4];
         crc[i] = (int) e[5];
       }
-      return new File(start, length, stripe, column, kind, crc);
+      return new File(start, length, stripe, column, kind, crc, parquet);
     }
 
     int streams() {
@@ -132,10 +145,76 @@ public final class StreamChecksums {
         slice.limit(from + (int) length[i]).position(from);
         c.reset();
         c.update(slice);
-        if ((int) c.getValue() != crc[i]) {
-          throw new CorruptFileException(file, "stripe " + stripe[i] + " column " + column[i] + " "
-              + kindName(kind[i]) + " stream is damaged: its bytes [" + start[i] + ", " + (start[i] + length[i])
-              + ") have CRC32C " + hex((int) c.getValue()) + ", recorded " + hex(crc[i]) + " when the file was written");
+        compare(file, i, (int) c.getValue());
+      }
+    }
+
+    private void compare(Path file, int i, int got) throws CorruptFileException {
+      if (got != crc[i]) {
+        throw new CorruptFileException(file, where(i) + " is damaged: its bytes [" + start[i] + ", " + (start[i] + length[i])
+            + ") have CRC32C " + hex(got) + ", recorded " + hex(crc[i]) + " when the file was "
+            + (parquet ? "imported" : "written"));
+      }
+    }
+
+    private String where(int i) {
+      if (!parquet) {
+        return "stripe " + stripe[i] + " column " + column[i] + " " + kindName(kind[i]) + " stream";
+      }
+      String what = kind[i] >= 0 && kind[i] < PARQUET_KINDS.length ? PARQUET_KINDS[kind[i]] : "kind " + kind[i];
+      return kind[i] == FOOTER ? "the " + what : "row group " + stripe[i] + " column chunk " + column[i] + " " + what;
+    }
+
+    /**
+     * Checks the bytes a stream reads, in the order it reads them: a recorded range read from its
+     * first byte to its last, in one read or several in a row (parquet-java reads a run of column
+     * chunks into buffers of at most 8 MiB each), is checked when its last byte arrives. Ranges
+     * read only in part, or from a place inside them, are not checked (no reader of a file whose
+     * footer and page indexes are themselves checked reads so). Belongs to one stream.
+     */
+    final class Running {
+      private final Path path;
+      private final CRC32C c = new CRC32C();
+      private int entry = -1;
+      private long next;
+
+      Running(Path path) {
+        this.path = path;
+      }
+
+      /** {@code data}'s remaining bytes were just read from {@code position} on. */
+      void read(long position, ByteBuffer data) throws CorruptFileException {
+        long end = position + data.remaining();
+        long at = position;
+        while (at < end) {
+          if (entry < 0 || at != next) {
+            int i = Arrays.binarySearch(start, at);
+            if (i < 0) {
+              i = -i - 1;
+            }
+            while (i < start.length && length[i] == 0) {
+              i++;
+            }
+            if (i >= start.length || start[i] >= end) {
+              entry = -1;
+              return;
+            }
+            entry = i;
+            at = start[i];
+            next = at;
+            c.reset();
+          }
+          long entryEnd = start[entry] + length[entry];
+          int take = (int) (Math.min(end, entryEnd) - at);
+          int from = data.position() + (int) (at - position);
+          c.update(data.duplicate().limit(from + take).position(from));
+          at += take;
+          next = at;
+          if (next == entryEnd) {
+            int done = entry;
+            entry = -1;
+            compare(path, done, (int) c.getValue());
+          }
         }
       }
     }
@@ -154,6 +233,15 @@ public final class StreamChecksums {
       }
     }
   }
+
+  /** What a Parquet entry's kind names. */
+  static final String[] PARQUET_KINDS = {"(all its pages)", "dictionary page", "data page", "offset index", "column index", "footer"};
+  static final int CHUNK = 0;
+  static final int DICTIONARY = 1;
+  static final int PAGE = 2;
+  static final int OFFSET_INDEX = 3;
+  static final int COLUMN_INDEX = 4;
+  static final int FOOTER = 5;
 
   private static String kindName(int kind) {
     OrcProto.Stream.Kind k = OrcProto.Stream.Kind.forNumber(kind);
@@ -201,6 +289,108 @@ public final class StreamChecksums {
   }
 
   /**
+   * Computes the checksums of Parquet file {@code file}: its footer, every column chunk (page by
+   * page where the writer wrote an offset index: a read of some rows reads some pages, and each
+   * is checked on its own; the dictionary pages before the first data page as one range), and
+   * its offset and column indexes, which say where the pages are. Row groups of no rows hold no
+   * pages that are read; encrypted column chunks are left out (never read).
+   */
+  static File computeParquet(Path file) throws IOException {
+    List<long[]> entries = new ArrayList<>();
+    InputFile in = ParquetIo.open(file, Confinement.NONE);
+    ParquetMetadata footer = ParquetIo.footer(file, in);
+    try (ParquetFileReader reader = ParquetIo.reader(in, footer); FileChannel ch = FileChannel.open(file)) {
+      long size = ch.size();
+      ByteBuffer tail = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+      read(file, ch, tail, size - 8);
+      long footerLength = Integer.toUnsignedLong(tail.getInt(0));
+      entries.add(entry(file, ch, size - 8 - footerLength, footerLength, 0, 0, FOOTER));
+      List<BlockMetaData> groups = footer.getBlocks();
+      for (int g = 0; g < groups.size(); g++) {
+        List<ColumnChunkMetaData> columns = groups.get(g).getColumns();
+        for (int col = 0; col < columns.size(); col++) {
+          ColumnChunkMetaData m = columns.get(col);
+          if (m.isEncrypted()) {
+            continue;
+          }
+          if (m.getColumnIndexReference() != null) {
+            entries.add(entry(file, ch, m.getColumnIndexReference().getOffset(), m.getColumnIndexReference().getLength(),
+                g, col, COLUMN_INDEX));
+          }
+          if (groups.get(g).getRowCount() == 0) {
+            continue;
+          }
+          long start = m.getStartingPos();
+          long end = start + m.getTotalSize();
+          List<long[]> pages = new ArrayList<>();
+          if (m.getOffsetIndexReference() != null) {
+            entries.add(entry(file, ch, m.getOffsetIndexReference().getOffset(), m.getOffsetIndexReference().getLength(),
+                g, col, OFFSET_INDEX));
+            org.apache.parquet.internal.column.columnindex.OffsetIndex index = reader.readOffsetIndex(m);
+            long at = start;
+            if (index != null && index.getPageCount() > 0 && index.getOffset(0) >= start) {
+              if (index.getOffset(0) > start) {
+                pages.add(new long[] {start, index.getOffset(0) - start, DICTIONARY});
+              }
+              at = index.getOffset(0);
+              for (int p = 0; p < index.getPageCount() && at == index.getOffset(p); p++) {
+                pages.add(new long[] {at, index.getCompressedPageSize(p), PAGE});
+                at += index.getCompressedPageSize(p);
+              }
+            }
+            if (at != end) {
+              pages.clear(); // the pages do not tile the chunk: checked as a whole
+            }
+          }
+          if (pages.isEmpty()) {
+            pages.add(new long[] {start, end - start, CHUNK});
+          }
+          for (long[] p : pages) {
+            entries.add(entry(file, ch, p[0], p[1], g, col, (int) p[2]));
+          }
+        }
+      }
+    }
+    entries.sort(Comparator.comparingLong(e -> e[0]));
+    for (int i = 1; i < entries.size(); i++) {
+      if (entries.get(i - 1)[0] + entries.get(i - 1)[1] > entries.get(i)[0]) {
+        throw new CorruptFileException(file, "its column chunks, page indexes or footer overlap (the footer is damaged)");
+      }
+    }
+    return File.of(entries, true);
+  }
+
+  private static long[] entry(Path file, FileChannel ch, long offset, long length, int group, int column, int kind)
+      throws IOException {
+    if (offset < 0 || length < 0 || length > Integer.MAX_VALUE - 16 || offset + length > ch.size()) {
+      throw new CorruptFileException(file, "its footer places " + PARQUET_KINDS[kind] + " bytes [" + offset + ", "
+          + (offset + length) + ") outside the file (" + ch.size() + " bytes)");
+    }
+    ByteBuffer b = ByteBuffer.allocate((int) length);
+    read(file, ch, b, offset);
+    CRC32C c = new CRC32C();
+    c.update(b.flip());
+    return new long[] {offset, length, group, column, kind, (int) c.getValue()};
+  }
+
+  private static void read(Path file, FileChannel ch, ByteBuffer b, long at) throws IOException {
+    while (b.hasRemaining()) {
+      if (ch.read(b, at + b.position()) < 0) {
+        throw new CorruptFileException(file, "truncated: it ends at " + ch.size() + " bytes, before its data does");
+      }
+    }
+  }
+
+  /** As {@link #write}, for a dataset whose files are Parquet. */
+  public static Manifest.StreamChecksumsInfo writeParquet(Path target, String manifestPath, List<Path> files) throws IOException {
+    List<File> computed = new ArrayList<>();
+    for (Path f : files) {
+      computed.add(computeParquet(f));
+    }
+    return writeAll(target, manifestPath, computed);
+  }
+
+  /**
    * Computes the checksums of the dataset's files ({@code files}, the manifest's order, with their
    * absolute paths) and writes them to {@code target} atomically; returns what the manifest
    * records of them, {@code manifestPath} being {@code target}'s path from the dataset directory.
@@ -212,6 +402,10 @@ public final class StreamChecksums {
         computed.add(compute(f, reader));
       }
     }
+    return writeAll(target, manifestPath, computed);
+  }
+
+  private static Manifest.StreamChecksumsInfo writeAll(Path target, String manifestPath, List<File> computed) throws IOException {
     long size = MAGIC.length + 4 + 4 + 4L;
     for (File f : computed) {
       size += 4 + (long) ENTRY * f.streams();
@@ -280,7 +474,7 @@ public final class StreamChecksums {
       for (int i = 0; i < n; i++) {
         entries.add(new long[] {b.getLong(), b.getLong(), b.getInt(), b.getInt(), b.getInt(), b.getInt()});
       }
-      files.add(File.of(entries));
+      files.add(File.of(entries, m.fileFormat() == Manifest.FileFormat.PARQUET));
     }
     return new StreamChecksums(List.copyOf(files));
   }

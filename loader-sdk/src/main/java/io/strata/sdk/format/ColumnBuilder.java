@@ -271,6 +271,40 @@ public final class ColumnBuilder {
     }
   }
 
+  /**
+   * Appends a float32 value by its IEEE bits, every bit kept: a signalling NaN passed through a
+   * {@code float} or {@code double} conversion comes out quieted (the quiet bit set, as the CPU's
+   * conversions do), so readers of float columns hand the raw bits here. A float64 column takes
+   * the value widened exactly (a NaN's payload shifted into place, not quieted).
+   */
+  public void appendFloatBits(int bits) {
+    ensureRows(1);
+    markValid(true);
+    hostWrite();
+    switch (type.kind()) {
+      case FLOAT32 -> values.set(Le.INT, rows * 4L, bits);
+      case FLOAT64 -> values.set(Le.LONG, rows * 8L, widenFloatBits(bits));
+      default -> throw new IllegalStateException("appendFloatBits on a " + type + " builder");
+    }
+    rows++;
+  }
+
+  /** The float64 bits of float32 {@code bits}, exact: NaNs keep their sign, payload and quiet bit. */
+  static long widenFloatBits(int bits) {
+    if ((bits & 0x7f80_0000) == 0x7f80_0000 && (bits & 0x007f_ffff) != 0) {
+      return ((long) (bits & 0x8000_0000) << 32) | 0x7ff0_0000_0000_0000L | ((long) (bits & 0x007f_ffff) << 29);
+    }
+    return Double.doubleToRawLongBits(Float.intBitsToFloat(bits));
+  }
+
+  /** The float32 bits of IEEE half-precision {@code bits}, exact: NaNs keep their sign, payload and quiet bit. */
+  public static int halfToFloatBits(short bits) {
+    if ((bits & 0x7c00) == 0x7c00) {
+      return ((bits & 0x8000) << 16) | 0x7f80_0000 | ((bits & 0x03ff) << 13);
+    }
+    return Float.floatToRawIntBits(Float.float16ToFloat(bits));
+  }
+
   /** Appends a decimal by its unscaled 128-bit value, as low and high 64-bit words. */
   public void appendDecimal(long low, long high) {
     requireKind(FeatureType.Kind.DECIMAL);

@@ -88,7 +88,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     Map<String, DerivedChunkSource> derivedSources = new HashMap<>();
     List<String> storageNames = new ArrayList<>();
     for (String f : features) {
-      if (Spec.isDerived(f)) {
+      if (Spec.isDerived(dataset, f)) {
         Derivation d = Derivation.of(Spec.parse(f), dataset);
         if (b.nodeClient != null) {
           try {
@@ -142,7 +142,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
     this.next = start;
     this.program = PlanProgram.of(plan, b.epochs, planStart);
     if (node != null) {
-      node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(f)).toList());
+      node.declarePlan(program, b.substitutable, features.stream().filter(f -> !Spec.isDerived(dataset, f)).toList());
     }
     // Slabs for the batches in the prefetch queue and being assembled, the batch the job holds, the
     // one it has let go of but not yet returned (a Python job returns it with its next request),

@@ -33,10 +33,14 @@ class SpecTest {
     }
     assertEquals(List.of("price"), Spec.parse("zscore(log1p(price))").sources());
     assertEquals(List.of("qty", "cat"), Spec.parse("cross(qty, hash_bucket(cat, 100), 5000)").sources());
-    assertTrue(Spec.isDerived("log1p(price)"));
-    assertFalse(Spec.isDerived("price"));
-    assertFalse(Spec.isDerived("weird(name)"), "not a known function: a column name");
-    assertEquals("hash_bucket(`my col`,10)".replace("`my col`", "my col"), Spec.parse("hash_bucket(`my col`, 10)").canonical());
+    assertTrue(Spec.looksDerived("log1p(price)"));
+    assertFalse(Spec.looksDerived("price"));
+    assertFalse(Spec.looksDerived("weird(name)"), "not a known function: a column name");
+    // A name the parser would not read bare stays quoted: the canonical text parses back to the same spec.
+    assertEquals("hash_bucket(`my col`,10)", Spec.parse("hash_bucket(`my col`, 10)").canonical());
+    assertEquals("zscore(`log1p(v)`)", Spec.parse("ZSCORE( `log1p(v)` )").canonical());
+    assertEquals("zscore(log1p(v))", Spec.parse("zscore(log1p(v))").canonical());
+    assertEquals(Spec.parse("zscore(`log1p(v)`)"), Spec.parse(Spec.parse("zscore(`log1p(v)`)").canonical()));
   }
 
   @Test

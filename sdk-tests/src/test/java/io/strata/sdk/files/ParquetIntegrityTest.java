@@ -67,10 +67,23 @@ class ParquetIntegrityTest {
   }
 
   private Dataset damaged(String source, String column, int xor) throws IOException {
+    return damaged(source, column, xor, true);
+  }
+
+  /**
+   * A copy of {@code source} imported, then 4 bytes in the middle of row group 1's chunk of {@code
+   * column} changed; {@code sidecar}: whether the dataset keeps its stream checksums (false: as a
+   * dataset imported before Strata recorded them, which only the file's own checks protect).
+   */
+  private Dataset damaged(String source, String column, int xor, boolean sidecar) throws IOException {
     Path copy = tmp.resolve(source);
     Files.copy(pyarrowFile(source), copy);
     Path ds = tmp.resolve("ds-" + source);
     DatasetImporter.importFiles(new DatasetImporter.Options("dmg", List.of(copy), ds, null, true, false), Progress.NONE);
+    if (!sidecar) {
+      Manifest.read(ds).withStreamChecksums(null).write(ds);
+      Files.delete(ds.resolve(StreamChecksums.FILE_NAME));
+    }
     long[] range = chunkRange(copy, 1, column);
     byte[] bytes = Files.readAllBytes(copy);
     int mid = (int) (range[0] + range[1] / 2);
@@ -82,21 +95,34 @@ class ParquetIntegrityTest {
   }
 
   @Test
+  void aPageThatDoesNotMatchTheChecksumsRecordedAtImportIsRefused() throws IOException {
+    try (Dataset d = damaged("plain-none.parquet", "d", 0x40); Arena arena = Arena.ofConfined()) {
+      d.readChunk(0, List.of("d"), arena); // an undamaged row group reads
+      CorruptFileException e = assertThrows(CorruptFileException.class, () -> d.readChunk(1, List.of("d"), arena));
+      assertTrue(e.getMessage().contains("plain-none.parquet") && e.getMessage().contains("row group 1 column chunk")
+          && e.getMessage().contains("is damaged") && e.getMessage().contains("when the file was imported"), e.getMessage());
+      CorruptFileException v = assertThrows(CorruptFileException.class, () -> d.table().verifyChecksums());
+      assertTrue(v.getMessage().contains("row group 1 column chunk") && v.getMessage().contains("is damaged"), v.getMessage());
+    }
+  }
+
+  @Test
   void aPageThatDoesNotMatchItsChecksumIsRefused() throws IOException {
-    try (Dataset d = damaged("gzip-checksums.parquet", "i64", 0x40); Arena arena = Arena.ofConfined()) {
+    try (Dataset d = damaged("gzip-checksums.parquet", "i64", 0x40, false); Arena arena = Arena.ofConfined()) {
       d.readChunk(0, List.of("i64"), arena); // an undamaged row group reads
       CorruptFileException e = assertThrows(CorruptFileException.class, () -> d.readChunk(1, List.of("i64"), arena));
       assertTrue(e.getMessage().contains("gzip-checksums.parquet") && e.getMessage().contains("row group 1")
-          && e.getMessage().contains("checksum"), e.getMessage());
+          && e.getMessage().contains("does not match its checksum"), e.getMessage());
       CorruptFileException v = assertThrows(CorruptFileException.class, () -> d.table().verifyChecksums());
-      assertTrue(v.getMessage().contains("checksum"), v.getMessage());
+      assertTrue(v.getMessage().contains("does not match its checksum"), v.getMessage());
     }
   }
 
   @Test
   void valuesOutsideTheWritersStatisticsAreRefused() throws IOException {
-    // No checksums and no compression: the damaged values decode, and only the statistics can tell.
-    try (Dataset d = damaged("plain-none.parquet", "d", 0x40); Arena arena = Arena.ofConfined()) {
+    // No checksums and no compression, and no stream checksums recorded (a dataset imported before
+    // Strata recorded them): the damaged values decode, and only the statistics can tell.
+    try (Dataset d = damaged("plain-none.parquet", "d", 0x40, false); Arena arena = Arena.ofConfined()) {
       CorruptFileException e = assertThrows(CorruptFileException.class, () -> d.readChunk(1, List.of("d"), arena));
       assertTrue(e.getMessage().contains("plain-none.parquet") && e.getMessage().contains("column 'd'")
           && e.getMessage().contains("statistics"), e.getMessage());
