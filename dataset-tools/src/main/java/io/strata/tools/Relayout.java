@@ -62,8 +62,12 @@ public final class Relayout {
   static final String PENDING = "relayout.pending";
   /** The previous version's manifest, kept by a relayout in place ({@link #rollback}). */
   public static final String PREVIOUS = "manifest.previous.json";
+  /** A rollback's swap of the two manifests, written before it is carried out ({@link #rollback}). */
+  static final String ROLLBACK_JOURNAL = "rollback.journal";
   /** Runs on the directory of new files before they are checked (tests damage a file here); nothing by default. */
   static volatile Consumer<Path> beforeCheck = p -> {};
+  /** Runs between a rollback's two manifest writes (tests crash it here); nothing by default. */
+  static volatile Runnable betweenRollbackWrites = () -> {};
 
   private Relayout() {}
 
@@ -102,23 +106,38 @@ public final class Relayout {
     try {
       RelayoutWriter.Written w = RelayoutWriter.writeVerified(dir, old, order, stripeBytes, tmp, progress);
       String layout = LAYOUT_PREFIX + w.version().substring(0, Math.min(16, w.version().length()));
+      Manifest.StreamChecksumsInfo sums = RelayoutWriter.streamChecksums(tmp, w, layout + "/");
+      Path target = dir.resolve(layout);
+      // A layout directory of this name that is still there (after the clean-up above) is a kept
+      // version's — the previous one, when the relayout goes back to its order, or the current one
+      // — and jobs may be reading it: it is never deleted or replaced. Holding the very same files,
+      // it is the new version's too; else the new one takes a name of its own.
+      boolean reuse = false;
+      if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+        reuse = sameFiles(tmp, target);
+        if (!reuse) {
+          layout = layout + "-" + Long.toHexString(System.nanoTime());
+          target = dir.resolve(layout);
+          sums = new Manifest.StreamChecksumsInfo(layout + sums.path().substring(sums.path().indexOf('/')), sums.crc32c());
+        }
+      }
       List<Manifest.OrcFileInfo> placed = new ArrayList<>();
       for (Manifest.OrcFileInfo i : w.infos()) {
         placed.add(new Manifest.OrcFileInfo(layout + "/" + i.path(), i.bytes(), i.rows(), i.crc32c()));
       }
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), placed, w.chunks(), old.sampleIndex(),
-          w.replicas()).withStreamChecksums(RelayoutWriter.streamChecksums(tmp, w, layout + "/"));
+          w.replicas()).withStreamChecksums(sums);
       // Commit: the new files forced to disk (the ORC writer never syncs), the layout directory
       // appears whole (one rename, itself forced to disk), the old files are listed for removal, then
       // the manifest is replaced (one rename): from here on the new version is the dataset, and a
       // crash at any point leaves either the old manifest or a new one whose files are all on disk.
-      AtomicFiles.fsyncTree(tmp);
-      Path target = dir.resolve(layout);
-      if (Files.exists(target)) {
-        AtomicFiles.deleteTree(target);
+      if (reuse) {
+        AtomicFiles.deleteTree(tmp);
+      } else {
+        AtomicFiles.fsyncTree(tmp);
+        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+        AtomicFiles.fsyncDirectory(dir);
       }
-      Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-      AtomicFiles.fsyncDirectory(dir);
       // The old version stays as the previous one (its manifest kept beside, its files on disk,
       // for jobs and nodes still reading it and for a rollback); the one before it goes.
       Set<String> keep = new HashSet<>();
@@ -149,6 +168,35 @@ public final class Relayout {
         AtomicFiles.deleteTree(tmp);
       }
     }
+  }
+
+  /** Whether directory {@code b} holds exactly the regular files of {@code a}, byte for byte (and no links). */
+  private static boolean sameFiles(Path a, Path b) throws IOException {
+    if (!Files.isDirectory(b, LinkOption.NOFOLLOW_LINKS)) {
+      return false;
+    }
+    List<Path> mine = new ArrayList<>();
+    List<Path> theirs = new ArrayList<>();
+    try (var s = Files.walk(a)) {
+      s.filter(p -> !p.equals(a)).forEach(p -> mine.add(a.relativize(p)));
+    }
+    try (var s = Files.walk(b)) {
+      s.filter(p -> !p.equals(b)).forEach(p -> theirs.add(b.relativize(p)));
+    }
+    if (!new HashSet<>(mine).equals(new HashSet<>(theirs))) {
+      return false;
+    }
+    for (Path rel : mine) {
+      Path x = a.resolve(rel);
+      Path y = b.resolve(rel);
+      if (Files.isSymbolicLink(y) || Files.isDirectory(x) != Files.isDirectory(y, LinkOption.NOFOLLOW_LINKS)) {
+        return false;
+      }
+      if (!Files.isDirectory(x) && Files.mismatch(x, y) != -1) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**
@@ -301,6 +349,7 @@ public final class Relayout {
       return;
     }
     dir = SafePaths.trusted(dir);
+    finishRollback(dir); // a rollback a crash interrupted: its swap first, so both versions stay referenced
     Manifest m = Manifest.read(dir);
     Set<String> referenced = new HashSet<>();
     Set<String> layouts = new HashSet<>();
@@ -405,12 +454,14 @@ public final class Relayout {
 
   /**
    * Makes the previous version (kept by the last relayout in place) the dataset again, and the
-   * present one the previous: a second rollback undoes the first. Each manifest is replaced
-   * atomically, the current one first; every file of the version gone back to must be there with
+   * present one the previous: a second rollback undoes the first. The swap is one step: journaled
+   * ({@code rollback.journal}), then both manifests replaced, the journal removed; a crash in
+   * between is carried out by the next clean-up, relayout or rollback. Every file of the version gone back to must be there with
    * its size ({@code dataset verify} checks their bytes). Not while a relayout of the dataset runs.
    */
   public static Rollback rollback(Path dir) throws IOException {
     dir = SafePaths.trusted(dir);
+    finishRollback(dir); // one a crash interrupted, first
     Path file = dir.resolve(PREVIOUS);
     if (!Files.isRegularFile(dir.resolve(Manifest.FILE_NAME))) {
       throw new NoSuchFileException(dir.toString(), null, "not a dataset directory (no manifest.json)");
@@ -440,10 +491,47 @@ public final class Relayout {
       }
     }
     byte[] currentBytes = Files.readAllBytes(dir.resolve(Manifest.FILE_NAME));
-    AtomicFiles.write(dir.resolve(Manifest.FILE_NAME), previousBytes);
-    AtomicFiles.write(file, currentBytes);
+    // One step: the swap is journaled first (one atomic write naming both manifests' new contents),
+    // then carried out. A crash before the journal is whole changes nothing; after it, the next
+    // clean-up (which every relayout, rollback and clean-up runs first) carries the swap out
+    // before it looks at what the manifests reference, so it never deletes a version's files
+    // because the two manifests were caught naming the same one.
+    var journal = Json.object();
+    journal.put(Manifest.FILE_NAME, java.util.Base64.getEncoder().encodeToString(previousBytes));
+    journal.put(PREVIOUS, java.util.Base64.getEncoder().encodeToString(currentBytes));
+    AtomicFiles.write(dir.resolve(ROLLBACK_JOURNAL), Json.pretty(journal).getBytes(StandardCharsets.UTF_8));
+    finishRollback(dir);
     cleanUp(dir); // replaced versions no process reads any more go now
     return new Rollback(current.version(), p.version());
+  }
+
+  /**
+   * Carries out a journaled rollback's swap ({@link #rollback}) if one is there: both manifests
+   * written from the journal (each write atomic, the same bytes again if done already), then the
+   * journal removed. A journal that does not parse is one a crash cut short before it was whole
+   * (it is written atomically, so it cannot be): it is refused, naming it.
+   */
+  private static void finishRollback(Path dir) throws IOException {
+    Path journal = dir.resolve(ROLLBACK_JOURNAL);
+    if (!Files.isRegularFile(journal, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    var j = Json.parse(Files.readAllBytes(journal));
+    byte[] manifest;
+    byte[] previous;
+    try {
+      manifest = java.util.Base64.getDecoder().decode(j.path(Manifest.FILE_NAME).asText(""));
+      previous = java.util.Base64.getDecoder().decode(j.path(PREVIOUS).asText(""));
+    } catch (IllegalArgumentException e) {
+      throw new CorruptFileException(journal, "the rollback journal is damaged: " + e.getMessage());
+    }
+    Manifest.parse(journal, manifest); // a manifest, or refused before anything is written
+    Manifest.parse(journal, previous);
+    AtomicFiles.write(dir.resolve(Manifest.FILE_NAME), manifest);
+    betweenRollbackWrites.run();
+    AtomicFiles.write(dir.resolve(PREVIOUS), previous);
+    Files.delete(journal);
+    AtomicFiles.fsyncDirectory(dir);
   }
 
   /** Refuses a {@code relayout.pending} naming a file outside the dataset or through a link. */

@@ -286,6 +286,77 @@ class RelayoutTest {
     assertEquals(v3.version(), Manifest.read(dir).version());
   }
 
+  /**
+   * A relayout back to the previous version's order writes the files that version already has:
+   * the kept directory, which a reader of that version may be reading, is neither deleted nor
+   * replaced (issue 52: it was deleted first, and a reader's files vanished), and is the new
+   * version's too.
+   */
+  @Test
+  void aRelayoutBackToThePreviousOrderNeverDeletesItsFiles() throws IOException {
+    Path dir = generate("back");
+    Manifest v1 = Manifest.read(dir);
+    List<String> a = new ArrayList<>(v1.features().stream().map(FeatureInfo::name).toList());
+    Collections.reverse(a);
+    List<String> b = new ArrayList<>(a);
+    Collections.swap(b, 0, 1);
+    Manifest v2 = Relayout.rewrite(dir, a, Progress.NONE).manifest();
+    Path kept = dir.resolve(v2.files().get(0).path());
+    Object identity = Files.readAttributes(kept, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
+    // A reader of v2 holds it while the dataset moves on to b's order and back to v2's.
+    try (Dataset reader = Dataset.open(dir)) {
+      Relayout.rewrite(dir, b, Progress.NONE);
+      Manifest v4 = Relayout.rewrite(dir, a, Progress.NONE).manifest();
+      assertEquals(v2.version(), v4.version(), "the same order, the same files: the same version");
+      assertEquals(v2.files(), v4.files(), "the kept directory is the new version's");
+      assertEquals(identity, Files.readAttributes(kept, java.nio.file.attribute.BasicFileAttributes.class).fileKey(),
+          "the kept file was neither deleted nor replaced");
+      try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+        for (var c : reader.chunks()) {
+          reader.readChunk(c.index(), reader.featureNames(), arena); // the reader's files are all there
+        }
+      }
+    }
+    Relayout.cleanUp(dir); // the versions the reader held go now
+    assertTrue(leftovers(dir).isEmpty(), "nothing left: " + leftovers(dir));
+    try (Dataset d = Dataset.open(dir)) {
+      assertEquals(v2.version(), d.version());
+    }
+  }
+
+  /**
+   * A rollback cut short between its two manifest writes (both then name the version gone back
+   * to): the next clean-up carries the swap out before it looks at what is referenced, so the
+   * relaid-out version's files are not deleted, and a rollback after it goes forward again.
+   */
+  @Test
+  void aRollbackCutShortIsFinishedAndDeletesNothing() throws IOException {
+    Path dir = generate("cut");
+    Path original = tmp.resolve("cut-original");
+    copyTree(dir, original);
+    Manifest before = Manifest.read(dir);
+    List<String> order = new ArrayList<>(before.features().stream().map(FeatureInfo::name).toList());
+    Collections.reverse(order);
+    Manifest next = Relayout.rewrite(dir, order, Progress.NONE).manifest();
+    Relayout.betweenRollbackWrites = () -> {
+      throw new IllegalStateException("crash");
+    };
+    try {
+      assertThrows(IllegalStateException.class, () -> Relayout.rollback(dir));
+    } finally {
+      Relayout.betweenRollbackWrites = () -> {};
+    }
+    assertEquals(before.version(), Manifest.read(dir).version(), "the dataset is the version gone back to");
+    Relayout.cleanUp(dir);
+    for (Manifest.OrcFileInfo f : next.files()) {
+      assertTrue(Files.exists(dir.resolve(f.path())), "the relaid-out version's file is kept: " + f.path());
+    }
+    assertEquals(next.version(), Relayout.previous(dir).version(), "the swap was carried out");
+    assertSameValues(original, dir);
+    assertEquals(next.version(), Relayout.rollback(dir).toVersion());
+    assertEquals(order, Manifest.read(dir).features().stream().map(FeatureInfo::name).toList());
+  }
+
   @Test
   void aRollbackGoesBackToThePreviousVersionAndASecondOneForward() throws IOException {
     Path dir = generate("r");
