@@ -40,7 +40,7 @@ final class RelayoutEpochs {
 
   /** What one epoch of every job cost on one copy: its requests as the reader issued them too. */
   record Epochs(long requests, long bytes, double seconds, long checksum, long deviceRequests, long deviceBytes,
-      List<OrcReads.Request> stream) {}
+      List<OrcReads.Request> stream, double cpuSeconds, List<Integer> jobStarts) {}
 
   /**
    * Every job's epoch from ORC on {@code dir}'s dataset, each after dropping the files from the
@@ -52,8 +52,9 @@ final class RelayoutEpochs {
       throws IOException, InterruptedException {
     OrcReads.setGapBytes(gap);
     try (OrcReads.Recording rec = OrcReads.record()) {
-      Epochs e = epochs(dir, js, dropper, hdd, grain);
-      return new Epochs(e.requests(), e.bytes(), e.seconds(), e.checksum(), e.deviceRequests(), e.deviceBytes(), rec.requests());
+      Epochs e = epochs(dir, js, dropper, hdd, grain, rec);
+      return new Epochs(e.requests(), e.bytes(), e.seconds(), e.checksum(), e.deviceRequests(), e.deviceBytes(), rec.requests(),
+          e.cpuSeconds(), e.jobStarts());
     } finally {
       OrcReads.setGapBytes(-1);
     }
@@ -64,8 +65,11 @@ final class RelayoutEpochs {
     return Manifest.read(dir).chunks().stream().mapToLong(ChunkInfo::firstRow).toArray();
   }
 
-  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long[] grain)
+  private static Epochs epochs(Path dir, List<Job> js, String dropper, EmulatedHdd hdd, long[] grain, OrcReads.Recording rec)
       throws IOException, InterruptedException {
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    double cpu = 0;
+    List<Integer> jobStarts = new ArrayList<>();
     long requests = 0;
     long bytes = 0;
     double seconds = 0;
@@ -83,7 +87,11 @@ final class RelayoutEpochs {
       if (hdd != null) {
         hdd.enter();
       }
+      if (rec != null) {
+        jobStarts.add(rec.requests().size());
+      }
       long t0 = System.nanoTime();
+      long cpu0 = threads.getCurrentThreadCpuTime();
       // Each job opens the dataset itself, as a job's own process would: its ORC readers read
       // the files' tails again. The values' checksums are the bench's, not the job's: taken after
       // the epoch, untimed (taken between chunks, they would give a read-ahead free time).
@@ -97,6 +105,8 @@ final class RelayoutEpochs {
           }
         } finally {
           seconds += (System.nanoTime() - t0) / 1e9;
+          // The job's thread's CPU time: its decoding and copies, not time it waited for a core.
+          cpu += (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
         }
         // Per piece of the original chunking, in row order, every feature's values.
         int g = 0;
@@ -125,7 +135,7 @@ final class RelayoutEpochs {
       requests += OrcReads.requests() - r0;
       bytes += OrcReads.bytes() - b0;
     }
-    return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes, List.of());
+    return new Epochs(requests, bytes, seconds, checksum, deviceRequests, deviceBytes, List.of(), cpu, jobStarts);
   }
 
   /**
@@ -191,7 +201,8 @@ final class RelayoutEpochs {
     for (int round = 0; round < rounds; round++) {
       for (Config c : configs) {
         Epochs e = epochs(c.dir(), c.jobs(), null, null, c.gap(), grain);
-        cpu.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(e.seconds());
+        // CPU time, not wall time: on a loaded machine a warm epoch waits for a core (issue 52 saw 4.5-6.1 s against 2.0).
+        cpu.computeIfAbsent(c.name(), k -> new ArrayList<>()).add(e.cpuSeconds());
         last.put(c.name(), e);
       }
       log.printf("model round %d/%d: warm epochs %s%n", round + 1, rounds,
@@ -207,7 +218,7 @@ final class RelayoutEpochs {
         .put("sequentialMBps1MiBRequests", model.sequentialBytesPerSecond(1 << 20) / 1e6)
         .put("breakEvenGapBytes", model.breakEvenGapBytes());
     o.put("gapBytes", gap);
-    o.put("what", "CPU: the median warm epoch of each configuration on this machine; I/O: its request stream replayed on the"
+    o.put("what", "CPU: the median warm epoch's CPU time of each configuration on this machine (the job's thread); I/O: its request stream replayed on the"
         + " model, each copy's files back to back on the drive in the manifest's order with their sidecars, jobs one after"
         + " another; modelled epoch: touching reads (a synchronous reader) CPU + I/O; the gap reader, which reads the next"
         + " chunk ahead while it decodes one, a chunk's CPU and I/O of each job in series (its first read, its last decoding) and"
@@ -231,6 +242,23 @@ final class RelayoutEpochs {
         r.read(at + q.offset(), q.length());
       }
       double c0 = median(cpu.get(c.name()));
+      // As the reader runs: a job whose next chunk's read-ahead reached the disk before its first
+      // chunk's own reads were done would decode that chunk after both (the model assumes not).
+      int aheadFirst = 0;
+      List<Integer> starts = e.jobStarts();
+      for (int j = 0; j < starts.size(); j++) {
+        int from = starts.get(j);
+        int to = j + 1 < starts.size() ? starts.get(j + 1) : e.stream().size();
+        int firstAhead = from;
+        while (firstAhead < to && !e.stream().get(firstAhead).ahead()) {
+          firstAhead++;
+        }
+        boolean late = false;
+        for (int i = firstAhead; i < to; i++) {
+          late |= !e.stream().get(i).ahead() && firstChunkHolds(c.dir(), e.stream().get(i));
+        }
+        aheadFirst += late ? 1 : 0;
+      }
       double serial = c0 + r.seconds();
       // The gap reader reads the next chunk ahead while it decodes one (from a job's first chunk
       // on): per job of n chunks, the first chunk's read and the last one's decoding in series (a
@@ -243,7 +271,8 @@ final class RelayoutEpochs {
       n.put("jobs", c.jobs().size()).put("gapBytes", c.gap()).put("requests", r.requests()).put("bytes", r.bytes())
           .put("aheadRequests", e.stream().stream().filter(OrcReads.Request::ahead).count())
           .put("seeks", r.seeks()).put("ioSeconds", r.seconds()).put("cpuSeconds", c0).put("serialSeconds", serial)
-          .put("seconds", c.gap() > 0 ? overlapped : serial).put("checksum", e.checksum());
+          .put("seconds", c.gap() > 0 ? overlapped : serial).put("checksum", e.checksum())
+          .put("jobsWhoseReadAheadPassedTheirFirstChunk", aheadFirst);
       byName.put(c.name(), n);
     }
     boolean identical = true;
@@ -276,6 +305,26 @@ final class RelayoutEpochs {
     }
     return o;
   }
+
+  /** Whether {@code q} reads from the copy's first chunk (a job's first). */
+  private static boolean firstChunkHolds(Path dir, OrcReads.Request q) {
+    try {
+      Manifest m = FIRST.computeIfAbsent(dir, d -> {
+        try {
+          return Manifest.read(d);
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      ChunkInfo c0 = m.chunks().getFirst();
+      Path file = dir.resolve(m.files().get(c0.file()).path()).toRealPath();
+      return q.file().toRealPath().equals(file) && q.offset() < c0.offset() + c0.length() && q.offset() + q.length() > c0.offset();
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static final Map<Path, Manifest> FIRST = new java.util.concurrent.ConcurrentHashMap<>();
 
   private static double t(Map<String, ObjectNode> m, String k) {
     return m.get(k).path("seconds").asDouble();

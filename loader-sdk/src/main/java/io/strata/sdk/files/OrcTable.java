@@ -183,15 +183,22 @@ public final class OrcTable implements HddTable {
     List<Integer> cols = resolve(features);
     int before = lastChunk;
     lastChunk = chunk;
-    if (before == chunk - 1 && chunk + 1 < manifest.chunks().size()) {
-      try {
-        readAhead(manifest.chunks().get(chunk + 1), cols);
-      } catch (IOException e) {
-        // The next chunk's file cannot be opened (damaged, refused): that chunk's own read says so,
-        // under its own name; this chunk is read as if nothing were ahead.
-      }
-    }
     try (Cursor cursor = new Cursor(features, cols)) {
+      if (before == chunk - 1 && chunk + 1 < manifest.chunks().size()) {
+        // The next chunk is read ahead once this one's data is in (its first batch decoded), not
+        // before: queued earlier, the read-ahead's requests would reach the disk ahead of this
+        // chunk's own (a job's first chunk has nothing read ahead), and this chunk's decoding
+        // would wait for both.
+        ChunkInfo next = manifest.chunks().get(chunk + 1);
+        cursor.afterFirstBatch = () -> {
+          try {
+            readAhead(next, cols);
+          } catch (IOException e) {
+            // The next chunk's file cannot be opened (damaged, refused): that chunk's own read says
+            // so, under its own name; this chunk is read as if nothing were ahead.
+          }
+        };
+      }
       return cursor.read(c, c.firstRow(), (int) c.rows(), arena);
     }
   }
@@ -286,6 +293,8 @@ public final class OrcTable implements HddTable {
     /** Per file, what this projection reads from it. */
     private final Map<Integer, OrcProjection> projections = new HashMap<>();
     private VectorizedRowBatch batch;
+    /** Run once, after the first batch this cursor decodes (its stripe's data read by then); null for nothing. */
+    private Runnable afterFirstBatch;
 
     private Cursor(List<String> names, List<Integer> columns) {
       this.names = List.copyOf(names);
@@ -393,6 +402,11 @@ public final class OrcTable implements HddTable {
           if (!rr.nextBatch(batch) || batch.size == 0) {
             throw new CorruptFileException(
                 file, "stripe " + c.stripe() + " ended after " + (firstRow - c.firstRow() + done) + " of " + c.rows() + " rows");
+          }
+          if (afterFirstBatch != null) {
+            Runnable r = afterFirstBatch;
+            afterFirstBatch = null;
+            r.run();
           }
           int take = Math.min(batch.size, count - done);
           for (int i = 0; i < columns.size(); i++) {
