@@ -140,17 +140,24 @@ final class RelayoutEpochs {
 
   /**
    * The files of the copy at {@code dir} in the manifest's order, each ORC file followed by its
-   * stripe-footer sidecar where it has one (FORMAT.md §1.4: on the same disk, read by every job).
+   * stripe-footer sidecar where it has one (FORMAT.md §1.4: on the same disk), then the version's
+   * tails file where it has one (which a job reads instead of the files' tails and sidecars).
    */
   static List<Path> copyFiles(Path dir) throws IOException {
     List<Path> out = new ArrayList<>();
-    for (Manifest.OrcFileInfo f : Manifest.read(dir).files()) {
+    Manifest m = Manifest.read(dir);
+    for (Manifest.OrcFileInfo f : m.files()) {
       Path orc = dir.resolve(f.path());
       out.add(orc);
       Path footers = Path.of(orc + ".footers");
       if (Files.isRegularFile(footers)) {
         out.add(footers);
       }
+    }
+    // The version's tails file (written after its files): every job reads it once (FileTails).
+    Path tails = io.strata.sdk.files.FileTails.location(dir, m);
+    if (Files.isRegularFile(tails)) {
+      out.add(tails);
     }
     return out;
   }

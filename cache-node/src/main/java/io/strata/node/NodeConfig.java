@@ -8,6 +8,7 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import io.strata.sdk.files.DiskModel;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
@@ -42,7 +43,8 @@ public record NodeConfig(
     long maxBodyBytes,
     ClusterSettings cluster,
     long scrubBytesPerSecond,
-    Map<String, String> hadoop) {
+    Map<String, String> hadoop,
+    Map<Path, Long> hddGapBytes) {
   /** The shortest token a node takes, bound to loopback or not. */
   static final int MIN_TOKEN_CHARS = 16;
 
@@ -57,6 +59,14 @@ public record NodeConfig(
     hddRoots = List.copyOf(new java.util.LinkedHashSet<>(hddRoots.stream()
         .map(r -> r.getFileSystem() == java.nio.file.FileSystems.getDefault() ? r.toAbsolutePath().normalize() : r).toList()));
     hadoop = Map.copyOf(hadoop);
+    Map<Path, Long> gaps = new LinkedHashMap<>();
+    hddGapBytes.forEach((root, gap) -> {
+      if (gap < 0) {
+        throw new IllegalArgumentException("the gap of HDD root " + root + " must not be negative: " + gap);
+      }
+      gaps.put(root.getFileSystem() == java.nio.file.FileSystems.getDefault() ? root.toAbsolutePath().normalize() : root, gap);
+    });
+    hddGapBytes = Map.copyOf(gaps);
     Objects.requireNonNull(ssdDir, "ssdDir");
     if (hddRoots.isEmpty()) {
       throw new IllegalArgumentException("at least one HDD root is needed");
@@ -142,39 +152,39 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of());
+        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of(), Map.of());
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
   }
 
   /** This configuration scrubbing its segments' checksums at {@code bytesPerSecond} (0: off). */
   public NodeConfig withScrubRate(long bytesPerSecond) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop, hddGapBytes);
   }
 
   /** This configuration joining {@code c} (null: alone). */
   public NodeConfig withCluster(ClusterSettings c) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop, hddGapBytes);
   }
 
   /**
@@ -237,10 +247,47 @@ public record NodeConfig(
           n.hasNonNull("maxBodyBytes") ? bytes(n.get("maxBodyBytes")) : d.maxBodyBytes(),
           n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null,
           n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond(),
-          n.hasNonNull("hadoop") ? hadoop(n.get("hadoop")) : Map.of());
+          n.hasNonNull("hadoop") ? hadoop(n.get("hadoop")) : Map.of(),
+          n.hasNonNull("hddDisks") ? disks(n.get("hddDisks")) : Map.of());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * The "hddDisks" object: per HDD root, the disk under it, so that its reads read through the
+   * gaps that disk's break-even says (OrcReads): {@code {"/mnt/hdd": {"gapBytes": N}}}, or the
+   * drive's figures {@code {"mbps": 130, "averageSeekMs": 8.5, "rpm": 7200}} (single-track seek
+   * 0.23 ms, command overhead 0.2 ms unless given: {@code singleTrackSeekMs}, {@code
+   * commandOverheadMs}), its break-even computed by {@link DiskModel}. A root not named keeps
+   * "auto" (the model's 7,200 rpm drive where the kernel calls the device rotational).
+   */
+  static Map<Path, Long> disks(JsonNode d) {
+    if (!d.isObject()) {
+      throw new IllegalArgumentException("hddDisks must be an object {\"/root\": {\"gapBytes\": N} or {\"mbps\": …, \"averageSeekMs\": …, \"rpm\": …}}");
+    }
+    Map<Path, Long> out = new LinkedHashMap<>();
+    for (var e : d.properties()) {
+      JsonNode v = e.getValue();
+      String what = "hddDisks." + e.getKey();
+      if (!v.isObject()) {
+        throw new IllegalArgumentException(what + " must be an object");
+      }
+      if (v.has("gapBytes")) {
+        out.put(Path.of(e.getKey()), bytes(v.get("gapBytes")));
+        continue;
+      }
+      for (String k : List.of("mbps", "averageSeekMs", "rpm")) {
+        if (!v.path(k).isNumber() || v.path(k).asDouble() <= 0) {
+          throw new IllegalArgumentException(what + " needs gapBytes, or mbps, averageSeekMs and rpm (positive numbers)");
+        }
+      }
+      DiskModel m = new DiskModel(what, v.get("averageSeekMs").asDouble(), v.path("singleTrackSeekMs").asDouble(0.23),
+          v.get("rpm").asDouble(), v.get("mbps").asDouble() * 1e6, DiskModel.HDD.capacityBytes(),
+          v.path("commandOverheadMs").asDouble(0.2));
+      out.put(Path.of(e.getKey()), m.breakEvenGapBytes());
+    }
+    return out;
   }
 
   /**

@@ -7,6 +7,7 @@ import io.strata.sdk.files.OrcIo;
 import io.strata.sdk.files.OrcTypes;
 import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.files.StreamChecksums;
+import io.strata.sdk.files.FileTails;
 import io.strata.sdk.files.StripeFooters;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.FeatureInfo;
@@ -240,6 +241,7 @@ public final class DatasetGenerator {
             chunks,
             new Manifest.SampleIndexInfo("sample_id", indexPath, samples))
         .withStreamChecksums(StreamChecksums.write(dir.resolve(StreamChecksums.FILE_NAME), StreamChecksums.FILE_NAME, paths));
+    FileTails.write(dir, manifest); // after the sidecars it carries
     manifest.write(dir);
     return new Report(manifest, bytes, (System.nanoTime() - started) / 1e9);
   }

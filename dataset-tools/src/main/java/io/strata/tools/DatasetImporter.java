@@ -10,6 +10,7 @@ import io.strata.sdk.files.ParquetIo;
 import io.strata.sdk.files.ParquetTypes;
 import io.strata.sdk.files.SampleIndex;
 import io.strata.sdk.files.StreamChecksums;
+import io.strata.sdk.files.FileTails;
 import io.strata.sdk.files.StripeFooters;
 import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
@@ -112,6 +113,11 @@ public final class DatasetImporter {
       } catch (IOException ignored) {
         // The dataset is imported; the sidecar only spares requests.
       }
+    }
+    try {
+      FileTails.write(dir, m); // every file's tail and sidecar in one file: one request for a job opening the dataset
+    } catch (IOException ignored) {
+      // As the sidecars: it only spares requests.
     }
   }
 

@@ -2,6 +2,7 @@ package io.strata.tools;
 
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.files.OrcIo;
+import io.strata.sdk.files.FileTails;
 import io.strata.sdk.files.StripeFooters;
 import io.strata.sdk.files.VersionLeases;
 import io.strata.sdk.CorruptFileException;
@@ -137,6 +138,7 @@ public final class Relayout {
         AtomicFiles.fsyncTree(tmp);
         Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
         AtomicFiles.fsyncDirectory(dir);
+        FileTails.write(dir, next); // into the layout directory, before the manifest names it
       }
       // The old version stays as the previous one (its manifest kept beside, its files on disk,
       // for jobs and nodes still reading it and for a rollback); the one before it goes.
@@ -181,7 +183,8 @@ public final class Relayout {
       s.filter(p -> !p.equals(a)).forEach(p -> mine.add(a.relativize(p)));
     }
     try (var s = Files.walk(b)) {
-      s.filter(p -> !p.equals(b)).forEach(p -> theirs.add(b.relativize(p)));
+      // The tails file is written after the layout's move (FileTails): not one of the new files.
+      s.filter(p -> !p.equals(b) && !p.equals(b.resolve(FileTails.FILE_NAME))).forEach(p -> theirs.add(b.relativize(p)));
     }
     if (!new HashSet<>(mine).equals(new HashSet<>(theirs))) {
       return false;
@@ -237,6 +240,7 @@ public final class Relayout {
       }
       Manifest next = new Manifest(old.name(), w.version(), old.rows(), w.features(), w.infos(), w.chunks(), old.sampleIndex(),
           w.replicas()).withStreamChecksums(RelayoutWriter.streamChecksums(tmp, w, ""));
+      FileTails.write(tmp, next);
       next.write(tmp);
       AtomicFiles.fsyncTree(tmp); // the ORC files, their footers and the index: the ORC writer never syncs
       Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);

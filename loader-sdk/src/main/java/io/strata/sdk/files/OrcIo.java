@@ -92,6 +92,12 @@ public final class OrcIo {
    * instead of read again (null: read it).
    */
   static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement, Reader sameFile) throws IOException {
+    return open(file, fs, confinement, sameFile, null);
+  }
+
+  /** As above, with the file's tail from {@code carried} (a dataset's {@link FileTails}; null: read it or take {@code sameFile}'s). */
+  static Reader open(java.nio.file.Path file, FileSystem fs, Confinement confinement, Reader sameFile, OrcTail carried)
+      throws IOException {
     long size = regularFileSize(file, "ORC");
     if (size == 0) {
       // orc-core would open it as an ORC file of no rows (Hive writes such files).
@@ -105,6 +111,8 @@ public final class OrcIo {
         ByteBuffer tail = sameFile.getSerializedFileFooter().duplicate();
         long length = sameFile.getFileTail().getFileLength();
         options.orcTail(new OrcTail(sameFile.getFileTail(), new BufferChunk(tail, (length > 0 ? length : size) - tail.remaining()), -1));
+      } else if (carried != null) {
+        options.orcTail(carried);
       }
       return OrcFile.createReader(hadoopPath(file), options);
     } catch (AccessDeniedException e) {

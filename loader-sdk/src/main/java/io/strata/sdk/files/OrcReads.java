@@ -96,10 +96,48 @@ public final class OrcReads {
     gapOverride = bytes;
   }
 
+  /** Per root directory (absolute, normalized), the gap its files' reads read through: the disk under it as its owner set it. */
+  private static final ConcurrentHashMap<java.nio.file.Path, Long> ROOT_GAPS = new ConcurrentHashMap<>();
+
+  /**
+   * Sets the gap the reads of files under {@code root} read through, whatever device the kernel
+   * reports: the break-even of the disk under it ({@link DiskModel#breakEvenGapBytes}, from its
+   * figures: a drive slower than {@link DiskModel#HDD}, or an inner zone, is worth reading through
+   * less), or 0 for none; -1 forgets the root (back to auto). The longest root holding a file
+   * wins; a process-wide setting ({@link #setGapBytes(long)}, the system property) wins over all.
+   */
+  public static void setGapBytes(java.nio.file.Path root, long bytes) {
+    if (bytes < -1) {
+      throw new IllegalArgumentException("a gap is -1 (auto) or bytes >= 0, not " + bytes);
+    }
+    java.nio.file.Path key = root.toAbsolutePath().normalize();
+    if (bytes < 0) {
+      ROOT_GAPS.remove(key);
+    } else {
+      ROOT_GAPS.put(key, bytes);
+    }
+  }
+
   /** The gap reads of {@code file} read through ({@link #setGapBytes}). */
   public static long gapBytes(java.nio.file.Path file) {
     long g = gapOverride;
-    return g >= 0 ? g : rotational(file) ? DiskModel.HDD.breakEvenGapBytes() : 0;
+    if (g >= 0) {
+      return g;
+    }
+    if (!ROOT_GAPS.isEmpty()) {
+      java.nio.file.Path p = file.toAbsolutePath().normalize();
+      java.nio.file.Path best = null;
+      for (java.nio.file.Path root : ROOT_GAPS.keySet()) {
+        if (p.startsWith(root) && (best == null || root.getNameCount() > best.getNameCount())) {
+          best = root;
+        }
+      }
+      Long set = best == null ? null : ROOT_GAPS.get(best);
+      if (set != null) {
+        return set;
+      }
+    }
+    return rotational(file) ? DiskModel.HDD.breakEvenGapBytes() : 0;
   }
 
   /** Whether the kernel calls {@code file}'s block device rotational, by device number; false where it cannot tell. */

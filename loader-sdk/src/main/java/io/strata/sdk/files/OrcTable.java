@@ -60,6 +60,9 @@ public final class OrcTable implements HddTable {
   private final Confinement confinement;
   /** The dataset's stream checksums (null: not loaded yet, or none recorded); guarded by this table's monitor. */
   private StreamChecksums sums;
+  /** The version's carried tails (null: none or not usable), loaded with the first file opened; guarded by this table's monitor. */
+  private FileTails tails;
+  private boolean tailsLoaded;
   /** The file system ORC opens this table's files through: the shared one, or one that confines every open. */
   private final org.apache.hadoop.fs.FileSystem fs;
 
@@ -103,9 +106,19 @@ public final class OrcTable implements HddTable {
       if (manifest.streamChecksums() != null && sums == null) {
         sums = StreamChecksums.load(dir, manifest, confinement);
       }
-      Reader reader = OrcIo.open(path, fs, confinement);
       Manifest.OrcFileInfo info = manifest.files().get(file);
-      StripeFooters sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes(), confinement);
+      if (!tailsLoaded) {
+        // One request for every file's tail and stripe footers, instead of two trips to each file's end.
+        tails = FileTails.load(dir, manifest, confinement);
+        tailsLoaded = true;
+      }
+      FileTails.Entry carried = tails == null ? null : tails.of(info);
+      Reader reader = OrcIo.open(path, fs, confinement, null, carried == null ? null : carried.orcTail());
+      StripeFooters sf = carried != null && carried.sidecar() != null
+          ? StripeFooters.parse(carried.sidecar(), info.crc32c(), info.bytes(), reader.getStripes()) : null;
+      if (sf == null) {
+        sf = StripeFooters.load(path, info.crc32c(), info.bytes(), reader.getStripes(), confinement);
+      }
       footerKeys[file] = OrcReads.key(path);
       if (sf != null) {
         OrcReads.remember(footerKeys[file], sf);

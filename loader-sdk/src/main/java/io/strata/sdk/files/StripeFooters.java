@@ -136,6 +136,20 @@ public final class StripeFooters {
       return null;
     }
     OrcReads.countRequest(p, 0, all.length);
+    return parse(all, crc32c, fileBytes, stripes);
+  }
+
+  /**
+   * The footers in {@code all}, a sidecar's bytes (carried by the dataset's {@link FileTails}, or
+   * read from the sidecar), or null where they do not match the file as the manifest and orc-core
+   * know it.
+   */
+  static StripeFooters parse(byte[] all, String crc32c, long fileBytes, List<StripeInformation> stripes) {
+    byte[] crc = crc32c.getBytes(StandardCharsets.US_ASCII);
+    long expected = headerBytes(crc.length) + 4L;
+    for (StripeInformation s : stripes) {
+      expected += ENTRY + s.getFooterLength();
+    }
     if (all.length != expected) {
       return null;
     }

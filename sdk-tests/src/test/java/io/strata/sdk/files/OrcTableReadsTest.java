@@ -55,6 +55,7 @@ class OrcTableReadsTest {
     for (var f : Manifest.read(dir).files()) {
       Files.delete(StripeFooters.sidecar(dir.resolve(f.path())));
     }
+    Files.delete(dir.resolve(FileTails.FILE_NAME)); // it carries them too
   }
 
   @Test
@@ -77,9 +78,71 @@ class OrcTableReadsTest {
     }
   }
 
+  /**
+   * With the version's tails file, opening the dataset's files reads it once (every file's tail
+   * and stripe footers in one request) and nothing at any file's end; without it, or with it
+   * damaged, each file's tail and sidecar are read as before, and the values are the same.
+   */
+  @Test
+  void theTailsFileSparesEveryTripToAFilesEnd() throws Exception {
+    Path dir = generate();
+    Manifest m = Manifest.read(dir);
+    assertTrue(Files.isRegularFile(dir.resolve(FileTails.FILE_NAME)), "dataset generate writes it");
+    List<String> two = List.of(m.features().get(0).name(), m.features().get(1).name());
+    List<Column> carried = new ArrayList<>();
+    try (OrcReads.Recording rec = OrcReads.record(); Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
+      for (var c : ds.chunks()) {
+        carried.add(ds.table().readChunk(c.index(), two, arena).get(two.get(0)));
+      }
+      List<OrcReads.Request> q = rec.requests();
+      assertEquals(1, q.stream().filter(r -> r.file().getFileName().toString().equals(FileTails.FILE_NAME)).count(), "read once");
+      assertTrue(q.stream().noneMatch(r -> r.file().getFileName().toString().endsWith(StripeFooters.SUFFIX)), "no sidecar read");
+      for (var f : m.files()) {
+        long size = f.bytes();
+        assertTrue(q.stream().noneMatch(r -> r.file().endsWith(f.path()) && r.offset() + r.length() > size - 16),
+            "nothing read at the end of " + f.path() + ": " + q);
+      }
+      assertEquals(1 + ds.chunks().size(), q.size(), "the tails file, then one run a chunk: " + q);
+      // The same values without it, and with it damaged (ignored, read from the files as before).
+      for (int variant = 0; variant < 2; variant++) {
+        Path copy = tmp.resolve("copy" + variant);
+        copyTree(dir, copy);
+        Path t = copy.resolve(FileTails.FILE_NAME);
+        if (variant == 0) {
+          Files.delete(t);
+        } else {
+          byte[] b = Files.readAllBytes(t);
+          b[b.length / 2] ^= 1;
+          Files.write(t, b);
+        }
+        long r0 = OrcReads.requests();
+        try (Dataset other = Dataset.open(copy)) {
+          for (var c : other.chunks()) {
+            assertSame(carried.get(c.index()), other.table().readChunk(c.index(), two, arena).get(two.get(0)), "chunk " + c.index());
+          }
+        }
+        assertTrue(OrcReads.requests() - r0 > ds.chunks().size() + 2L * m.files().size() - 1, "tails and sidecars read from the files");
+      }
+    }
+  }
+
+  private static void copyTree(Path from, Path to) throws java.io.IOException {
+    try (var s = Files.walk(from)) {
+      for (Path p : s.toList()) {
+        Path q = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(q);
+        } else {
+          Files.copy(p, q);
+        }
+      }
+    }
+  }
+
   @Test
   void withTheFilesSidecarsAChunkReadIssuesOnlyItsRuns() throws Exception {
     Path dir = generate();
+    Files.delete(dir.resolve(FileTails.FILE_NAME)); // the sidecars of each file, read from beside it
     try (Dataset ds = Dataset.open(dir); Arena arena = Arena.ofConfined()) {
       List<FeatureInfo> cols = ds.columns();
       List<String> adjacent = List.of(cols.get(0).name(), cols.get(1).name());
@@ -219,7 +282,7 @@ class OrcTableReadsTest {
   }
 
   @Test
-  void theGapSettingIsAutoOrBytes() {
+  void theGapSettingIsAutoOrBytes() throws java.io.IOException {
     OrcReads.setGapBytes(-1);
     long auto = OrcReads.gapBytes(tmp);
     assertTrue(auto == 0 || auto == DiskModel.HDD.breakEvenGapBytes(), "auto: none, or the model's break-even");
@@ -228,11 +291,39 @@ class OrcTableReadsTest {
     OrcReads.setGapBytes(12345);
     assertEquals(12345, OrcReads.gapBytes(tmp));
     org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> OrcReads.setGapBytes(-2));
+    // Per root: the disk under it as its owner set it; the longest root holding a file wins; the process-wide setting over all.
+    OrcReads.setGapBytes(-1);
+    Path slow = tmp.resolve("slow");
+    Path slower = slow.resolve("inner");
+    try {
+      OrcReads.setGapBytes(slow, 600_000);
+      OrcReads.setGapBytes(slower, 0);
+      assertEquals(600_000, OrcReads.gapBytes(slow.resolve("ds/part-0.orc")));
+      assertEquals(0, OrcReads.gapBytes(slower.resolve("ds/part-0.orc")));
+      assertEquals(auto, OrcReads.gapBytes(tmp), "outside every root: auto");
+      OrcReads.setGapBytes(777);
+      assertEquals(777, OrcReads.gapBytes(slow.resolve("ds/part-0.orc")));
+      OrcReads.setGapBytes(-1);
+      assertEquals(600_000, OrcReads.gapBytes(slow.resolve("x/../ds/part-0.orc")), "normalized");
+    } finally {
+      OrcReads.setGapBytes(slow, -1);
+      OrcReads.setGapBytes(slower, -1);
+    }
+    assertEquals(OrcReads.rotational(tmp) ? DiskModel.HDD.breakEvenGapBytes() : 0, OrcReads.gapBytes(Files.createDirectories(slow)), "forgotten");
+  }
+
+  /** A drive slower than the model's (130 MB/s: an inner zone, or a slower drive) is worth reading through less. */
+  @Test
+  void aSlowerDisksBreakEvenIsShorter() {
+    DiskModel inner = new DiskModel("inner zone", 7.4, 0.23, 7200, 130e6, DiskModel.HDD.capacityBytes(), 0.2);
+    assertTrue(inner.breakEvenGapBytes() < DiskModel.HDD.breakEvenGapBytes() * 0.7,
+        inner.breakEvenGapBytes() + " against " + DiskModel.HDD.breakEvenGapBytes());
   }
 
   @Test
   void aDamagedOrForeignSidecarIsIgnoredAndTheValuesStayRight() throws Exception {
     Path dir = generate();
+    Files.delete(dir.resolve(FileTails.FILE_NAME)); // the sidecars beside the files alone
     try (Arena arena = Arena.ofShared()) {
       List<String> names;
       Map<String, Column> expected;
