@@ -58,7 +58,14 @@ class ParquetConformanceTest {
   private static final Map<String, String> REFUSED = Map.of(
       "int96_from_spark.parquet", "outside the nanosecond range",
       "brotli.parquet", "compressed with BROTLI",
-      "non_hadoop_lz4_compressed.parquet", "deprecated LZ4 codec");
+      "non_hadoop_lz4_compressed.parquet", "deprecated LZ4 codec",
+      // Its dictionary page claims more values than it holds: parquet-java stops there, pyarrow reads on.
+      "nation.dict-malformed.parquet", "ends before its data does");
+  /**
+   * Columns pyarrow serves and Strata refuses by name, with what the reason must say: a MAP whose
+   * key-value group has no value field (pyarrow reads the keys as a list; Strata serves no map).
+   */
+  private static final Map<String, String> REFUSED_COLUMNS = Map.of("map_no_value.parquet/my_map_no_v", "map columns");
   private static final Pattern LIBRARY_WORDS =
       Pattern.compile("Exception|java\\.|org\\.apache|out of bounds for length|ByteBuffer|Cannot read");
 
@@ -80,7 +87,7 @@ class ParquetConformanceTest {
       JsonNode expected = expected(dir, e.getValue().asText());
       tests.add(DynamicTest.dynamicTest(e.getKey(), () -> check(file, expected)));
     }
-    assertTrue(tests.size() >= 40, "conformance files: " + tests.size());
+    assertTrue(tests.size() >= 70, "conformance files: " + tests.size());
     return tests;
   }
 
@@ -141,6 +148,9 @@ class ParquetConformanceTest {
         if (type.isNull()) {
           assertFalse(f.supported(), c.getKey() + " is refused, as make.py expects: " + f);
           assertNotNull(f.unsupportedReason(), c.getKey());
+        } else if (REFUSED_COLUMNS.containsKey(name + "/" + c.getKey())) {
+          assertFalse(f.supported(), c.getKey() + " is refused by name");
+          assertTrue(f.unsupportedReason().contains(REFUSED_COLUMNS.get(name + "/" + c.getKey())), f.unsupportedReason());
         } else {
           assertTrue(f.supported(), c.getKey() + " is served: " + f.unsupportedReason());
           assertEquals(type.asText(), f.type().toString(), c.getKey() + "'s type");
