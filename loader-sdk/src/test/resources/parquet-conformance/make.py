@@ -5,7 +5,8 @@
 pyarrow/*.parquet: one table of every Parquet type pyarrow writes, in several writer settings
 (codecs, page versions, dictionary or plain, page checksums, integer-backed decimals, the byte
 stream split and delta encodings). parquet-testing/: files from apache/parquet-testing (see
-LICENSE.txt there), taken as they are. expected/*.json.gz: each file's top-level columns as
+LICENSE.txt there), taken as they are. writers/: files DuckDB and polars wrote with their defaults
+(writers/make.py, which needs those two). expected/*.json.gz: each file's top-level columns as
 pyarrow reads them, in the canonical form ParquetConformanceTest compares Strata's reading with
 (below); files.json names each file's expectation. With --check nothing is written: pyarrow's
 reading of every committed file is compared with the committed expectations (a pytest runs that).
@@ -235,7 +236,7 @@ def main():
             pq.write_table(t, os.path.join(HERE, "pyarrow", name + ".parquet"), row_group_size=GROUP, **kw)
     index = {}
     blobs = {}
-    for sub in ("pyarrow", "parquet-testing"):
+    for sub in ("pyarrow", "parquet-testing", "writers"):
         for name in sorted(os.listdir(os.path.join(HERE, sub))):
             if not (name.endswith(".parquet") or name.endswith(".parquet.encrypted")):
                 continue

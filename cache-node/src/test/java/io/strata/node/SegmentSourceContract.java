@@ -203,7 +203,13 @@ abstract class SegmentSourceContract {
           assertEquals(-1, Columns.firstDifference(expected.get(f), read.get(f)), f);
         }
       }
-      assertEquals(0, stats.bytes(Tier.SSD), "nothing was served from the damaged segment");
+      // The owner may have found the damage first (a node's background scrub) and placed the chunk
+      // again, in a new file: rows served from the SSD then came from that one (the values equal
+      // ORC's, checked above). Otherwise nothing came from the SSD.
+      boolean placedAgain = fx.resident("amount", 0) && !fx.residentIn("amount", 0, file);
+      if (!placedAgain) {
+        assertEquals(0, stats.bytes(Tier.SSD), "nothing was served from the damaged segment");
+      }
     }
     assertFalse(fx.residentIn("amount", 0, file), "the damaged segment was dropped");
   }
