@@ -1,6 +1,7 @@
 package io.strata.node;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.strata.sdk.files.DiskModel;
 import io.strata.sdk.files.Locations;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
@@ -8,7 +9,6 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
-import io.strata.sdk.files.DiskModel;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
@@ -25,7 +25,8 @@ import java.util.Set;
  * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
  * directory and byte budget, the flash write budget, the DRAM budget, the bind address, port and
  * token, the cluster it joins ({@code cluster}, null: alone), and the settings of its HDFS client
- * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
+ * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs), and per HDD root the gap its
+ * reads read through, from the disk under it ({@code hddGapBytes}, the file's {@code hddDisks}). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
  * optional, see docs/API.md).
  */
 public record NodeConfig(

@@ -143,17 +143,21 @@ public final class FileTails {
    * whole, not a regular file of the version's directory, or of another build's format.
    */
   static FileTails load(Path dir, Manifest m, Confinement confinement) {
-    Path p = location(dir, m);
+    if (m.fileFormat() != Manifest.FileFormat.ORC) {
+      return null;
+    }
+    Path p;
     byte[] all;
     try {
+      p = location(dir, m);
       if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) || Files.size(p) > MAX_BYTES) {
         return null;
       }
       all = confinement.readAllBytes(p);
     } catch (NoSuchFileException e) {
       return null;
-    } catch (IOException e) {
-      return null;
+    } catch (IOException | RuntimeException e) {
+      return null; // refused by the confinement, or a file system that cannot say: the files' own tails then
     }
     OrcReads.countRequest(p, 0, all.length);
     try {
