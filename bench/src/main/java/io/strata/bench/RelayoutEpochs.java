@@ -249,6 +249,9 @@ final class RelayoutEpochs {
         r.read(at + q.offset(), q.length());
       }
       double c0 = median(cpu.get(c.name()));
+      Manifest copy = Manifest.read(c.dir());
+      ChunkInfo first = copy.chunks().getFirst();
+      Path firstFile = c.dir().resolve(copy.files().get(first.file()).path()).toRealPath();
       // As the reader runs: a job whose next chunk's read-ahead reached the disk before its first
       // chunk's own reads were done would decode that chunk after both (the model assumes not).
       int aheadFirst = 0;
@@ -262,7 +265,9 @@ final class RelayoutEpochs {
         }
         boolean late = false;
         for (int i = firstAhead; i < to; i++) {
-          late |= !e.stream().get(i).ahead() && firstChunkHolds(c.dir(), e.stream().get(i));
+          OrcReads.Request q = e.stream().get(i);
+          late |= !q.ahead() && real.get(q.file()).equals(firstFile) && q.offset() < first.offset() + first.length()
+              && q.offset() + q.length() > first.offset();
         }
         aheadFirst += late ? 1 : 0;
       }
@@ -271,7 +276,7 @@ final class RelayoutEpochs {
       // on): per job of n chunks, the first chunk's read and the last one's decoding in series (a
       // chunk's worth of CPU and I/O), the rest the longer of the two (n of the copy it reads: a
       // relayout may have merged stripes).
-      double k = Manifest.read(c.dir()).chunks().size();
+      double k = copy.chunks().size();
       double inSeries = Math.min(1, k);
       double overlapped = (k - inSeries) / k * Math.max(c0, r.seconds()) + inSeries / k * serial;
       ObjectNode n = o.putObject(c.name());
@@ -312,26 +317,6 @@ final class RelayoutEpochs {
     }
     return o;
   }
-
-  /** Whether {@code q} reads from the copy's first chunk (a job's first). */
-  private static boolean firstChunkHolds(Path dir, OrcReads.Request q) {
-    try {
-      Manifest m = FIRST.computeIfAbsent(dir, d -> {
-        try {
-          return Manifest.read(d);
-        } catch (IOException e) {
-          throw new java.io.UncheckedIOException(e);
-        }
-      });
-      ChunkInfo c0 = m.chunks().getFirst();
-      Path file = dir.resolve(m.files().get(c0.file()).path()).toRealPath();
-      return q.file().toRealPath().equals(file) && q.offset() < c0.offset() + c0.length() && q.offset() + q.length() > c0.offset();
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
-  private static final Map<Path, Manifest> FIRST = new java.util.concurrent.ConcurrentHashMap<>();
 
   private static double t(Map<String, ObjectNode> m, String k) {
     return m.get(k).path("seconds").asDouble();

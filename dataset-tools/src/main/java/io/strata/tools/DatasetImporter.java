@@ -251,10 +251,13 @@ public final class DatasetImporter {
       if (schema == null) {
         schema = s;
         schemaFile = f;
-      } else if (ParquetTypes.incompatibility(schema, s) != null) {
+      } else {
         // Writers store a feature type differently (pyarrow a decimal as fixed bytes, polars as INT64): what must agree is the types served.
-        throw new IllegalArgumentException("schema mismatch: in " + f + " " + ParquetTypes.incompatibility(schema, s) + " as in "
-            + schemaFile + " (a dataset's files serve the same columns with the same feature types)");
+        String differs = ParquetTypes.incompatibility(schema, s);
+        if (differs != null) {
+          throw new IllegalArgumentException("schema mismatch: in " + f + " " + differs + " as in " + schemaFile
+              + " (a dataset's files serve the same columns with the same feature types)");
+        }
       }
       chunks.addAll(scanned.chunks());
       long fileRows = scanned.rows();

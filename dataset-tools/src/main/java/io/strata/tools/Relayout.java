@@ -3,6 +3,7 @@ package io.strata.tools;
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.files.OrcIo;
 import io.strata.sdk.files.FileTails;
+import io.strata.sdk.files.StreamChecksums;
 import io.strata.sdk.files.StripeFooters;
 import io.strata.sdk.files.VersionLeases;
 import io.strata.sdk.CorruptFileException;
@@ -119,7 +120,7 @@ public final class Relayout {
         if (!reuse) {
           layout = layout + "-" + Long.toHexString(System.nanoTime());
           target = dir.resolve(layout);
-          sums = new Manifest.StreamChecksumsInfo(layout + sums.path().substring(sums.path().indexOf('/')), sums.crc32c());
+          sums = new Manifest.StreamChecksumsInfo(layout + "/" + StreamChecksums.FILE_NAME, sums.crc32c());
         }
       }
       List<Manifest.OrcFileInfo> placed = new ArrayList<>();

@@ -67,14 +67,9 @@ public final class ParquetIo {
 
   private ParquetIo() {}
 
-  /** A Parquet file read through {@code confinement}: each stream is a confined open of its own. */
-  static InputFile inputFile(Path file, Confinement confinement) throws IOException {
-    return inputFile(file, confinement, null);
-  }
-
   /**
-   * As {@link #inputFile(Path, Confinement)}, every stream checking what it reads against {@code
-   * sums} (the file's recorded checksums; null for none) as it reads it.
+   * A Parquet file read through {@code confinement}: each stream is a confined open of its own,
+   * checking what it reads against {@code sums} (the file's recorded checksums; null for none).
    */
   static InputFile inputFile(Path file, Confinement confinement, StreamChecksums.File sums) throws IOException {
     long length;

@@ -80,11 +80,10 @@ public final class StreamChecksums {
       this.crc = crc;
     }
 
-    /** The streams of {@code entries}, each {@code [offset, length, stripe, column, kind, crc]}, in offset order. */
-    static File of(List<long[]> entries) {
-      return of(entries, false);
-    }
-
+    /**
+     * The streams of {@code entries}, each {@code [offset, length, stripe, column, kind, crc]}, in
+     * offset order, of an ORC file or ({@code parquet}) a Parquet one.
+     */
     static File of(List<long[]> entries, boolean parquet) {
       int n = entries.size();
       long[] start = new long[n];
@@ -285,7 +284,7 @@ public final class StreamChecksums {
       }
     }
     entries.sort(Comparator.comparingLong(e -> e[0]));
-    return File.of(entries);
+    return File.of(entries, false);
   }
 
   /**
