@@ -182,6 +182,211 @@ final class ParquetColumns {
     return seen;
   }
 
+  /** Whether {@link #appendListPages} decodes a list leaf's values of this kind (the fixed-width numbers: embeddings and the like). */
+  static boolean bulk(ParquetTypes.Decode decode) {
+    return decode == ParquetTypes.Decode.INT32 || decode == ParquetTypes.Decode.INT64
+        || decode == ParquetTypes.Decode.FLOAT || decode == ParquetTypes.Decode.DOUBLE;
+  }
+
+  /**
+   * As {@link #append} for a list leaf's whole column chunk of {@link #bulk} values, from its pages
+   * directly: each page's repetition and definition levels decoded into arrays, its values read
+   * into a primitive array, and each list's elements appended in one call. The column reader's
+   * per-value bookkeeping was most of a fleet job's CPU for an 8-float embedding (issue 58: 58 %
+   * of the job's reader thread). A list may continue across pages (version 1 pages allow it).
+   */
+  static Seen appendListPages(org.apache.parquet.column.page.PageReader pages, ParquetTypes.Leaf leaf, int rows, ColumnBuilder b)
+      throws java.io.IOException {
+    if (!leaf.list() || !bulk(leaf.decode())) {
+      throw new IllegalArgumentException("appendListPages takes a list of fixed-width numbers, not " + leaf.decode());
+    }
+    Seen seen = new Seen();
+    org.apache.parquet.column.ColumnDescriptor d = leaf.descriptor();
+    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
+    org.apache.parquet.column.Dictionary dict = dp == null ? null : dp.getEncoding().initDictionary(d, dp);
+    ColumnBuilder child = b.child();
+    b.reserve(rows, 0);
+    child.reserve((int) Math.min(Integer.MAX_VALUE - 2, pages.getTotalValueCount()), 0); // no element list grows and copies
+    int[] rep = new int[0];
+    int[] def = new int[0];
+    long[] longs = null;
+    int[] floats = null;
+    double[] doubles = null;
+    boolean[] isNull = new boolean[0];
+    int done = 0;
+    boolean open = false;
+    for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
+      int n = page.getValueCount();
+      if (rep.length < n) {
+        rep = new int[n];
+        def = new int[n];
+        isNull = new boolean[n];
+      }
+      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
+      // The page's elements (entries at or past the element level), each value read or marked null.
+      int m = 0;
+      boolean anyNull = false;
+      switch (leaf.decode()) {
+        case INT32, INT64 -> {
+          if (longs == null || longs.length < n) {
+            longs = new long[n];
+          }
+          boolean ints = leaf.decode() == ParquetTypes.Decode.INT32;
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= leaf.elementDef()) {
+              boolean valid = def[i] >= leaf.valueDef();
+              long v = valid ? (ints ? values.readInteger() : values.readLong()) : 0L;
+              if (valid) {
+                seen.value(v);
+              }
+              longs[m] = v;
+              isNull[m++] = !valid;
+              anyNull |= !valid;
+            }
+          }
+        }
+        case FLOAT -> {
+          if (floats == null || floats.length < n) {
+            floats = new int[n];
+          }
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= leaf.elementDef()) {
+              boolean valid = def[i] >= leaf.valueDef();
+              // By their bits: a conversion through double would quiet a signalling NaN.
+              floats[m] = valid ? Float.floatToRawIntBits(values.readFloat()) : 0;
+              isNull[m++] = !valid;
+              anyNull |= !valid;
+            }
+          }
+        }
+        default -> { // DOUBLE
+          if (doubles == null || doubles.length < n) {
+            doubles = new double[n];
+          }
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= leaf.elementDef()) {
+              boolean valid = def[i] >= leaf.valueDef();
+              doubles[m] = valid ? values.readDouble() : 0.0;
+              isNull[m++] = !valid;
+              anyNull |= !valid;
+            }
+          }
+        }
+      }
+      // The rows: a list's elements appended in one call, then its end.
+      int e = 0;
+      int runFrom = 0;
+      for (int i = 0; i < n; i++) {
+        if (rep[i] == 0) {
+          if (open) {
+            appendElements(leaf.decode(), child, longs, floats, doubles, anyNull ? isNull : null, runFrom, e - runFrom);
+            b.endList();
+            done++;
+            open = false;
+          }
+          if (done >= rows) {
+            throw new IllegalStateException("the column chunk's levels hold more than its " + rows + " rows");
+          }
+          if (def[i] < leaf.listDef()) {
+            b.appendNull();
+            seen.nulls++;
+            done++;
+            continue;
+          }
+          if (def[i] < leaf.elementDef()) {
+            seen.nulls++;
+            b.endList();
+            done++;
+            continue;
+          }
+          open = true;
+          runFrom = e;
+        } else if (!open) {
+          throw new IllegalStateException("row " + done + " does not start at repetition level 0");
+        }
+        if (def[i] < leaf.elementDef()) {
+          throw new IllegalStateException("row " + done + " holds an empty list inside a list");
+        }
+        if (def[i] < leaf.valueDef()) {
+          seen.nulls++;
+        }
+        e++;
+      }
+      if (open) { // the list continues on the next page: its elements here go in now
+        appendElements(leaf.decode(), child, longs, floats, doubles, anyNull ? isNull : null, runFrom, e - runFrom);
+      }
+    }
+    if (open) {
+      b.endList();
+      done++;
+    }
+    if (done != rows) {
+      throw new IllegalStateException("the column chunk's levels hold " + done + " rows, not " + rows);
+    }
+    return seen;
+  }
+
+  private static void appendElements(ParquetTypes.Decode decode, ColumnBuilder child, long[] longs, int[] floats, double[] doubles,
+      boolean[] isNull, int from, int count) {
+    if (count == 0) {
+      return;
+    }
+    switch (decode) {
+      case INT32, INT64 -> child.appendLongs(longs, isNull, from, count);
+      case FLOAT -> child.appendFloatBits(floats, isNull, from, count);
+      default -> child.appendDoubles(doubles, isNull, from, count);
+    }
+  }
+
+  /**
+   * Decodes a data page's {@code n} repetition and definition levels into {@code rep} and {@code
+   * def}; returns its values reader, positioned at its first value.
+   */
+  private static org.apache.parquet.column.values.ValuesReader levels(org.apache.parquet.column.page.DataPage page,
+      org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict, int n, int[] rep, int[] def)
+      throws java.io.IOException {
+    if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {
+      org.apache.parquet.bytes.ByteBufferInputStream in = v1.getBytes().toInputStream();
+      org.apache.parquet.column.values.ValuesReader rl =
+          v1.getRlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.REPETITION_LEVEL);
+      rl.initFromPage(n, in);
+      org.apache.parquet.column.values.ValuesReader dl =
+          v1.getDlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.DEFINITION_LEVEL);
+      dl.initFromPage(n, in);
+      for (int i = 0; i < n; i++) {
+        rep[i] = rl.readInteger();
+      }
+      for (int i = 0; i < n; i++) {
+        def[i] = dl.readInteger();
+      }
+      org.apache.parquet.column.values.ValuesReader values = reader(v1.getValueEncoding(), d, dict);
+      values.initFromPage(n, in);
+      return values;
+    }
+    if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
+      hybrid(v2.getRepetitionLevels(), d.getMaxRepetitionLevel(), n, rep);
+      hybrid(v2.getDefinitionLevels(), d.getMaxDefinitionLevel(), n, def);
+      org.apache.parquet.column.values.ValuesReader values = reader(v2.getDataEncoding(), d, dict);
+      values.initFromPage(n, v2.getData().toInputStream());
+      return values;
+    }
+    throw new IllegalStateException("a data page of an unknown kind: " + page);
+  }
+
+  /** {@code n} levels of at most {@code max} from a version 2 page's run-length/bit-packed hybrid bytes (no length prefix). */
+  private static void hybrid(org.apache.parquet.bytes.BytesInput bytes, int max, int n, int[] out) throws java.io.IOException {
+    if (max == 0) {
+      java.util.Arrays.fill(out, 0, n, 0);
+      return;
+    }
+    org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder r =
+        new org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder(
+            org.apache.parquet.bytes.BytesUtils.getWidthFromMaxInt(max), bytes.toInputStream());
+    for (int i = 0; i < n; i++) {
+      out[i] = r.readInt();
+    }
+  }
+
   private static org.apache.parquet.column.values.ValuesReader reader(org.apache.parquet.column.Encoding e,
       org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict) {
     if (e.usesDictionary()) {

@@ -192,8 +192,11 @@ public final class ParquetTable implements HddTable {
         ParquetTypes.Leaf leaf = leaves.get(i);
         ColumnBuilder b = new ColumnBuilder(manifest.features().get(columnIndex.get(features.get(i))).type(), arena, rows);
         ParquetColumns.Seen seen;
-        if (whole && !leaf.list() && ParquetColumns.PAGE_BY_PAGE.containsAll(meta(group, leaf).getEncodings())) {
+        boolean byPage = whole && ParquetColumns.PAGE_BY_PAGE.containsAll(meta(group, leaf).getEncodings());
+        if (byPage && !leaf.list()) {
           seen = ParquetColumns.appendPages(pages.getPageReader(leaf.descriptor()), leaf, rows, b);
+        } else if (byPage && ParquetColumns.bulk(leaf.decode())) {
+          seen = ParquetColumns.appendListPages(pages.getPageReader(leaf.descriptor()), leaf, rows, b);
         } else {
           ColumnReader cr = store.getColumnReader(leaf.descriptor());
           // A part of a row group: the reader stops after the last row asked for; its pages' count is not the rows'.

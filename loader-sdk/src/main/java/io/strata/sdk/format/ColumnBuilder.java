@@ -378,6 +378,26 @@ public final class ColumnBuilder {
     rows += count;
   }
 
+  /**
+   * Appends {@code count} float32 values by their IEEE bits from {@code bits[from..]}, every bit
+   * kept as {@link #appendFloatBits(int)} keeps them; see {@link #appendLongs} for {@code isNull}.
+   */
+  public void appendFloatBits(int[] bits, boolean[] isNull, int from, int count) {
+    ensureRows(count);
+    appendNullMask(isNull, from, count);
+    hostWrite();
+    switch (type.kind()) {
+      case FLOAT32 -> MemorySegment.copy(bits, from, values, Le.INT, (long) rows * 4, count);
+      case FLOAT64 -> {
+        for (int k = 0; k < count; k++) {
+          values.set(Le.LONG, (rows + k) * 8L, widenFloatBits(bits[from + k]));
+        }
+      }
+      default -> throw new IllegalStateException("appendFloatBits on a " + type + " builder");
+    }
+    rows += count;
+  }
+
   private void appendNullMask(boolean[] isNull, int from, int count) {
     if (isNull == null) {
       if (validity != MemorySegment.NULL) {

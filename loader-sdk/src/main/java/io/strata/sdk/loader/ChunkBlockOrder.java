@@ -140,6 +140,19 @@ final class ChunkBlockOrder implements EpochOrder {
     return n;
   }
 
+  /** The block position {@code p} lies in (0 for a position past the end: callers ask of positions they read). */
+  int blockOf(long p) {
+    return p < 0 || p >= blockStart[blockStart.length - 1] ? 0 : Chunks.of(blockStart, p);
+  }
+
+  /** The chunks of block {@code g}, or an empty array past the last block. */
+  int[] chunksOfBlock(int g) {
+    if (g < 0 || g >= within.length) {
+      return new int[0];
+    }
+    return java.util.Arrays.copyOfRange(chunks, g * blockChunks, Math.min(chunks.length, (g + 1) * blockChunks));
+  }
+
   /** The chunk at place {@code i} of this epoch's order (tests, the bench's description of the shuffle). */
   int chunkAt(int i) {
     return chunks[i];

@@ -37,6 +37,18 @@ public final class TierStats {
     return orcDecoded.sum();
   }
 
+  private final LongAdder readAhead = new LongAdder();
+
+  /** A resident chunk's column read ahead whole, its block about to be read (a chunk-block shuffle). */
+  public void recordReadAhead() {
+    readAhead.increment();
+  }
+
+  /** Resident chunk columns read ahead whole before their block was read. */
+  public long chunkColumnsReadAhead() {
+    return readAhead.sum();
+  }
+
   public void record(Tier tier, long byteCount, long elapsedNanos) {
     bytes[tier.ordinal()].add(byteCount);
     nanos[tier.ordinal()].add(elapsedNanos);

@@ -155,6 +155,17 @@ final class ColdReads {
     return PageMappings.resident(c.offsets(), at * 4, (n + 1L) * 4);
   }
 
+  /** Reads ahead every row of {@code c} (a resident chunk's column, about to be read whole: the next block's). */
+  static void readAheadWhole(Column c) {
+    if (c.length() == 0) {
+      return;
+    }
+    readAheadDirect(c, 0, c.length());
+    if (c.type().kind().width() < 0) {
+      readAheadData(c, 0, c.length());
+    }
+  }
+
   /** Reads ahead the validity bits of rows {@code [from, from + n)} of {@code c}, and their values or offsets. */
   private static void readAheadDirect(Column c, int from, int n) {
     long at = (long) c.offset() + from;

@@ -649,6 +649,34 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
+   * Reads ahead {@code chunks} of this reader's stored features that lie in resident segments,
+   * which a block of whole chunks is about to read every row of: {@code madvise(WILLNEED)} over
+   * each of their columns (asynchronous, a few large reads instead of a page fault a page as
+   * batches touch them). Chunks not resident are not fetched ahead from the slow tier: under a
+   * memory limit the page cache dropped such bytes before their decode read them, and the slow
+   * tier was read twice (issue 58, BENCHMARKS.md). Called on this reader's thread.
+   */
+  public void readAheadChunks(int[] chunks) {
+    for (int c : chunks) {
+      for (int i = 0; i < features.size(); i++) {
+        if (derived[i] != null) {
+          continue;
+        }
+        Column col;
+        try {
+          col = resident.column(i, c);
+        } catch (IOException | RuntimeException e) {
+          continue; // found damaged or gone: the batch that reads it says so
+        }
+        if (col != null) {
+          ColdReads.readAheadWhole(col);
+          stats.recordReadAhead();
+        }
+      }
+    }
+  }
+
+  /**
    * Between batches: when the store's contents changed, releases the leases of chunks it no
    * longer holds (so that their segments are unmapped and the node's SSD blocks freed) and looks
    * up the chunks found absent again. Not to be called between {@link #measure} and the appends

@@ -165,6 +165,64 @@ class ChunkBlockShuffleTest {
   }
 
   @Test
+  void eachBlockReadsTheNextBlocksResidentChunksAheadOnce() throws IOException {
+    // Every chunk of "amount" on the SSD tier, "sample_id" on the slow tier only.
+    try (io.strata.sdk.tiering.SegmentStore store = io.strata.sdk.tiering.SegmentStore.open(tmp.resolve("ssd"), false,
+        io.strata.sdk.format.SegmentFile.Verify.NEVER)) {
+      io.strata.sdk.tiering.Promoter.promote(dataset, store, List.of("amount"), null, Progress.NONE);
+      int chunks = dataset.chunks().size();
+      for (int blocks : new int[] {0, 2}) {
+        long rows = 0;
+        long ahead;
+        try (Loader l = Loader.builder(dataset).features(List.of("sample_id", "amount")).segments(store)
+            .rowBatches(500, true).shuffleChunks(blocks).seed(4).epochs(2).prefetch(2, 1).build()) {
+          for (Batch b : l) {
+            try (b) {
+              Column amount = b.columns().get("amount");
+              Column ids = b.columns().get("sample_id");
+              assertEquals(b.units(), amount.length());
+              assertEquals(b.units(), ids.length());
+              rows += b.units();
+            }
+          }
+          ahead = l.tierStats().chunkColumnsReadAhead();
+        }
+        assertEquals(2 * dataset.rows(), rows);
+        // Every block but an epoch's first is read ahead while the one before it is read: its
+        // resident column (amount's), once; the slow tier's (sample_id's) is not fetched ahead.
+        long expected = blocks == 0 ? 0 : 2L * (chunks - Math.min(chunks, blocks));
+        assertEquals(expected, ahead, "chunk columns read ahead, blocks of " + blocks);
+      }
+    }
+  }
+
+  @Test
+  void blockOfAPositionAndTheChunksOfABlock() {
+    long[] first = {0, 10, 10, 25, 40, 41};
+    ChunkBlockOrder o = new ChunkBlockOrder(first, 2, 9);
+    Set<Integer> all = new HashSet<>();
+    for (int g = 0; g < 3; g++) {
+      int[] cs = o.chunksOfBlock(g);
+      assertEquals(g < 2 ? 2 : 1, cs.length);
+      for (int k = 0; k < cs.length; k++) {
+        assertEquals(o.chunkAt(2 * g + k), cs[k]);
+        all.add(cs[k]);
+      }
+    }
+    assertEquals(5, all.size(), "every chunk in one block");
+    assertEquals(0, o.chunksOfBlock(3).length, "past the last block");
+    for (long p = 0; p < 41; p++) {
+      int g = o.blockOf(p);
+      int c = Chunks.of(first, o.apply(p));
+      boolean in = false;
+      for (int x : o.chunksOfBlock(g)) {
+        in |= x == c;
+      }
+      assertTrue(in, "position " + p + " lies in a chunk of its block " + g);
+    }
+  }
+
+  @Test
   void sampleBatchesShuffleByChunkBlocksAndWindowsAreRefused() throws IOException {
     try (Loader l = Loader.builder(dataset).features(List.of("amount")).sampleBatches(64).shuffleChunks(3).seed(1).build()) {
       Set<Long> ids = new HashSet<>();
