@@ -125,8 +125,7 @@ final class ParquetColumns {
       throws java.io.IOException {
     Seen seen = new Seen();
     org.apache.parquet.column.ColumnDescriptor d = leaf.descriptor();
-    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
-    org.apache.parquet.column.Dictionary dict = dp == null ? null : dp.getEncoding().initDictionary(d, dp);
+    org.apache.parquet.column.Dictionary dict = dictionary(pages, d);
     int maxDef = d.getMaxDefinitionLevel();
     b.reserve(rows, 0);
     int done = 0;
@@ -202,8 +201,7 @@ final class ParquetColumns {
     }
     Seen seen = new Seen();
     org.apache.parquet.column.ColumnDescriptor d = leaf.descriptor();
-    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
-    org.apache.parquet.column.Dictionary dict = dp == null ? null : dp.getEncoding().initDictionary(d, dp);
+    org.apache.parquet.column.Dictionary dict = dictionary(pages, d);
     ColumnBuilder child = b.child();
     b.reserve(rows, 0);
     child.reserve((int) Math.min(Integer.MAX_VALUE - 2, pages.getTotalValueCount()), 0); // no element list grows and copies
@@ -385,6 +383,13 @@ final class ParquetColumns {
     for (int i = 0; i < n; i++) {
       out[i] = r.readInt();
     }
+  }
+
+  /** The column chunk's dictionary, or null where its pages have none. */
+  private static org.apache.parquet.column.Dictionary dictionary(org.apache.parquet.column.page.PageReader pages,
+      org.apache.parquet.column.ColumnDescriptor d) throws java.io.IOException {
+    org.apache.parquet.column.page.DictionaryPage dp = pages.readDictionaryPage();
+    return dp == null ? null : dp.getEncoding().initDictionary(d, dp);
   }
 
   private static org.apache.parquet.column.values.ValuesReader reader(org.apache.parquet.column.Encoding e,
