@@ -129,10 +129,18 @@ final class ParquetColumns {
     int maxDef = d.getMaxDefinitionLevel();
     b.reserve(rows, 0);
     int done = 0;
+    Values bulk = bulk(leaf.decode()) ? new Values(leaf.decode()) : null;
     for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
       int n = page.getValueCount();
       if (done + n > rows) {
         throw new IllegalStateException("the column chunk's pages hold more than its " + rows + " rows");
+      }
+      if (bulk != null) {
+        // Fixed-width numbers: the page's levels and values into arrays, appended in one call.
+        bulk.page(page, d, dict, n, 0, maxDef, seen);
+        bulk.append(b, 0, n);
+        done += n;
+        continue;
       }
       org.apache.parquet.column.values.ValuesReader values;
       IntSupplier levels;
@@ -205,79 +213,22 @@ final class ParquetColumns {
     ColumnBuilder child = b.child();
     b.reserve(rows, 0);
     child.reserve((int) Math.min(Integer.MAX_VALUE - 2, pages.getTotalValueCount()), 0); // no element list grows and copies
-    int[] rep = new int[0];
-    int[] def = new int[0];
-    long[] longs = null;
-    int[] floats = null;
-    double[] doubles = null;
-    boolean[] isNull = new boolean[0];
+    Values elements = new Values(leaf.decode());
     int done = 0;
     boolean open = false;
     for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
       int n = page.getValueCount();
-      if (rep.length < n) {
-        rep = new int[n];
-        def = new int[n];
-        isNull = new boolean[n];
-      }
-      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
       // The page's elements (entries at or past the element level), each value read or marked null.
-      int m = 0;
-      boolean anyNull = false;
-      switch (leaf.decode()) {
-        case INT32, INT64 -> {
-          if (longs == null || longs.length < n) {
-            longs = new long[n];
-          }
-          boolean ints = leaf.decode() == ParquetTypes.Decode.INT32;
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= leaf.elementDef()) {
-              boolean valid = def[i] >= leaf.valueDef();
-              long v = valid ? (ints ? values.readInteger() : values.readLong()) : 0L;
-              if (valid) {
-                seen.value(v);
-              }
-              longs[m] = v;
-              isNull[m++] = !valid;
-              anyNull |= !valid;
-            }
-          }
-        }
-        case FLOAT -> {
-          if (floats == null || floats.length < n) {
-            floats = new int[n];
-          }
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= leaf.elementDef()) {
-              boolean valid = def[i] >= leaf.valueDef();
-              // By their bits: a conversion through double would quiet a signalling NaN.
-              floats[m] = valid ? Float.floatToRawIntBits(values.readFloat()) : 0;
-              isNull[m++] = !valid;
-              anyNull |= !valid;
-            }
-          }
-        }
-        default -> { // DOUBLE
-          if (doubles == null || doubles.length < n) {
-            doubles = new double[n];
-          }
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= leaf.elementDef()) {
-              boolean valid = def[i] >= leaf.valueDef();
-              doubles[m] = valid ? values.readDouble() : 0.0;
-              isNull[m++] = !valid;
-              anyNull |= !valid;
-            }
-          }
-        }
-      }
+      elements.page(page, d, dict, n, leaf.elementDef(), leaf.valueDef(), null);
+      int[] rep = elements.rep;
+      int[] def = elements.def;
       // The rows: a list's elements appended in one call, then its end.
       int e = 0;
       int runFrom = 0;
       for (int i = 0; i < n; i++) {
         if (rep[i] == 0) {
           if (open) {
-            appendElements(leaf.decode(), child, longs, floats, doubles, anyNull ? isNull : null, runFrom, e - runFrom);
+            elements.append(child, runFrom, e - runFrom);
             b.endList();
             done++;
             open = false;
@@ -307,11 +258,13 @@ final class ParquetColumns {
         }
         if (def[i] < leaf.valueDef()) {
           seen.nulls++;
+        } else if (elements.integers) {
+          seen.value(elements.longs[e]);
         }
         e++;
       }
       if (open) { // the list continues on the next page: its elements here go in now
-        appendElements(leaf.decode(), child, longs, floats, doubles, anyNull ? isNull : null, runFrom, e - runFrom);
+        elements.append(child, runFrom, e - runFrom);
       }
     }
     if (open) {
@@ -324,15 +277,110 @@ final class ParquetColumns {
     return seen;
   }
 
-  private static void appendElements(ParquetTypes.Decode decode, ColumnBuilder child, long[] longs, int[] floats, double[] doubles,
-      boolean[] isNull, int from, int count) {
-    if (count == 0) {
-      return;
+  /**
+   * One data page of a column of fixed-width numbers ({@link #bulk}) decoded into arrays: its
+   * levels, and a value for each entry at or past an element level (0 for a null one), so that a
+   * run of them is appended to a builder in one call. Reused page after page; one thread's.
+   */
+  private static final class Values {
+    private final ParquetTypes.Decode decode;
+    final boolean integers;
+    int[] rep = new int[0];
+    int[] def = new int[0];
+    long[] longs = new long[0];
+    private int[] floats = new int[0];
+    private double[] doubles = new double[0];
+    private boolean[] isNull = new boolean[0];
+    private boolean anyNull;
+
+    Values(ParquetTypes.Decode decode) {
+      this.decode = decode;
+      this.integers = decode == ParquetTypes.Decode.INT32 || decode == ParquetTypes.Decode.INT64;
     }
-    switch (decode) {
-      case INT32, INT64 -> child.appendLongs(longs, isNull, from, count);
-      case FLOAT -> child.appendFloatBits(floats, isNull, from, count);
-      default -> child.appendDoubles(doubles, isNull, from, count);
+
+    /**
+     * Decodes {@code page}'s {@code n} entries: each at or past {@code elementDef} an element, null
+     * below {@code valueDef}; where {@code seen} is given, its nulls and integer bounds are counted.
+     * Returns the elements.
+     */
+    int page(org.apache.parquet.column.page.DataPage page, org.apache.parquet.column.ColumnDescriptor d,
+        org.apache.parquet.column.Dictionary dict, int n, int elementDef, int valueDef, Seen seen) throws java.io.IOException {
+      if (rep.length < n) {
+        rep = new int[n];
+        def = new int[n];
+        isNull = new boolean[n];
+        switch (decode) {
+          case INT32, INT64 -> longs = new long[n];
+          case FLOAT -> floats = new int[n];
+          default -> doubles = new double[n];
+        }
+      }
+      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
+      int m = 0;
+      boolean nulls = false;
+      switch (decode) {
+        case INT32, INT64 -> {
+          boolean ints = decode == ParquetTypes.Decode.INT32;
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= elementDef) {
+              boolean valid = def[i] >= valueDef;
+              long v = valid ? (ints ? values.readInteger() : values.readLong()) : 0L;
+              if (seen != null) {
+                if (valid) {
+                  seen.value(v);
+                } else {
+                  seen.nulls++;
+                }
+              }
+              longs[m] = v;
+              isNull[m++] = !valid;
+              nulls |= !valid;
+            }
+          }
+        }
+        case FLOAT -> {
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= elementDef) {
+              boolean valid = def[i] >= valueDef;
+              // By their bits: a conversion through double would quiet a signalling NaN.
+              floats[m] = valid ? Float.floatToRawIntBits(values.readFloat()) : 0;
+              if (seen != null && !valid) {
+                seen.nulls++;
+              }
+              isNull[m++] = !valid;
+              nulls |= !valid;
+            }
+          }
+        }
+        default -> { // DOUBLE
+          for (int i = 0; i < n; i++) {
+            if (def[i] >= elementDef) {
+              boolean valid = def[i] >= valueDef;
+              doubles[m] = valid ? values.readDouble() : 0.0;
+              if (seen != null && !valid) {
+                seen.nulls++;
+              }
+              isNull[m++] = !valid;
+              nulls |= !valid;
+            }
+          }
+        }
+      }
+      anyNull = nulls;
+      return m;
+    }
+
+    /** Appends elements {@code [from, from + count)} of the last page decoded to {@code b}. */
+    void append(ColumnBuilder b, int from, int count) {
+      if (count == 0) {
+        return;
+      }
+      boolean[] mask = anyNull ? isNull : null;
+      switch (decode) {
+        case INT32, INT64 -> b.appendLongs(longs, mask, from, count);
+        case FLOAT -> b.appendFloatBits(floats, mask, from, count);
+        default -> b.appendDoubles(doubles, mask, from, count);
+      }
     }
   }
 
