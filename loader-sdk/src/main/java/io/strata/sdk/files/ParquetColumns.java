@@ -4,7 +4,6 @@ import io.strata.sdk.format.ColumnBuilder;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.function.IntSupplier;
 import org.apache.parquet.column.ColumnReader;
 import org.apache.parquet.io.api.Binary;
 
@@ -130,6 +129,8 @@ final class ParquetColumns {
     b.reserve(rows, 0);
     int done = 0;
     Values bulk = bulk(leaf.decode()) ? new Values(leaf.decode()) : null;
+    int[] rep = new int[0];
+    int[] def = new int[0];
     for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
       int n = page.getValueCount();
       if (done + n > rows) {
@@ -142,39 +143,13 @@ final class ParquetColumns {
         done += n;
         continue;
       }
-      org.apache.parquet.column.values.ValuesReader values;
-      IntSupplier levels;
-      if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {
-        org.apache.parquet.bytes.ByteBufferInputStream in = v1.getBytes().toInputStream();
-        v1.getRlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.REPETITION_LEVEL).initFromPage(n, in);
-        org.apache.parquet.column.values.ValuesReader dl =
-            v1.getDlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.DEFINITION_LEVEL);
-        dl.initFromPage(n, in);
-        levels = dl::readInteger;
-        values = reader(v1.getValueEncoding(), d, dict);
-        values.initFromPage(n, in);
-      } else if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
-        if (maxDef == 0) {
-          levels = () -> 0;
-        } else {
-          org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder dl =
-              new org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder(
-                  org.apache.parquet.bytes.BytesUtils.getWidthFromMaxInt(maxDef), v2.getDefinitionLevels().toInputStream());
-          levels = () -> {
-            try {
-              return dl.readInt();
-            } catch (java.io.IOException e) {
-              throw new java.io.UncheckedIOException(e);
-            }
-          };
-        }
-        values = reader(v2.getDataEncoding(), d, dict);
-        values.initFromPage(n, v2.getData().toInputStream());
-      } else {
-        throw new IllegalStateException("a data page of an unknown kind: " + page);
+      if (def.length < n) {
+        rep = new int[n];
+        def = new int[n];
       }
+      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
       for (int i = 0; i < n; i++) {
-        if (levels.getAsInt() < maxDef) {
+        if (def[i] < maxDef) {
           b.appendNull();
           seen.nulls++;
         } else {
@@ -189,7 +164,7 @@ final class ParquetColumns {
     return seen;
   }
 
-  /** Whether {@link #appendListPages} decodes a list leaf's values of this kind (the fixed-width numbers: embeddings and the like). */
+  /** Whether values of this kind decode a page at a time into arrays ({@link Values}): the fixed-width numbers, scalars and list elements alike. */
   static boolean bulk(ParquetTypes.Decode decode) {
     return decode == ParquetTypes.Decode.INT32 || decode == ParquetTypes.Decode.INT64
         || decode == ParquetTypes.Decode.FLOAT || decode == ParquetTypes.Decode.DOUBLE;
