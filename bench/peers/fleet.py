@@ -51,6 +51,28 @@ def values_of(col):
     return col.to_numpy(zero_copy_only=False)
 
 
+def numpy_values(batch, name):
+    """A feature of a Strata numpy batch (``output="numpy"``): lists of equal length (embeddings) as a 2-D array."""
+    values = batch[name]
+    offsets = batch.get(name + ".offsets")
+    valid = batch.get(name + ".valid")
+    if valid is not None and offsets is None:
+        # nulls as pyarrow's to_numpy gives them (the reference's reading): NaN, integers made float64
+        # first; None in an object array of bools
+        kind = values.dtype.kind
+        values = values.astype(np.float64 if kind in "iu" else object if kind == "b" else values.dtype)
+        values[~valid] = None if kind == "b" else np.nan
+    if offsets is None:
+        return values
+    n = len(offsets) - 1
+    if n == 0:
+        return values.reshape(0, 1)
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1]) != n * width or not np.all(np.diff(offsets) == width):
+        raise SystemExit("fleet: %s holds lists of different lengths" % name)
+    return values.reshape(n, width)
+
+
 def digest(rows, values):
     """Order-free digest of (row, value) pairs: a sum (mod 2^64) of a mix of each pair. A 2-D
     feature (an embedding) counts each element, at row * width + its place."""
@@ -291,14 +313,15 @@ def strata_job(spec, reference, samples, out):
     mode = spec["mode"]
     ld = strata.Loader(spec["dataset"], features=spec["features"], mode=mode, batch_samples=spec["batchSamples"],
                        batch_rows=spec["batchRows"], seed=spec["seed"], epochs=spec["epochs"], node=spec.get("node"),
-                       shuffle_chunks=spec["blockChunks"], threads=1, prefetch=2, units=True, job=spec["name"])
+                       shuffle_chunks=spec["blockChunks"], threads=1, prefetch=2, units=True, job=spec["name"],
+                       output="numpy")
     sid_to_row = None
     if mode == "samples":
         order = np.argsort(samples[:, 0])
         sid_to_row = (samples[order, 0], order)
     epoch, ep = -1, None
     for b in ld:
-        e = int(b.schema.metadata[b"strata.epoch"])
+        e = b.epoch
         if e != epoch:
             if ep is not None:
                 emit(out, ep.report(epoch, reference))
@@ -311,7 +334,7 @@ def strata_job(spec, reference, samples, out):
             picked = sid_to_row[1][np.searchsorted(sid_to_row[0], units)]
             rows = sample_rows(samples, picked)
             n_samples = len(units)
-        cols = {f: values_of(b.column(b.schema.get_field_index(f))) for f in spec["features"]}
+        cols = {f: numpy_values(b, f) for f in spec["features"]}
         if ep.batches == 0 and e == 0:
             emit(out, {"first": time.time()})
         ep.add(rows, cols, n_samples)

@@ -12,8 +12,6 @@ import mmap
 import os
 import shutil
 
-import pyarrow as pa
-
 from ._errors import StrataError, StrataUsageError
 from ._service import _alive, _last_line, _log_size, _start_service
 
@@ -37,8 +35,9 @@ class _Server:
     """One session with the loader service (a Java Loader there) and the slab files it shares with
     us. The session ends when the connection closes, however this process ends."""
 
-    def __init__(self, request, pinning=None):
+    def __init__(self, request, pinning=None, numpy=False):
         self.pinning = pinning  # a _cuda._Pinning when the job wants batches pinned where they lie
+        self.numpy = numpy  # slabs as numpy arrays (output="numpy": pyarrow never imported), else pyarrow buffers
         self.sock, self.path = _start_service()
         self.log_from = _log_size(self.path + ".log")
         try:
@@ -127,12 +126,20 @@ class _Server:
             self.unmapped.pop(sid, None)
 
     def slab(self, sid):
-        """The read-only mapping of slab `sid` as a pyarrow buffer."""
+        """The read-only mapping of slab `sid` as a pyarrow buffer (a uint8 numpy array for output="numpy")."""
         b = self.slabs.get(sid)
         if b is None:
             name, size = self.unmapped.pop(sid)
             with open(os.path.join(self.dir, name), "rb") as f:
-                b = pa.py_buffer(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ))
+                m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+            if self.numpy:
+                import numpy as np
+
+                self.slabs[sid] = b = np.frombuffer(m, dtype=np.uint8)
+                return b
+            import pyarrow as pa
+
+            b = pa.py_buffer(m)
             if self.pinning is not None:
                 from ._cuda import _PinnedSlab
 

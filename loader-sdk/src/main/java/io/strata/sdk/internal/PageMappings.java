@@ -72,6 +72,28 @@ public final class PageMappings {
   }
 
   /**
+   * Drops this process's mappings of the whole pages inside {@code mapped} (a read-only file
+   * mapping, or a slice of one, at any alignment: pages it shares with bytes on either side are
+   * kept); the file's pages stay in the page cache, and a later read maps them again. Returns
+   * whether the system did (true when no whole page lies inside).
+   */
+  public static boolean releaseInside(MemorySegment mapped) {
+    if (MADVISE == null || mapped == null || mapped.equals(MemorySegment.NULL) || !mapped.isNative()) {
+      return false;
+    }
+    long first = (mapped.address() + PAGE - 1) & -PAGE;
+    long last = (mapped.address() + mapped.byteSize()) & -PAGE;
+    if (last <= first) {
+      return true;
+    }
+    try {
+      return (int) MADVISE.invokeExact(MemorySegment.ofAddress(first), last - first, MADV_DONTNEED) == 0;
+    } catch (Throwable e) {
+      return false;
+    }
+  }
+
+  /**
    * Advises that {@code mapped} (a read-only file mapping, its start page-aligned) is read at random:
    * a fault reads the page it needs and no read-around; returns whether the system took the advice.
    * Whoever reads a long span of it cold reads that span ahead itself ({@link #willNeed}).

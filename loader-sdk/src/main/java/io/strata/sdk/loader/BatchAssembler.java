@@ -353,6 +353,9 @@ final class BatchAssembler implements Prefetcher.Producer {
 
   /** The block of chunks whose successor was last read ahead (epoch, block); -1: none yet. */
   private long blockAhead = -1;
+  /** The epoch whose blocks below {@link #releasedBelow} have had their resident pages released. */
+  private int releasedEpoch = -1;
+  private int releasedBelow;
 
   /**
    * Where the epoch reads whole chunks a block at a time ({@link ChunkBlockOrder}): when a step
@@ -364,6 +367,20 @@ final class BatchAssembler implements Prefetcher.Producer {
   private void readAheadNextBlock(int epoch, long step, int units) {
     if (plan.blockChunks() == 0 || !plan.shuffle || units == 0 || !(order(epoch) instanceof ChunkBlockOrder blocks)) {
       return;
+    }
+    int first = blocks.blockOf(plan.position(step, 0));
+    if (epoch != releasedEpoch) {
+      releasedEpoch = epoch;
+      releasedBelow = first; // blocks before the first this assembler reads (a resumed epoch) it never mapped
+    }
+    // The blocks this assembler read before this step's first: every row read (another thread of the
+    // loader still on one only maps its pages again, from the page cache). A step's release and its
+    // read-ahead are both a few system calls.
+    for (; releasedBelow < first; releasedBelow++) {
+      int[] done = blocks.chunksOfBlock(releasedBelow);
+      for (TieredReader reader : readers) {
+        reader.releaseChunks(done);
+      }
     }
     int g = blocks.blockOf(plan.position(step, units - 1));
     long key = (long) epoch << 32 | g;

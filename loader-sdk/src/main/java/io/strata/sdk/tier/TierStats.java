@@ -49,6 +49,18 @@ public final class TierStats {
     return readAhead.sum();
   }
 
+  private final LongAdder released = new LongAdder();
+
+  /** A resident chunk's column whose block had been read released from this process's mappings. */
+  public void recordReleased() {
+    released.increment();
+  }
+
+  /** Resident chunk columns released from this process's mappings once their block had been read. */
+  public long chunkColumnsReleased() {
+    return released.sum();
+  }
+
   public void record(Tier tier, long byteCount, long elapsedNanos) {
     bytes[tier.ordinal()].add(byteCount);
     nanos[tier.ordinal()].add(elapsedNanos);

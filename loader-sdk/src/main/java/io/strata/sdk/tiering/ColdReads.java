@@ -166,6 +166,21 @@ final class ColdReads {
     }
   }
 
+  /**
+   * Drops this process's mappings of {@code c}'s pages (a resident chunk's column whose block has
+   * been read: the block before the current one), so that pages no batch of this reader reads again
+   * this epoch are not counted as its memory; they stay in the page cache. Pages a column shares
+   * with its neighbours are kept.
+   */
+  static void releaseWhole(Column c) {
+    for (MemorySegment m : new MemorySegment[] {c.validity(), c.offsets(), c.values()}) {
+      PageMappings.releaseInside(m);
+    }
+    if (c.child() != null) {
+      releaseWhole(c.child());
+    }
+  }
+
   /** Reads ahead the validity bits of rows {@code [from, from + n)} of {@code c}, and their values or offsets. */
   private static void readAheadDirect(Column c, int from, int n) {
     long at = (long) c.offset() + from;

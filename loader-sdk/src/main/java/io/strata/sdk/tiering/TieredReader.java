@@ -677,6 +677,33 @@ public final class TieredReader implements AutoCloseable {
   }
 
   /**
+   * Drops this process's mappings of {@code chunks}' resident columns of this reader's stored
+   * features: a block of whole chunks this reader has read every row of, which the epoch does not
+   * read again ({@link ColdReads#releaseWhole}; issue 58: the pages of the blocks already read stayed
+   * mapped, counted in the node's memory, until the kernel reclaimed them). Called on this reader's
+   * thread.
+   */
+  public void releaseChunks(int[] chunks) {
+    for (int c : chunks) {
+      for (int i = 0; i < features.size(); i++) {
+        if (derived[i] != null) {
+          continue;
+        }
+        Column col;
+        try {
+          col = resident.column(i, c);
+        } catch (IOException | RuntimeException e) {
+          continue;
+        }
+        if (col != null) {
+          ColdReads.releaseWhole(col);
+          stats.recordReleased();
+        }
+      }
+    }
+  }
+
+  /**
    * Between batches: when the store's contents changed, releases the leases of chunks it no
    * longer holds (so that their segments are unmapped and the node's SSD blocks freed) and looks
    * up the chunks found absent again. Not to be called between {@link #measure} and the appends

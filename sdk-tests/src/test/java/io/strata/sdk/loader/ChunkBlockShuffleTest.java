@@ -174,6 +174,7 @@ class ChunkBlockShuffleTest {
       for (int blocks : new int[] {0, 2}) {
         long rows = 0;
         long ahead;
+        long released;
         try (Loader l = Loader.builder(dataset).features(List.of("sample_id", "amount")).segments(store)
             .rowBatches(500, true).shuffleChunks(blocks).seed(4).epochs(2).prefetch(2, 1).build()) {
           for (Batch b : l) {
@@ -186,12 +187,16 @@ class ChunkBlockShuffleTest {
             }
           }
           ahead = l.tierStats().chunkColumnsReadAhead();
+          released = l.tierStats().chunkColumnsReleased();
         }
         assertEquals(2 * dataset.rows(), rows);
         // Every block but an epoch's first is read ahead while the one before it is read: its
         // resident column (amount's), once; the slow tier's (sample_id's) is not fetched ahead.
         long expected = blocks == 0 ? 0 : 2L * (chunks - Math.min(chunks, blocks));
         assertEquals(expected, ahead, "chunk columns read ahead, blocks of " + blocks);
+        // Every block but an epoch's last has its resident pages released once a step is past it.
+        int last = blocks == 0 ? 0 : chunks % blocks == 0 ? blocks : chunks % blocks;
+        assertEquals(blocks == 0 ? 0 : 2L * (chunks - last), released, "chunk columns released, blocks of " + blocks);
       }
     }
   }
