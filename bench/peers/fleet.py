@@ -342,7 +342,7 @@ def strata_job(spec, reference, samples, out):
     if ep is not None:
         emit(out, ep.report(epoch, reference))
     ld.close()
-    emit(out, {"end": time.time()})
+    emit(out, {"end": time.time(), "stats": ld.stats})
 
 
 if __name__ == "__main__":

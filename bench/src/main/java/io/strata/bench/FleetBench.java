@@ -489,6 +489,8 @@ final class FleetBench implements Callable<Integer> {
           started = l.path("started").asDouble();
         } else if (l.has("first")) {
           first = l.path("first").asDouble();
+        } else if (l.path("stats").isObject()) {
+          o.set("loaderStats", l.path("stats")); // a Strata job's: bytes per tier, chunk columns read ahead and released
         } else if (l.has("epoch")) {
           es.add(l);
           int e = l.path("epoch").asInt();

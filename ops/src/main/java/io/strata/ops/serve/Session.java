@@ -286,7 +286,8 @@ final class Session implements AutoCloseable {
       TierStats s = loader.tierStats();
       end.put("ssdBytes", s.bytes(Tier.SSD)).put("hddBytes", s.bytes(Tier.HDD))
           .put("batchesFromCache", loader.batchesFromCache()).put("derivedChunksComputed", loader.derivedChunksComputed())
-          .put("servedBytes", servedBytes).put("copiedBytes", copiedBytes);
+          .put("servedBytes", servedBytes).put("copiedBytes", copiedBytes)
+          .put("chunkColumnsReadAhead", s.chunkColumnsReadAhead()).put("chunkColumnsReleased", s.chunkColumnsReleased());
       LoaderServe.send(out, msg);
       return;
     }
