@@ -131,6 +131,7 @@ final class ParquetColumns {
     Values bulk = bulk(leaf.decode()) ? new Values(leaf.decode()) : null;
     int[] rep = new int[0];
     int[] def = new int[0];
+    Hybrid.Decoded fast = new Hybrid.Decoded();
     for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
       int n = page.getValueCount();
       if (done + n > rows) {
@@ -147,7 +148,7 @@ final class ParquetColumns {
         rep = new int[n];
         def = new int[n];
       }
-      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
+      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def, fast);
       for (int i = 0; i < n; i++) {
         if (def[i] < maxDef) {
           b.appendNull();
@@ -267,6 +268,8 @@ final class ParquetColumns {
     private double[] doubles = new double[0];
     private boolean[] isNull = new boolean[0];
     private boolean anyNull;
+    /** The page's levels and values decoded in bulk where {@link Hybrid} takes them. */
+    private final Hybrid.Decoded fast = new Hybrid.Decoded();
 
     Values(ParquetTypes.Decode decode) {
       this.decode = decode;
@@ -290,7 +293,7 @@ final class ParquetColumns {
           default -> doubles = new double[n];
         }
       }
-      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def);
+      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def, fast);
       int m = 0;
       boolean nulls = false;
       switch (decode) {
@@ -364,9 +367,13 @@ final class ParquetColumns {
    * def}; returns its values reader, positioned at its first value.
    */
   private static org.apache.parquet.column.values.ValuesReader levels(org.apache.parquet.column.page.DataPage page,
-      org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict, int n, int[] rep, int[] def)
-      throws java.io.IOException {
+      org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict, int n, int[] rep, int[] def,
+      Hybrid.Decoded fast) throws java.io.IOException {
     if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {
+      Hybrid.Decoded decoded = Hybrid.v1(v1, d, dict, n, rep, def, fast);
+      if (decoded != null) {
+        return decoded;
+      }
       org.apache.parquet.bytes.ByteBufferInputStream in = v1.getBytes().toInputStream();
       org.apache.parquet.column.values.ValuesReader rl =
           v1.getRlEncoding().getValuesReader(d, org.apache.parquet.column.ValuesType.REPETITION_LEVEL);
@@ -385,27 +392,25 @@ final class ParquetColumns {
       return values;
     }
     if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
-      hybrid(v2.getRepetitionLevels(), d.getMaxRepetitionLevel(), n, rep);
-      hybrid(v2.getDefinitionLevels(), d.getMaxDefinitionLevel(), n, def);
+      Hybrid.levelsV2(Hybrid.whole(v2.getRepetitionLevels()), d.getMaxRepetitionLevel(), n, rep);
+      Hybrid.levelsV2(Hybrid.whole(v2.getDefinitionLevels()), d.getMaxDefinitionLevel(), n, def);
+      int count = 0;
+      for (int i = 0; i < n; i++) {
+        if (def[i] == d.getMaxDefinitionLevel()) {
+          count++;
+        }
+      }
+      java.nio.ByteBuffer data = Hybrid.whole(v2.getData());
+      Hybrid.Decoded decoded = Hybrid.values(v2.getDataEncoding(), data, data.position(), data.limit(), d, dict, count, fast);
+      if (decoded != null) {
+        return decoded;
+      }
       org.apache.parquet.column.values.ValuesReader values = reader(v2.getDataEncoding(), d, dict);
-      values.initFromPage(n, v2.getData().toInputStream());
+      // The page's data was read once above (a decompressing stream cannot be read again).
+      values.initFromPage(n, org.apache.parquet.bytes.ByteBufferInputStream.wrap(data));
       return values;
     }
     throw new IllegalStateException("a data page of an unknown kind: " + page);
-  }
-
-  /** {@code n} levels of at most {@code max} from a version 2 page's run-length/bit-packed hybrid bytes (no length prefix). */
-  private static void hybrid(org.apache.parquet.bytes.BytesInput bytes, int max, int n, int[] out) throws java.io.IOException {
-    if (max == 0) {
-      java.util.Arrays.fill(out, 0, n, 0);
-      return;
-    }
-    org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder r =
-        new org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder(
-            org.apache.parquet.bytes.BytesUtils.getWidthFromMaxInt(max), bytes.toInputStream());
-    for (int i = 0; i < n; i++) {
-      out[i] = r.readInt();
-    }
   }
 
   /** The column chunk's dictionary, or null where its pages have none. */
