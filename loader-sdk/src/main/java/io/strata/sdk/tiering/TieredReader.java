@@ -657,6 +657,14 @@ public final class TieredReader implements AutoCloseable {
    * tier was read twice (issue 58, BENCHMARKS.md). Called on this reader's thread.
    */
   public void readAheadChunks(int[] chunks) {
+    forEachResident(chunks, col -> {
+      ColdReads.readAheadWhole(col);
+      stats.recordReadAhead();
+    });
+  }
+
+  /** Calls {@code action} with each resident column of {@code chunks} of this reader's stored features. */
+  private void forEachResident(int[] chunks, java.util.function.Consumer<Column> action) {
     for (int c : chunks) {
       for (int i = 0; i < features.size(); i++) {
         if (derived[i] != null) {
@@ -669,8 +677,7 @@ public final class TieredReader implements AutoCloseable {
           continue; // found damaged or gone: the batch that reads it says so
         }
         if (col != null) {
-          ColdReads.readAheadWhole(col);
-          stats.recordReadAhead();
+          action.accept(col);
         }
       }
     }
@@ -684,23 +691,10 @@ public final class TieredReader implements AutoCloseable {
    * thread.
    */
   public void releaseChunks(int[] chunks) {
-    for (int c : chunks) {
-      for (int i = 0; i < features.size(); i++) {
-        if (derived[i] != null) {
-          continue;
-        }
-        Column col;
-        try {
-          col = resident.column(i, c);
-        } catch (IOException | RuntimeException e) {
-          continue;
-        }
-        if (col != null) {
-          ColdReads.releaseWhole(col);
-          stats.recordReleased();
-        }
-      }
-    }
+    forEachResident(chunks, col -> {
+      ColdReads.releaseWhole(col);
+      stats.recordReleased();
+    });
   }
 
   /**
