@@ -222,9 +222,13 @@ final class Hybrid {
     }
     into.reset(count);
     ByteBuffer le = b.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-    if (width == 4) {
+    if (t == PrimitiveTypeName.INT32) {
       for (int i = 0; i < count; i++) {
-        into.bits[i] = t == PrimitiveTypeName.INT32 ? le.getInt(pos + 4 * i) : le.getInt(pos + 4 * i) & 0xFFFF_FFFFL;
+        into.bits[i] = le.getInt(pos + 4 * i);
+      }
+    } else if (t == PrimitiveTypeName.FLOAT) {
+      for (int i = 0; i < count; i++) {
+        into.bits[i] = le.getInt(pos + 4 * i) & 0xFFFF_FFFFL;
       }
     } else {
       for (int i = 0; i < count; i++) {
@@ -253,13 +257,18 @@ final class Hybrid {
     int limit = b.limit();
     pos = levelsV1(b, pos, limit, maxRep, n, rep);
     pos = levelsV1(b, pos, limit, maxDef, n, def);
+    return values(v1.getValueEncoding(), b, pos, limit, d, dict, present(def, n, maxDef), into);
+  }
+
+  /** How many of a page's {@code n} entries hold a value: those at the leaf's maximum definition level. */
+  static int present(int[] def, int n, int maxDef) {
     int count = 0;
     for (int i = 0; i < n; i++) {
       if (def[i] == maxDef) {
         count++;
       }
     }
-    return values(v1.getValueEncoding(), b, pos, limit, d, dict, count, into);
+    return count;
   }
 
   /** Levels of a version 1 page: a 4-byte length and hybrid runs, or nothing where the level's maximum is 0. */

@@ -394,14 +394,9 @@ final class ParquetColumns {
     if (page instanceof org.apache.parquet.column.page.DataPageV2 v2) {
       Hybrid.levelsV2(Hybrid.whole(v2.getRepetitionLevels()), d.getMaxRepetitionLevel(), n, rep);
       Hybrid.levelsV2(Hybrid.whole(v2.getDefinitionLevels()), d.getMaxDefinitionLevel(), n, def);
-      int count = 0;
-      for (int i = 0; i < n; i++) {
-        if (def[i] == d.getMaxDefinitionLevel()) {
-          count++;
-        }
-      }
       java.nio.ByteBuffer data = Hybrid.whole(v2.getData());
-      Hybrid.Decoded decoded = Hybrid.values(v2.getDataEncoding(), data, data.position(), data.limit(), d, dict, count, fast);
+      Hybrid.Decoded decoded = Hybrid.values(v2.getDataEncoding(), data, data.position(), data.limit(), d, dict,
+          Hybrid.present(def, n, d.getMaxDefinitionLevel()), fast);
       if (decoded != null) {
         return decoded;
       }
