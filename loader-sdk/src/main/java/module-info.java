@@ -13,10 +13,12 @@
  * {@code PlanProgram}, {@code BatchMode}; {@code io.strata.sdk.node}: {@code NodeClient},
  * {@code NodeSegments}; {@code io.strata.sdk.derive}: derived features, their specs and the
  * store interface a job passes a feature store as). Formats, dataset files, the tiers' machinery
- * ({@code io.strata.sdk.tiering}: the SSD tier's store, promotion, reads across the tiers) and
+ * ({@code io.strata.sdk.tiering}: the SSD tier's store, promotion, reads across the tiers; {@code
+ * io.strata.sdk.hadoop} and {@code io.strata.sdk.s3}: HDFS and S3 as read-only {@code java.nio}
+ * file systems, over {@code io.strata.sdk.remote}'s shared paths and channels) and
  * internals are exported to Strata's own modules alone.
  *
- * <p>The ORC, Parquet and Hadoop libraries are automatic modules (their jars declare no module), and the
+ * <p>The ORC, Parquet, Hadoop and AWS SDK libraries are automatic modules (their jars declare no module), and the
  * qualified exports name Strata's modules, which are compiled after this one: the two warnings
  * those give are expected, and suppressed here alone.
  */
@@ -29,6 +31,13 @@ module io.strata.sdk {
   requires hive.storage.api;
   requires hadoop.client.api;
   requires transitive com.fasterxml.jackson.databind;
+  requires software.amazon.awssdk.services.s3;
+  requires software.amazon.awssdk.core;
+  requires software.amazon.awssdk.awscore;
+  requires software.amazon.awssdk.auth;
+  requires software.amazon.awssdk.regions;
+  requires software.amazon.awssdk.http.apache5;
+  requires software.amazon.awssdk.http;
   requires java.net.http;
   requires java.management;
   requires java.sql; // orc-core's timestamp statistics are java.sql.Timestamp
@@ -44,5 +53,6 @@ module io.strata.sdk {
   exports io.strata.sdk.files to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.tiering to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.hadoop to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
+  exports io.strata.sdk.s3 to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
   exports io.strata.sdk.internal to io.strata.tools, io.strata.store, io.strata.node, io.strata.gpu, io.strata.ops;
 }

@@ -58,6 +58,7 @@ public final class CacheNode implements AutoCloseable {
   /** As above, with the connection bounds given (tests shorten them). */
   static CacheNode start(NodeConfig startConfig, Set<String> given, ConnectionGuard.Limits limits) throws IOException {
     HadoopFileSystems.configure(startConfig.hadoop()); // before any file of an hdfs:// root is read
+    io.strata.sdk.s3.S3FileSystems.configure(startConfig.s3()); // and of an s3:// one
     // The disks under the HDD roots, as the configuration names them: the gaps their reads read through.
     startConfig.hddGapBytes().forEach(io.strata.sdk.files.OrcReads::setGapBytes);
     VertxOptions options = new VertxOptions().setWorkerPoolSize(8);

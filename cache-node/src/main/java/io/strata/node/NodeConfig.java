@@ -25,7 +25,8 @@ import java.util.Set;
  * The cache node's configuration: its home, HDD roots (datasets must lie inside them), the SSD
  * directory and byte budget, the flash write budget, the DRAM budget, the bind address, port and
  * token, the cluster it joins ({@code cluster}, null: alone), and the settings of its HDFS client
- * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs), and per HDD root the gap its
+ * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs) and of its S3 client ({@code
+ * s3}; roots and datasets may be {@code s3://bucket/prefix} URIs), and per HDD root the gap its
  * reads read through, from the disk under it ({@code hddGapBytes}, the file's {@code hddDisks}). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
  * optional, see docs/API.md).
  */
@@ -45,7 +46,8 @@ public record NodeConfig(
     ClusterSettings cluster,
     long scrubBytesPerSecond,
     Map<String, String> hadoop,
-    Map<Path, Long> hddGapBytes) {
+    Map<Path, Long> hddGapBytes,
+    Map<String, String> s3) {
   /** The shortest token a node takes, bound to loopback or not. */
   static final int MIN_TOKEN_CHARS = 16;
 
@@ -60,6 +62,8 @@ public record NodeConfig(
     hddRoots = List.copyOf(new java.util.LinkedHashSet<>(hddRoots.stream()
         .map(r -> r.getFileSystem() == java.nio.file.FileSystems.getDefault() ? r.toAbsolutePath().normalize() : r).toList()));
     hadoop = Map.copyOf(hadoop);
+    s3 = Map.copyOf(s3);
+    io.strata.sdk.s3.S3Settings.of(s3); // every key known, every value sound
     Map<Path, Long> gaps = new LinkedHashMap<>();
     hddGapBytes.forEach((root, gap) -> {
       if (gap < 0) {
@@ -153,39 +157,39 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of(), Map.of());
+        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of(), Map.of(), Map.of());
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   /** This configuration scrubbing its segments' checksums at {@code bytesPerSecond} (0: off). */
   public NodeConfig withScrubRate(long bytesPerSecond) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop, hddGapBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   /** This configuration joining {@code c} (null: alone). */
   public NodeConfig withCluster(ClusterSettings c) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop, hddGapBytes);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
   }
 
   /**
@@ -249,7 +253,8 @@ public record NodeConfig(
           n.hasNonNull("cluster") ? cluster(n.get("cluster")) : null,
           n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond(),
           n.hasNonNull("hadoop") ? hadoop(n.get("hadoop")) : Map.of(),
-          n.hasNonNull("hddDisks") ? disks(n.get("hddDisks")) : Map.of());
+          n.hasNonNull("hddDisks") ? disks(n.get("hddDisks")) : Map.of(),
+          n.hasNonNull("s3") ? s3(n.get("s3")) : Map.of());
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }
@@ -296,13 +301,26 @@ public record NodeConfig(
    * the only way the node's client is configured (no core-site.xml or environment is read).
    */
   static Map<String, String> hadoop(JsonNode h) {
+    return strings(h, "hadoop", "Hadoop client settings");
+  }
+
+  /**
+   * The "s3" object: how the node reaches S3 and what a request there costs (endpoint, region,
+   * pathStyle, credentials, the cost model's figures; {@link io.strata.sdk.s3.S3Settings}); keys
+   * it does not set come from the AWS SDK's chains (the environment, profiles).
+   */
+  static Map<String, String> s3(JsonNode h) {
+    return strings(h, "s3", "S3 client settings");
+  }
+
+  private static Map<String, String> strings(JsonNode h, String name, String what) {
     if (!h.isObject()) {
-      throw new IllegalArgumentException("hadoop must be an object of Hadoop client settings {\"key\": \"value\"}");
+      throw new IllegalArgumentException(name + " must be an object of " + what + " {\"key\": \"value\"}");
     }
     Map<String, String> m = new LinkedHashMap<>();
     for (var e : h.properties()) {
       if (!e.getValue().isValueNode()) {
-        throw new IllegalArgumentException("hadoop." + e.getKey() + " must be a string, number or boolean");
+        throw new IllegalArgumentException(name + "." + e.getKey() + " must be a string, number or boolean");
       }
       m.put(e.getKey(), e.getValue().asText());
     }

@@ -16,7 +16,6 @@ import static io.strata.sdk.files.OrcReads.gapBytes;
 import static io.strata.sdk.files.OrcReads.key;
 
 import io.strata.sdk.files.OrcReads.Ahead;
-import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.strata.sdk.internal.Confinement;
 import java.io.EOFException;
 import java.io.IOException;
@@ -63,21 +62,21 @@ final class CountingFileSystem extends RawLocalFileSystem {
   @Override
   public FSDataInputStream open(Path f, int bufferSize) throws IOException {
     java.nio.file.Path file = nioPath(f);
-    FSDataInputStream in = confinement.confined() || HadoopFileSystems.isHadoop(file)
+    FSDataInputStream in = confinement.confined() || Locations.remote(file)
         ? new FSDataInputStream(new ChannelInput(confinement.openRead(file)))
         : super.open(f, bufferSize);
     return new FSDataInputStream(new Counting(in, key(file), file, gapBytes(file)));
   }
 
   /**
-   * A file of a Hadoop file system (a dataset on HDFS) is read through its {@code java.nio} view,
+   * A file of a remote file system (a dataset on HDFS or S3) is read through its {@code java.nio} view,
    * so that the same confinement, counting and coalescing apply; what orc-core asks of such a
    * file besides its stream is its length.
    */
   @Override
   public FileStatus getFileStatus(Path f) throws IOException {
     java.nio.file.Path file = nioPath(f);
-    if (!HadoopFileSystems.isHadoop(file)) {
+    if (!Locations.remote(file)) {
       return super.getFileStatus(f);
     }
     BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class);
@@ -86,15 +85,15 @@ final class CountingFileSystem extends RawLocalFileSystem {
 
   @Override
   protected void checkPath(Path path) {
-    if (!HadoopFileSystems.handles(path.toUri().getScheme())) {
+    if (!Locations.remoteScheme(path.toUri().getScheme())) {
       super.checkPath(path);
     }
   }
 
-  /** The {@code java.nio} path of {@code f}: a local file, or a file of a Hadoop file system. */
+  /** The {@code java.nio} path of {@code f}: a local file, or a file of a remote file system. */
   private java.nio.file.Path nioPath(Path f) {
     URI u = f.toUri();
-    return HadoopFileSystems.handles(u.getScheme()) ? HadoopFileSystems.path(u) : pathToFile(f).toPath();
+    return Locations.remoteScheme(u.getScheme()) ? Locations.remote(u) : pathToFile(f).toPath();
   }
 
 

@@ -1,5 +1,6 @@
 package io.strata.sdk.files;
 
+import io.strata.sdk.s3.S3FileSystems;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -136,6 +137,9 @@ public final class OrcReads {
       if (set != null) {
         return set;
       }
+    }
+    if (S3FileSystems.isS3(file)) {
+      return S3FileSystems.settings().gapBytes(); // a request's first byte costs what one connection moves meanwhile
     }
     return rotational(file) ? DiskModel.HDD.breakEvenGapBytes() : 0;
   }

@@ -1,6 +1,5 @@
 package io.strata.sdk.files;
 
-import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.strata.sdk.internal.SafePaths;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
@@ -68,7 +67,7 @@ public final class VersionLeases {
 
   /** A lease on {@code version} of the dataset in {@code dir}; close it when done reading. */
   public static AutoCloseable acquire(Path dir, String version) {
-    if (HadoopFileSystems.isHadoop(dir)) {
+    if (Locations.remote(dir)) {
       return () -> {}; // read-only to Strata: no relayout ever replaces a version there
     }
     Path f = file(dir, version);

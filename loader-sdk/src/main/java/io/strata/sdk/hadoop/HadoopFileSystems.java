@@ -1,5 +1,6 @@
 package io.strata.sdk.hadoop;
 
+import io.strata.sdk.remote.RemotePath;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.Map;
@@ -44,6 +45,6 @@ public final class HadoopFileSystems {
 
   /** Whether {@code p} is a path of a Hadoop file system. */
   public static boolean isHadoop(Path p) {
-    return p instanceof HadoopPath;
+    return p instanceof RemotePath r && r.getFileSystem() instanceof HadoopNioFileSystem;
   }
 }

@@ -10,18 +10,10 @@ import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.file.AccessDeniedException;
-import java.nio.file.ClosedFileSystemException;
-import java.nio.file.FileStore;
-import java.nio.file.FileSystem;
 import java.nio.file.FileSystemException;
-import java.nio.file.FileSystems;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.PathMatcher;
-import java.nio.file.WatchService;
-import java.nio.file.attribute.UserPrincipalLookupService;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
@@ -32,6 +24,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import io.strata.sdk.remote.RemoteFileSystem;
+import io.strata.sdk.remote.RemotePath;
+import io.strata.sdk.remote.RemoteStatus;
+import java.nio.channels.FileChannel;
+import java.util.ArrayList;
+import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.ipc.RemoteException;
 import org.apache.hadoop.security.AccessControlException;
@@ -42,13 +40,11 @@ import org.apache.hadoop.security.AccessControlException;
  * only it), made at the first read. Thread-safe: the client is made under this object's monitor,
  * and the Hadoop client itself is thread-safe.
  */
-final class HadoopNioFileSystem extends FileSystem {
+final class HadoopNioFileSystem extends RemoteFileSystem {
   private final HadoopProvider provider;
-  private final URI root;
   /** The Hadoop client, made at the first read (with the settings then in force); guarded by this. */
   @GuardedBy("this")
   private org.apache.hadoop.fs.FileSystem hadoop;
-  private volatile boolean open = true;
   /** Whether the name node has answered a call of this file system (from then on, its absence is waited out). */
   private volatile boolean answered;
   /** How long a name node that answered before may be gone before a call fails: a restart's worth. */
@@ -61,34 +57,49 @@ final class HadoopNioFileSystem extends FileSystem {
   }
 
   HadoopNioFileSystem(HadoopProvider provider, URI root) {
+    super(provider, root);
     this.provider = provider;
-    this.root = root;
   }
 
-  /** {@code scheme://authority/}. */
-  URI root() {
-    return root;
-  }
-
-  /** {@code scheme://authority}, no slash. */
-  String rootString() {
-    return root.getScheme() + "://" + root.getAuthority();
+  @Override
+  public String kind() {
+    return "a Hadoop file system";
   }
 
   /** The Hadoop client; made at the first call, so that paths are syntax until something is read. */
   synchronized org.apache.hadoop.fs.FileSystem hadoop() throws IOException {
-    if (!open) {
-      throw new ClosedFileSystemException();
-    }
+    ensureOpen();
     if (hadoop == null) {
-      hadoop = provider.client(root);
+      hadoop = provider.client(root());
     }
     return hadoop;
   }
 
-  /** The status of {@code p}; a missing file is a {@link NoSuchFileException}, a refusal an {@link AccessDeniedException}. */
-  FileStatus status(HadoopPath p) throws IOException {
-    return nameNode(p, () -> hadoop().getFileStatus(p.hadoop()));
+  /** The Hadoop path of {@code p}, absolute and qualified by this file system's scheme and authority. */
+  static org.apache.hadoop.fs.Path hadoopPath(RemotePath p) {
+    return new org.apache.hadoop.fs.Path(p.toUri());
+  }
+
+  @Override
+  public RemoteStatus status(RemotePath p) throws IOException {
+    FileStatus st = nameNode(p, () -> hadoop().getFileStatus(hadoopPath(p)));
+    return new RemoteStatus(st.isDirectory() ? 0 : st.getLen(), st.isDirectory(), st.getModificationTime(), null);
+  }
+
+  @Override
+  protected List<String> list(RemotePath dir) throws IOException {
+    FileStatus[] list = nameNode(dir, () -> hadoop().listStatus(hadoopPath(dir)));
+    List<String> names = new ArrayList<>(list.length);
+    for (FileStatus s : list) {
+      names.add(s.getPath().getName());
+    }
+    return names;
+  }
+
+  @Override
+  protected FileChannel open(RemotePath p, RemoteStatus st) throws IOException {
+    FSDataInputStream in = nameNode(p, () -> hadoop().open(hadoopPath(p)));
+    return new HadoopChannel(in, st.size(), p, this);
   }
 
   /**
@@ -119,7 +130,7 @@ final class HadoopNioFileSystem extends FileSystem {
 
   private ThreadFactory namedThreads() {
     AtomicInteger n = new AtomicInteger();
-    return r -> Thread.ofPlatform().name("strata-hdfs-" + root.getAuthority() + "-" + n.incrementAndGet()).daemon(true).unstarted(r);
+    return r -> Thread.ofPlatform().name("strata-hdfs-" + root().getAuthority() + "-" + n.incrementAndGet()).daemon(true).unstarted(r);
   }
 
   /**
@@ -128,7 +139,7 @@ final class HadoopNioFileSystem extends FileSystem {
    * out of time is not asked again for as long (calls meanwhile fail at once, naming it), so a
    * silent name node fails its own files' calls in seconds and never holds anyone else's caller.
    */
-  <T> T nameNode(HadoopPath p, Call<T> c) throws IOException {
+  <T> T nameNode(RemotePath p, Call<T> c) throws IOException {
     return call(p, () -> {
       long timeout = callTimeoutNanos();
       long quiet = silentUntil;
@@ -194,7 +205,7 @@ final class HadoopNioFileSystem extends FileSystem {
    * nothing listens. A DataNode's failure is the Hadoop client's business: a read turns to another
    * replica.
    */
-  <T> T call(HadoopPath p, Call<T> c) throws IOException {
+  <T> T call(RemotePath p, Call<T> c) throws IOException {
     long deadline = 0;
     while (true) {
       try {
@@ -286,80 +297,10 @@ final class HadoopNioFileSystem extends FileSystem {
   }
 
   @Override
-  public HadoopProvider provider() {
-    return provider;
-  }
-
-  @Override
-  public synchronized void close() throws IOException {
-    if (open) {
-      open = false;
-      provider.forget(this);
-      calls.shutdownNow();
-      if (hadoop != null) {
-        hadoop.close();
-      }
+  protected synchronized void closeClient() throws IOException {
+    calls.shutdownNow();
+    if (hadoop != null) {
+      hadoop.close();
     }
-  }
-
-  @Override
-  public boolean isOpen() {
-    return open;
-  }
-
-  @Override
-  public boolean isReadOnly() {
-    return true;
-  }
-
-  @Override
-  public String getSeparator() {
-    return "/";
-  }
-
-  @Override
-  public Iterable<Path> getRootDirectories() {
-    return List.of(getPath("/"));
-  }
-
-  @Override
-  public Iterable<FileStore> getFileStores() {
-    return List.of();
-  }
-
-  @Override
-  public Set<String> supportedFileAttributeViews() {
-    return Set.of("basic");
-  }
-
-  /** A path of this file system; a first part that starts with this file system's URI ({@code hdfs://nn:8020/...}) is taken as that URI's path. */
-  @Override
-  public HadoopPath getPath(String first, String... more) {
-    String r = rootString();
-    if (first.regionMatches(true, 0, r, 0, r.length()) && (first.length() == r.length() || first.charAt(r.length()) == '/')) {
-      first = first.length() == r.length() ? "/" : first.substring(r.length());
-    }
-    return HadoopPath.parse(this, first, more);
-  }
-
-  @Override
-  public PathMatcher getPathMatcher(String syntaxAndPattern) {
-    PathMatcher m = FileSystems.getDefault().getPathMatcher(syntaxAndPattern);
-    return p -> p instanceof HadoopPath h && m.matches(Path.of(h.pathString()));
-  }
-
-  @Override
-  public UserPrincipalLookupService getUserPrincipalLookupService() {
-    throw new UnsupportedOperationException("no user principals on " + rootString());
-  }
-
-  @Override
-  public WatchService newWatchService() {
-    throw new UnsupportedOperationException("a Hadoop file system cannot be watched: " + rootString());
-  }
-
-  @Override
-  public String toString() {
-    return rootString();
   }
 }

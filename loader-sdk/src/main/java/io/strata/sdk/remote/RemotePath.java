@@ -1,4 +1,4 @@
-package io.strata.sdk.hadoop;
+package io.strata.sdk.remote;
 
 import java.io.IOException;
 import java.net.URI;
@@ -14,22 +14,22 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A path of one Hadoop file system (one name node): a list of names, absolute or not, separated
- * by {@code /}. Pure syntax except {@link #toRealPath}, which asks the file system. Immutable.
+ * A path of one read-only remote file system (a name node of HDFS, a bucket of S3): a list of
+ * names, absolute or not, separated by {@code /}. Pure syntax except {@link #toRealPath}, which asks the file system. Immutable.
  */
-final class HadoopPath implements Path {
-  private final HadoopNioFileSystem fs;
+public final class RemotePath implements Path {
+  private final RemoteFileSystem fs;
   private final boolean absolute;
   private final List<String> names;
 
-  private HadoopPath(HadoopNioFileSystem fs, boolean absolute, List<String> names) {
+  private RemotePath(RemoteFileSystem fs, boolean absolute, List<String> names) {
     this.fs = fs;
     this.absolute = absolute;
     this.names = List.copyOf(names);
   }
 
   /** The path {@code first}/{@code more}... names, empty names (from {@code //}) dropped. */
-  static HadoopPath parse(HadoopNioFileSystem fs, String first, String... more) {
+  public static RemotePath parse(RemoteFileSystem fs, String first, String... more) {
     StringBuilder joined = new StringBuilder(first);
     for (String m : more) {
       if (!m.isEmpty()) {
@@ -46,11 +46,11 @@ final class HadoopPath implements Path {
         names.add(n);
       }
     }
-    return new HadoopPath(fs, s.startsWith("/"), names);
+    return new RemotePath(fs, s.startsWith("/"), names);
   }
 
   @Override
-  public HadoopNioFileSystem getFileSystem() {
+  public RemoteFileSystem getFileSystem() {
     return fs;
   }
 
@@ -61,12 +61,12 @@ final class HadoopPath implements Path {
 
   @Override
   public Path getRoot() {
-    return absolute ? new HadoopPath(fs, true, List.of()) : null;
+    return absolute ? new RemotePath(fs, true, List.of()) : null;
   }
 
   @Override
   public Path getFileName() {
-    return names.isEmpty() ? null : new HadoopPath(fs, false, List.of(names.getLast()));
+    return names.isEmpty() ? null : new RemotePath(fs, false, List.of(names.getLast()));
   }
 
   @Override
@@ -74,7 +74,7 @@ final class HadoopPath implements Path {
     if (names.isEmpty() || (names.size() == 1 && !absolute)) {
       return null;
     }
-    return new HadoopPath(fs, absolute, names.subList(0, names.size() - 1));
+    return new RemotePath(fs, absolute, names.subList(0, names.size() - 1));
   }
 
   @Override
@@ -87,7 +87,7 @@ final class HadoopPath implements Path {
     if (index < 0 || index >= names.size()) {
       throw new IllegalArgumentException("no name " + index + " in " + this);
     }
-    return new HadoopPath(fs, false, List.of(names.get(index)));
+    return new RemotePath(fs, false, List.of(names.get(index)));
   }
 
   @Override
@@ -95,12 +95,12 @@ final class HadoopPath implements Path {
     if (beginIndex < 0 || beginIndex >= endIndex || endIndex > names.size()) {
       throw new IllegalArgumentException("no names [" + beginIndex + ", " + endIndex + ") in " + this);
     }
-    return new HadoopPath(fs, false, names.subList(beginIndex, endIndex));
+    return new RemotePath(fs, false, names.subList(beginIndex, endIndex));
   }
 
   @Override
   public boolean startsWith(Path other) {
-    if (!(other instanceof HadoopPath o) || !o.fs.equals(fs) || o.absolute != absolute || o.names.size() > names.size()) {
+    if (!(other instanceof RemotePath o) || !o.fs.equals(fs) || o.absolute != absolute || o.names.size() > names.size()) {
       return false;
     }
     return names.subList(0, o.names.size()).equals(o.names);
@@ -108,7 +108,7 @@ final class HadoopPath implements Path {
 
   @Override
   public boolean endsWith(Path other) {
-    if (!(other instanceof HadoopPath o) || !o.fs.equals(fs) || o.names.size() > names.size()) {
+    if (!(other instanceof RemotePath o) || !o.fs.equals(fs) || o.names.size() > names.size()) {
       return false;
     }
     if (o.absolute) {
@@ -135,12 +135,12 @@ final class HadoopPath implements Path {
       }
       out.add(n);
     }
-    return new HadoopPath(fs, absolute, out);
+    return new RemotePath(fs, absolute, out);
   }
 
   @Override
   public Path resolve(Path other) {
-    HadoopPath o = of(other);
+    RemotePath o = of(other);
     if (o.absolute) {
       return o;
     }
@@ -149,12 +149,12 @@ final class HadoopPath implements Path {
     }
     List<String> n = new ArrayList<>(names);
     n.addAll(o.names);
-    return new HadoopPath(fs, absolute, n);
+    return new RemotePath(fs, absolute, n);
   }
 
   @Override
   public Path relativize(Path other) {
-    HadoopPath o = of(other);
+    RemotePath o = of(other);
     if (o.absolute != absolute) {
       throw new IllegalArgumentException("cannot relativize " + other + " against " + this + ": one is absolute, the other not");
     }
@@ -167,7 +167,7 @@ final class HadoopPath implements Path {
       n.add("..");
     }
     n.addAll(o.names.subList(common, o.names.size()));
-    return new HadoopPath(fs, false, n);
+    return new RemotePath(fs, false, n);
   }
 
   @Override
@@ -180,23 +180,23 @@ final class HadoopPath implements Path {
     }
   }
 
-  /** Relative paths are taken from the root (a Hadoop client's working directory is its home; Strata never relies on it). */
+  /** Relative paths are taken from the root (a Hadoop client's working directory is its home; Strata never relies on it; a bucket has none). */
   @Override
-  public HadoopPath toAbsolutePath() {
-    return absolute ? this : new HadoopPath(fs, true, names);
+  public RemotePath toAbsolutePath() {
+    return absolute ? this : new RemotePath(fs, true, names);
   }
 
-  /** The normalized absolute path, after checking that it exists (HDFS's links are off by default, and Strata follows none). */
+  /** The normalized absolute path, after checking that it exists (HDFS's links are off by default, Strata follows none, and S3 has none). */
   @Override
   public Path toRealPath(LinkOption... options) throws IOException {
-    HadoopPath real = (HadoopPath) toAbsolutePath().normalize();
+    RemotePath real = (RemotePath) toAbsolutePath().normalize();
     fs.status(real); // NoSuchFileException when missing
     return real;
   }
 
   @Override
   public WatchKey register(WatchService watcher, WatchEvent.Kind<?>[] events, WatchEvent.Modifier... modifiers) {
-    throw new UnsupportedOperationException("a Hadoop file system cannot be watched: " + this);
+    throw new UnsupportedOperationException(fs.kind() + " cannot be watched: " + this);
   }
 
   @Override
@@ -206,7 +206,7 @@ final class HadoopPath implements Path {
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof HadoopPath p && p.fs.equals(fs) && p.absolute == absolute && p.names.equals(names);
+    return o instanceof RemotePath p && p.fs.equals(fs) && p.absolute == absolute && p.names.equals(names);
   }
 
   @Override
@@ -221,17 +221,17 @@ final class HadoopPath implements Path {
   }
 
   /** The path alone: {@code /data/ev}, or {@code data/ev} when relative. */
-  String pathString() {
+  public String pathString() {
     return (absolute ? "/" : "") + String.join("/", names);
   }
 
-  /** The Hadoop path of this one, absolute and qualified by its file system's scheme and authority. */
-  org.apache.hadoop.fs.Path hadoop() {
-    return new org.apache.hadoop.fs.Path(toUri());
+  /** The names after the root, joined by {@code /} with no leading one: an object key's path part in a bucket ({@code data/ev}). */
+  public String relativeString() {
+    return String.join("/", names);
   }
 
-  private HadoopPath of(Path other) {
-    if (!(other instanceof HadoopPath o) || !o.fs.equals(fs)) {
+  private RemotePath of(Path other) {
+    if (!(other instanceof RemotePath o) || !o.fs.equals(fs)) {
       throw new ProviderMismatchException(other + " is not a path of " + fs.root());
     }
     return o;
