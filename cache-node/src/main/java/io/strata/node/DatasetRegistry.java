@@ -330,7 +330,7 @@ final class DatasetRegistry implements AutoCloseable {
     for (String[] n : named) {
       Path p;
       try {
-        p = dir.resolve(n[1]).toAbsolutePath().normalize();
+        p = io.strata.sdk.files.DatasetFiles.resolve(dir, n[1]).toAbsolutePath().normalize();
       } catch (InvalidPathException e) {
         throw NodeException.badRequest("dataset " + dir + ": manifest " + n[0] + " is not a valid path");
       }
@@ -360,7 +360,7 @@ final class DatasetRegistry implements AutoCloseable {
     try {
       Manifest m = Manifest.read(dir, confinement());
       for (Manifest.OrcFileInfo f : m.files()) {
-        Path p = dir.resolve(f.path());
+        Path p = io.strata.sdk.files.DatasetFiles.resolve(dir, f.path());
         if (!inRoots(resolved(p), true)) {
           return "its file " + f.path() + " points outside the node's HDD roots";
         }
@@ -370,6 +370,10 @@ final class DatasetRegistry implements AutoCloseable {
         long size = Files.size(p);
         if (size != f.bytes()) {
           return "its file " + f.path() + " has " + size + " bytes, not the " + f.bytes() + " its manifest gives (damaged or replaced)";
+        }
+        if (f.version() != null && !f.version().equals(io.strata.sdk.files.DatasetFiles.storeVersion(p))) {
+          return "its file " + f.path() + " was replaced since the dataset was imported (its version is no longer "
+              + f.version() + ")";
         }
       }
       return null;

@@ -104,7 +104,7 @@ public final class DatasetImporter {
   private static void writeSidecars(Path dir, Manifest m) {
     Path root = dir.toAbsolutePath().normalize();
     for (Manifest.OrcFileInfo info : m.files()) {
-      Path f = root.resolve(info.path()).normalize();
+      Path f = DatasetFiles.resolve(root, info.path()).normalize();
       if (!f.startsWith(root)) {
         continue;
       }
@@ -144,6 +144,7 @@ public final class DatasetImporter {
     Map<Integer, String> encrypted = new TreeMap<>();
     for (int fi = 0; fi < files.size(); fi++) {
       Path f = files.get(fi);
+      String version = DatasetFiles.storeVersion(f); // before reading: a file replaced meanwhile is refused later, never mixed
       try (Reader reader = OrcIo.open(f)) {
         TypeDescription s = reader.getSchema();
         if (s.getCategory() != TypeDescription.Category.STRUCT) {
@@ -169,7 +170,7 @@ public final class DatasetImporter {
         }
         fileInfos.add(
             new Manifest.OrcFileInfo(
-                DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f)));
+                DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f), version));
       }
       doneBytes += Files.size(f);
       progress.update(doneBytes, totalBytes, "bytes");
@@ -246,6 +247,7 @@ public final class DatasetImporter {
     long doneBytes = 0;
     for (int fi = 0; fi < files.size(); fi++) {
       Path f = files.get(fi);
+      String version = DatasetFiles.storeVersion(f); // before reading: a file replaced meanwhile is refused later, never mixed
       ParquetIo.FileChunks scanned = ParquetIo.chunks(f, fi, chunks.size(), row, encrypted);
       MessageType s = scanned.schema();
       if (schema == null) {
@@ -263,7 +265,7 @@ public final class DatasetImporter {
       long fileRows = scanned.rows();
       row += fileRows;
       fileInfos.add(new Manifest.OrcFileInfo(
-          DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f)));
+          DatasetFiles.manifestPath(o.datasetDir(), f), Files.size(f), fileRows, DatasetFiles.crc32c(f), version));
       doneBytes += Files.size(f);
       progress.update(doneBytes, totalBytes, "bytes");
     }

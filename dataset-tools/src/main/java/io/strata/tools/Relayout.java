@@ -1,5 +1,6 @@
 package io.strata.tools;
 
+import io.strata.sdk.files.DatasetFiles;
 import io.strata.sdk.files.Manifest;
 import io.strata.sdk.files.OrcIo;
 import io.strata.sdk.files.FileTails;
@@ -291,7 +292,7 @@ public final class Relayout {
     Manifest m = requireOrc(Manifest.read(dir));
     Map<String, Long> out = new LinkedHashMap<>();
     for (Manifest.OrcFileInfo info : m.files()) {
-      Path file = dir.resolve(info.path());
+      Path file = DatasetFiles.resolve(dir, info.path());
       try (Reader reader = OrcIo.open(file)) {
         TypeDescription schema = reader.getSchema();
         org.apache.orc.ColumnStatistics[] stats = reader.getStatistics();

@@ -28,6 +28,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -60,8 +61,13 @@ final class DatasetCommand implements Runnable {
   static final class Import implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Option(names = {"-o", "--out"}, required = true, description = "Dataset directory (holds the manifest).")
+    @Option(names = {"-o", "--out"}, description = "Dataset directory (holds the manifest); a local or mounted directory.")
     Path out;
+
+    @Option(names = "--in-place", description = "Make the dataset where its files are: the manifest, sample index and"
+        + " checksums beside them (one local input directory), or, for s3:// and hdfs:// inputs, in the local directory -o"
+        + " names. Files are never copied; each object's version (ETag) is recorded, so one replaced later is refused.")
+    boolean inPlace;
 
     @Option(names = "--name", description = "Dataset name (default: the directory's name).")
     String name;
@@ -75,7 +81,8 @@ final class DatasetCommand implements Runnable {
     @Option(names = "--replace", description = "Replace an existing manifest.")
     boolean replace;
 
-    @Parameters(arity = "1..*", paramLabel = "FILE", description = "ORC or Parquet files, or directories of them (one format a dataset).")
+    @Parameters(arity = "1..*", paramLabel = "FILE", converter = DatasetPath.class,
+        description = "ORC or Parquet files, or directories of them (one format a dataset); paths, hdfs:// or s3:// URIs.")
     List<Path> inputs;
 
     @Option(names = "--json", description = "Print the result as JSON.")
@@ -83,6 +90,16 @@ final class DatasetCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
+      if (out == null) {
+        if (!inPlace) {
+          throw new ParameterException(spec.commandLine(), "give -o DIR (where the manifest goes), or --in-place");
+        }
+        if (inputs.size() != 1 || Locations.remote(inputs.getFirst()) || !Files.isDirectory(inputs.getFirst())) {
+          throw new ParameterException(spec.commandLine(), "--in-place without -o takes one local directory of ORC or"
+              + " Parquet files (Strata writes nothing to hdfs:// or s3://: give -o, a local directory for the manifest)");
+        }
+        out = inputs.getFirst();
+      }
       String n = name != null ? name : out.toAbsolutePath().normalize().getFileName().toString();
       Terminal.Bar bar = new Terminal.Bar("import", spec.commandLine().getErr());
       Manifest m = DatasetImporter.importFiles(new DatasetImporter.Options(n, inputs, out, sampleColumn, !noVerify, replace), bar);

@@ -50,8 +50,44 @@ public final class DatasetFiles {
    * file beside it), so that a dataset moved or mounted elsewhere with its files still opens.
    */
   public static String manifestPath(Path datasetDir, Path file) {
+    if (file.getFileSystem() != datasetDir.getFileSystem()) {
+      return file.toUri().toString(); // a file of another file system (an S3 object for a local dataset): its URI
+    }
     Path abs = file.toAbsolutePath().normalize();
     Path dir = datasetDir.toAbsolutePath().normalize();
     return dir.getRoot() != null && dir.getRoot().equals(abs.getRoot()) ? dir.relativize(abs).toString() : abs.toString();
+  }
+
+  /** The file a manifest's {@code path} names for the dataset in {@code datasetDir}: resolved against it, or the URI of a remote file. */
+  public static Path resolve(Path datasetDir, String path) {
+    int colon = path.indexOf("://");
+    if (colon > 0 && Locations.remoteScheme(path.substring(0, colon))) {
+      return Locations.dataset(path);
+    }
+    return datasetDir.resolve(path);
+  }
+
+  /**
+   * The version a store gives {@code file} now (an S3 object's ETag; null where it keeps none).
+   * What {@link Manifest.OrcFileInfo#version} records at import.
+   */
+  public static String storeVersion(Path file) throws IOException {
+    return Locations.remote(file) ? (String) Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class).fileKey() : null;
+  }
+
+  /**
+   * Refuses {@code file} if the store's version of it is no longer the one {@code info} recorded at
+   * import: an object replaced since is not served ({@link java.nio.file.FileSystemException}
+   * naming it, both versions, and what to do).
+   */
+  public static void checkVersion(Path file, Manifest.OrcFileInfo info) throws IOException {
+    if (info.version() == null) {
+      return;
+    }
+    String now = storeVersion(file);
+    if (!info.version().equals(now)) {
+      throw new java.nio.file.FileSystemException(file.toString(), null, "replaced since the dataset was imported (version "
+          + info.version() + " then, " + now + " now); import the dataset again");
+    }
   }
 }

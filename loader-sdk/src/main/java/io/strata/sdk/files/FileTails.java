@@ -71,7 +71,7 @@ public final class FileTails {
   public static Path location(Path dir, Manifest m) {
     Path root = dir.toAbsolutePath().normalize();
     if (!m.files().isEmpty()) {
-      Path parent = root.resolve(m.files().getFirst().path()).normalize().getParent();
+      Path parent = DatasetFiles.resolve(root, m.files().getFirst().path()).normalize().getParent();
       if (parent != null && parent.startsWith(root)) {
         return parent.resolve(FILE_NAME);
       }
@@ -95,7 +95,7 @@ public final class FileTails {
     ByteArrayOutputStream entries = new ByteArrayOutputStream();
     DataOutputStream e = new DataOutputStream(entries);
     for (Manifest.OrcFileInfo info : m.files()) {
-      Path f = root.resolve(info.path()).normalize();
+      Path f = DatasetFiles.resolve(root, info.path()).normalize();
       if (!f.startsWith(root) || !Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS)) {
         continue;
       }

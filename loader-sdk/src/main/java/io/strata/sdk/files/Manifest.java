@@ -75,12 +75,20 @@ public final class Manifest {
   /**
    * An ORC file of the dataset.
    *
-   * @param path as written in the manifest: relative to the dataset directory, or absolute
+   * @param path as written in the manifest: relative to the dataset directory, absolute, or the
+   *     URI of a file of a remote file system ({@code s3://bucket/key}, {@code hdfs://nn/path})
    * @param bytes file size
    * @param rows rows in the file
    * @param crc32c CRC32C of the whole file, as 8 hex digits
+   * @param version the version the store gave the file when it was imported (an S3 object's ETag,
+   *     and its version id after a space in a versioned bucket), so that a file replaced since is
+   *     refused; null where the store keeps none
    */
-  public record OrcFileInfo(String path, long bytes, long rows, String crc32c) {}
+  public record OrcFileInfo(String path, long bytes, long rows, String crc32c, String version) {
+    public OrcFileInfo(String path, long bytes, long rows, String crc32c) {
+      this(path, bytes, rows, crc32c, null);
+    }
+  }
 
   /**
    * The optional sample index.
@@ -319,6 +327,9 @@ public final class Manifest {
       n.put("bytes", f.bytes());
       n.put("rows", f.rows());
       n.put("crc32c", f.crc32c());
+      if (f.version() != null) {
+        n.put("version", f.version());
+      }
     }
     ArrayNode cs = root.putArray("chunks");
     for (ChunkInfo c : chunks) {
@@ -399,7 +410,8 @@ public final class Manifest {
       }
       List<OrcFileInfo> files = new ArrayList<>();
       for (JsonNode n : array(root, "files")) {
-        files.add(new OrcFileInfo(text(n, "path"), number(n, "bytes"), number(n, "rows"), text(n, "crc32c")));
+        files.add(new OrcFileInfo(text(n, "path"), number(n, "bytes"), number(n, "rows"), text(n, "crc32c"),
+            n.hasNonNull("version") ? text(n, "version") : null));
       }
       List<ChunkInfo> chunks = new ArrayList<>();
       for (JsonNode n : array(root, "chunks")) {

@@ -94,7 +94,7 @@ public final class OrcTable implements HddTable {
   /** The absolute path of ORC file {@code index}. */
   @Override
   public Path filePath(int index) {
-    return dir.resolve(manifest.files().get(index).path());
+    return DatasetFiles.resolve(dir, manifest.files().get(index).path());
   }
 
   private synchronized Reader reader(int file) throws IOException {
@@ -107,6 +107,7 @@ public final class OrcTable implements HddTable {
         sums = StreamChecksums.load(dir, manifest, confinement);
       }
       Manifest.OrcFileInfo info = manifest.files().get(file);
+      DatasetFiles.checkVersion(path, info);
       if (!tailsLoaded) {
         // One request for every file's tail and stripe footers, instead of two trips to each file's end.
         tails = FileTails.load(dir, manifest, confinement);

@@ -72,7 +72,7 @@ public final class ParquetTable implements HddTable {
 
   @Override
   public Path filePath(int index) {
-    return dir.resolve(manifest.files().get(index).path());
+    return DatasetFiles.resolve(dir, manifest.files().get(index).path());
   }
 
   /** File {@code file}'s footer, read on first use and checked against the manifest's row groups. */
@@ -82,6 +82,7 @@ public final class ParquetTable implements HddTable {
     }
     if (footers[file] == null) {
       Path path = filePath(file);
+      DatasetFiles.checkVersion(path, manifest.files().get(file));
       if (manifest.streamChecksums() != null && sums == null) {
         sums = StreamChecksums.load(dir, manifest, confinement);
       }

@@ -19,7 +19,12 @@ import io.strata.sdk.loader.Loader;
 import io.strata.sdk.loader.LoaderBuilder;
 import io.strata.sdk.tiering.Promoter;
 import io.strata.sdk.tiering.SegmentStore;
+import io.strata.sdk.Column;
+import io.strata.sdk.files.Manifest;
 import io.strata.tools.DatasetGenerator;
+import io.strata.tools.DatasetImporter;
+import io.strata.tools.ParquetExport;
+import java.lang.foreign.Arena;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
@@ -167,6 +172,49 @@ class S3FileSystemsTest {
         same(Loader.builder(a).features(a.featureNames()).rowBatches(1024, true).seed(4),
             Loader.builder(b).features(b.featureNames()).segments(store).rowBatches(1024, true).seed(4), 30);
       }
+    }
+  }
+
+  @Test
+  void parquetObjectsImportedInPlaceReadAsTheirLocalCopyAndAReplacedOneIsRefused() throws IOException {
+    Path orcDir = base.resolve("orc-src");
+    DatasetGenerator.generate(orcDir, DatasetGenerator.Options.of("events", 12_000, 5).withFeatures(6).withChunking(4_000, 1),
+        Progress.NONE);
+    Path pq = base.resolve("pq-src");
+    try (Dataset orc = Dataset.open(orcDir)) {
+      ParquetExport.export(orc.directory(), orc.manifest(), orc.table(), pq, "events-pq", Progress.NONE);
+    }
+    List<Path> parts;
+    try (Stream<Path> files = Files.list(pq)) {
+      parts = files.filter(f -> f.getFileName().toString().endsWith(".parquet")).sorted().toList();
+    }
+    assertTrue(parts.size() >= 2, "several objects");
+    for (Path f : parts) {
+      put("data", "lake/events/" + f.getFileName(), Files.readAllBytes(f));
+    }
+    Path local = base.resolve("in-place");
+    Manifest m = DatasetImporter.importFiles(new DatasetImporter.Options("events", List.of(path("s3://data/lake/events")), local,
+        null, true, false), Progress.NONE);
+    assertTrue(m.files().getFirst().path().startsWith("s3://data/lake/events/"), m.files().getFirst().path());
+    assertEquals(S3FileSystems.version(path(m.files().getFirst().path())), m.files().getFirst().version(), "the ETag recorded");
+    try (Stream<Path> written = Files.walk(local)) {
+      assertTrue(written.noneMatch(f -> f.getFileName().toString().endsWith(".parquet")), "no object copied");
+    }
+    try (Dataset a = Dataset.open(pq); Dataset b = Dataset.open(local); Arena arena = Arena.ofConfined()) {
+      Map<String, Column> x = a.table().readRows(0, (int) a.rows(), a.featureNames(), arena);
+      Map<String, Column> y = b.table().readRows(0, (int) b.rows(), b.featureNames(), arena);
+      for (String f : a.featureNames()) {
+        assertEquals(-1, Columns.firstDifference(x.get(f), y.get(f)), f);
+      }
+    }
+    // The same bytes written again: a new object (S3's ETag of a simple upload is its MD5, so the content differs).
+    byte[] other = Files.readAllBytes(parts.get(1));
+    put("data", "lake/events/" + parts.getFirst().getFileName(), other);
+    try (Dataset b = Dataset.open(local); Arena arena = Arena.ofConfined()) {
+      FileSystemException e = assertThrows(FileSystemException.class,
+          () -> b.table().readRows(0, (int) b.rows(), b.featureNames(), arena));
+      assertTrue(e.getMessage().contains("replaced since the dataset was imported"), e.getMessage());
+      assertTrue(e.getMessage().contains("s3://data/lake/events/" + parts.getFirst().getFileName()), e.getMessage());
     }
   }
 
