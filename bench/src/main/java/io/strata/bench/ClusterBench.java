@@ -11,6 +11,7 @@ import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.hadoop.HadoopFileSystems;
+import io.strata.sdk.s3.S3FileSystems;
 import io.strata.sdk.Progress;
 import io.strata.tools.DatasetGenerator;
 import io.strata.sdk.internal.Json;
@@ -69,16 +70,25 @@ public final class ClusterBench implements Callable<Integer> {
   boolean json;
 
   @Option(names = "--hdd", defaultValue = "local", description = "Where the shared HDD tier is: local (a directory of this"
-      + " machine) or hdfs (a real HDFS, a NameNode and three DataNodes as processes of a fourth host, reached over the hosts'"
-      + " network, with a DataNode killed and the NameNode restarted while jobs read); default ${DEFAULT-VALUE}.")
+      + " machine), hdfs (a real HDFS, a NameNode and three DataNodes as processes of a fourth host, reached over the hosts'"
+      + " network, with a DataNode killed and the NameNode restarted while jobs read) or s3 (a real S3 server, S3Proxy, as a"
+      + " process of a fourth host whose link is shaped to --s3-mbps, killed and restarted while jobs read);"
+      + " default ${DEFAULT-VALUE}.")
   String hdd;
+
+  @Option(names = "--s3-mbps", defaultValue = "100", description = "With --hdd s3: the store's link to the hosts, MB/s"
+      + " (tc tbf); 0 leaves it unshaped; default ${DEFAULT-VALUE}.")
+  long s3MBps;
 
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter log = spec.commandLine().getErr();
-    if (!hdd.equals("local") && !hdd.equals("hdfs")) {
-      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--hdd is local or hdfs, not '" + hdd + "'");
+    if (!List.of("local", "hdfs", "s3").contains(hdd)) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--hdd is local, hdfs or s3, not '" + hdd + "'");
+    }
+    if (s3MBps < 0) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--s3-mbps must be 0 or more, not " + s3MBps);
     }
     boolean hdfs = hdd.equals("hdfs");
     String why = ClusterLab.unavailable();
@@ -86,6 +96,8 @@ public final class ClusterBench implements Callable<Integer> {
       why = "network namespaces: " + why;
     } else if (hdfs && HdfsLab.unavailable() != null) {
       why = "an HDFS: " + HdfsLab.unavailable();
+    } else if (hdd.equals("s3") && S3Lab.unavailable() != null) {
+      why = "an S3 server: " + S3Lab.unavailable();
     }
     if (why != null) {
       // As 'bench gpu' without a GPU: say what is missing, measure nothing.
@@ -99,7 +111,7 @@ public final class ClusterBench implements Callable<Integer> {
     boolean temporary = work == null;
     Path dir = temporary ? Files.createTempDirectory("strata-bench-cluster") : work;
     try {
-      ObjectNode r = run(dir, quick ? Math.min(rows, 120_000) : rows, stepMs, killDuring, hdfs, log);
+      ObjectNode r = run(dir, quick ? Math.min(rows, 120_000) : rows, stepMs, killDuring, hdd, s3MBps * 1_000_000, log);
       if (json) {
         out.println(Json.compact(r));
       } else {
@@ -119,6 +131,10 @@ public final class ClusterBench implements Callable<Integer> {
           out.printf("HDD tier on HDFS (3 DataNodes): a DataNode killed and the NameNode restarted (%s) while jobs B and C"
               + " read, in both runs%n", Terminal.seconds(c.path("hdfs").path("nameNodeRestartSeconds").asDouble()));
         }
+        if (hdd.equals("s3")) {
+          out.printf("HDD tier on S3 (S3Proxy, link %s): the server killed and restarted (%s) while jobs B and C read, in both"
+              + " runs%n", s3MBps == 0 ? "unshaped" : s3MBps + " MB/s", Terminal.seconds(c.path("s3").path("restartSeconds").asDouble()));
+        }
       }
       return r.path("mismatches").asLong() == 0 && r.path("jobFailures").asInt() == 0 ? 0 : 1;
     } finally {
@@ -130,16 +146,25 @@ public final class ClusterBench implements Callable<Integer> {
 
   /** The whole comparison in {@code dir} with the shared HDD tier a local directory; the JSON it reports. */
   public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, PrintWriter log) throws Exception {
-    return run(dir, rows, stepMs, killDuring, false, log);
+    return run(dir, rows, stepMs, killDuring, "local", 0, log);
+  }
+
+  /** As below, the shared HDD tier local or on HDFS. */
+  public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, boolean hdfs, PrintWriter log)
+      throws Exception {
+    return run(dir, rows, stepMs, killDuring, hdfs ? "hdfs" : "local", 0, log);
   }
 
   /**
-   * The whole comparison in {@code dir}; with {@code hdfs} the shared HDD tier is an HDFS ({@link
-   * HdfsLab}) every host reads over its network, and in each run a DataNode is killed and the
-   * NameNode restarted while jobs B and C read. The JSON it reports.
+   * The whole comparison in {@code dir}; with {@code hdd} "hdfs" the shared HDD tier is an HDFS
+   * ({@link HdfsLab}) every host reads over its network, and in each run a DataNode is killed and
+   * the NameNode restarted while jobs B and C read; with "s3" it is a bucket of an S3 server
+   * ({@link S3Lab}) whose link sends {@code s3BytesPerSecond} (0: unshaped), killed and restarted
+   * while jobs B and C read. The JSON it reports.
    */
-  public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, boolean hdfs, PrintWriter log)
-      throws Exception {
+  public static ObjectNode run(Path dir, long rows, int stepMs, boolean killDuring, String hdd, long s3BytesPerSecond,
+      PrintWriter log) throws Exception {
+    boolean hdfs = hdd.equals("hdfs");
     Path data = dir.resolve("shared/events");
     log.println("generating " + Terminal.count(rows) + " rows ...");
     DatasetGenerator.generate(data, DatasetGenerator.Options.of("events", rows, 11).withFeatures(12)
@@ -154,13 +179,13 @@ public final class ClusterBench implements Callable<Integer> {
     List<List<String>> jobs = List.of(names.subList(0, 8),
         concat(names.subList(0, 8), names.get(8)), concat(names.subList(0, 8), names.get(9)));
     ObjectNode r = Json.object();
-    r.put("available", true).put("hdd", hdfs ? "hdfs" : "local").put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
+    r.put("available", true).put("hdd", hdd).put("hosts", 3).put("rows", rows).put("features", names.size()).put("stepMs", stepMs);
     ArrayNode js = r.putArray("jobs");
     for (int j = 0; j < jobs.size(); j++) {
       js.addObject().put("job", "job-" + (char) ('a' + j)).put("host", j + 1).put("features", String.join(",", jobs.get(j)));
     }
-    ObjectNode alone = mode(dir.resolve("alone"), data, truth, jobs, false, false, hdfs, stepMs, log);
-    ObjectNode clustered = mode(dir.resolve("clustered"), data, truth, jobs, true, killDuring, hdfs, stepMs, log);
+    ObjectNode alone = mode(dir.resolve("alone"), data, truth, jobs, false, false, hdd, s3BytesPerSecond, stepMs, log);
+    ObjectNode clustered = mode(dir.resolve("clustered"), data, truth, jobs, true, killDuring, hdd, s3BytesPerSecond, stepMs, log);
     r.set("alone", alone);
     r.set("clustered", clustered);
     r.put("deadHostNoticedSeconds", clustered.path("deadHostNoticedSeconds").asDouble());
@@ -177,6 +202,10 @@ public final class ClusterBench implements Callable<Integer> {
     r.put("assumes", "one machine: the hosts share its cores, disk and page cache; the shared HDD tier is "
         + (hdfs ? "an HDFS (a NameNode and three DataNodes, replication 3, processes of a fourth host, their blocks on this"
             + " machine's disk, reached over the hosts' bridge: no network cost beyond the kernel's, no disk of their own)"
+            : hdd.equals("s3") ? "a bucket of S3Proxy (filesystem backend, a process of a fourth host, its objects on this"
+            + " machine's disk, its link to the hosts shaped by tc tbf to " + (s3BytesPerSecond == 0 ? "nothing"
+            : s3BytesPerSecond / 1_000_000 + " MB/s") + "; no first-byte latency beyond the server's own: a region's"
+            + " 100-200 ms are not modelled)"
             : "a local directory")
         + "; job A runs before B and C (a popular feature set, read again later on other hosts)");
     return r;
@@ -196,19 +225,31 @@ public final class ClusterBench implements Callable<Integer> {
 
   /** One run of the three jobs with the nodes alone or clustered. */
   private static ObjectNode mode(Path dir, Path localData, Path truth, List<List<String>> jobs, boolean clustered,
-      boolean killDuring, boolean hdfs, int stepMs, PrintWriter log) throws Exception {
+      boolean killDuring, String hdd, long s3BytesPerSecond, int stepMs, PrintWriter log) throws Exception {
+    boolean hdfs = hdd.equals("hdfs");
+    boolean s3 = hdd.equals("s3");
     String label = clustered ? "clustered" : "alone";
     Files.createDirectories(dir);
     ObjectNode m = Json.object();
     // With HDFS, a fourth host holds it (its NameNode and DataNodes, a process each).
-    try (ClusterLab lab = ClusterLab.create(hdfs ? 4 : 3);
-        HdfsLab dfs = hdfs ? HdfsLab.start(lab, 4, dir.resolve("hdfs"), 3, 8L << 20, localData, "/shared/events") : null) {
-      // The shared tier: the local directory, or its copy on the HDFS (a URI every host resolves alike).
-      Path data = dfs == null ? localData : HadoopFileSystems.path(dfs.uri().resolve("/shared/events"));
+    try (ClusterLab lab = ClusterLab.create(hdfs || s3 ? 4 : 3);
+        HdfsLab dfs = hdfs ? HdfsLab.start(lab, 4, dir.resolve("hdfs"), 3, 8L << 20, localData, "/shared/events") : null;
+        S3Lab store = s3 ? S3Lab.start(lab, 4, dir.resolve("s3"), s3BytesPerSecond, localData, "strata", "shared/events") : null) {
+      if (store != null) {
+        S3FileSystems.configure(store.settings()); // this process reads the bucket too (the features' names)
+      }
+      // The shared tier: the local directory, or its copy on the HDFS or in the bucket (a URI every host resolves alike).
+      Path data = dfs != null ? HadoopFileSystems.path(dfs.uri().resolve("/shared/events"))
+          : store != null ? S3FileSystems.path(java.net.URI.create("s3://strata/shared/events")) : localData;
       if (dfs != null) {
         log.printf("%s: HDFS at %s, the dataset copied in%n", label, dfs.uri());
       }
-      Map<String, String> env = Map.of("STRATA_TOKEN", TOKEN);
+      Map<String, String> env = new java.util.HashMap<>(Map.of("STRATA_TOKEN", TOKEN));
+      if (store != null) {
+        env.putAll(store.environment()); // every job reads the bucket with the AWS SDK's own variables
+        log.printf("%s: S3 at %s (link %s), the dataset uploaded%n", label, store.endpoint(),
+            s3BytesPerSecond == 0 ? "unshaped" : s3BytesPerSecond / 1_000_000 + " MB/s");
+      }
       List<Process> nodes = new ArrayList<>();
       List<NodeClient> clients = new ArrayList<>();
       for (int h = 1; h <= 3; h++) {
@@ -218,6 +259,10 @@ public final class ClusterBench implements Callable<Integer> {
             .put("ssdBudget", "2g").put("bind", lab.address(h)).put("port", 7070).put("token", TOKEN)
             .put("promotionThreads", 4).put("promotionBytesPerSecond", 0);
         c.putArray("hddRoots").add(data.getParent().toString());
+        if (store != null) {
+          ObjectNode sc = c.putObject("s3"); // the node's own section, as an operator writes it
+          store.settings().forEach(sc::put);
+        }
         if (clustered) {
           ObjectNode cl = c.putObject("cluster").put("host", lab.address(h)).put("name", "bench");
           ArrayNode members = cl.putArray("members");
@@ -252,7 +297,7 @@ public final class ClusterBench implements Callable<Integer> {
       log.printf("%s: jobs B and C on hosts 2 and 3 ...%n", label);
       // On HDFS, B and C train slower (at least 500 ms a batch), so that they still read when the
       // NameNode comes back (a restart takes some 5 s here).
-      int stepBC = dfs == null ? stepMs : Math.max(stepMs, 500);
+      int stepBC = dfs == null && store == null ? stepMs : Math.max(stepMs, 500);
       Process b = job(lab, 2, "job-b", data, truth, jobs.get(1), stepBC, env, dir);
       Process c = job(lab, 3, "job-c", data, truth, jobs.get(2), stepBC, env, dir);
       double noticed = Double.NaN;
@@ -270,6 +315,15 @@ public final class ClusterBench implements Callable<Integer> {
         m.putObject("hdfs").put("dataNodes", 3).put("blockBytes", 8L << 20).put("stepMsOfJobsBC", stepBC)
             .put("dataNodeKilledDuringJobs", during)
             .put("nameNodeRestartedDuringJobs", b.isAlive() && c.isAlive()).put("nameNodeRestartSeconds", restart);
+      }
+      if (store != null) {
+        await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
+            "host 2's first reads");
+        boolean during = b.isAlive() && c.isAlive();
+        double gone = store.restart();
+        log.printf("%s: S3 server killed (SIGKILL) and restarted (%s) while B and C run%n", label, Terminal.seconds(gone));
+        m.putObject("s3").put("linkBytesPerSecond", s3BytesPerSecond).put("stepMsOfJobsBC", stepBC)
+            .put("restartedDuringJobs", during && b.isAlive() && c.isAlive()).put("restartSeconds", gone);
       }
       if (clustered && killDuring) {
         await(() -> !b.isAlive() || clients.get(1).tiers().path("cluster").path("peerReads").asLong() > 0, 120,
@@ -345,6 +399,9 @@ public final class ClusterBench implements Callable<Integer> {
             .put("byteHitRatio", s.path("traffic").path("byteHitRatio").asDouble());
       }
       m.put("hddBytes", loaderOrc + promotionOrc).put("loaderOrcBytes", loaderOrc).put("promotionOrcBytes", promotionOrc);
+      if (store != null) {
+        data.getFileSystem().close(); // the next run's server is another: a client made anew
+      }
       m.put("valuesVerified", verified).put("mismatches", mismatches).put("jobFailures", failures);
       if (clustered) {
         m.put("peerReads", peerReads).put("peerBytes", peerBytes).put("peerFailures", peerFailures)

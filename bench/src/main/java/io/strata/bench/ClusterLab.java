@@ -121,6 +121,19 @@ public final class ClusterLab implements AutoCloseable {
     return List.of("ip", "netns", "exec", namespace(h));
   }
 
+  /**
+   * Shapes what host {@code h} sends to {@code bytesPerSecond} ({@code tc tbf} on its end of its
+   * link, a burst of a hundredth of a second's bytes): the rate a store's connection to the hosts has.
+   */
+  public void shape(int h, long bytesPerSecond) throws IOException {
+    long burst = Math.max(64 << 10, bytesPerSecond / 100);
+    String err = run(List.of("ip", "netns", "exec", namespace(h), "tc", "qdisc", "add", "dev", prefix + "i" + h, "root", "tbf",
+        "rate", (bytesPerSecond * 8) + "bit", "burst", Long.toString(burst), "latency", "200ms"));
+    if (err != null) {
+      throw new IOException("cannot shape host " + h + "'s link with tc tbf: " + err);
+    }
+  }
+
   /** Cuts host {@code h} off the network (its link on the bridge goes down): a partition, no process dies. */
   public void partition(int h) throws IOException {
     ip("link", "set", prefix + "o" + h, "down");

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.bench.ClusterBench;
 import io.strata.bench.ClusterLab;
 import io.strata.bench.HdfsLab;
+import io.strata.bench.S3Lab;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * address, real loader jobs as separate processes on hosts 1, then 2 and 3 (overlapping
  * features), run with the nodes alone and clustered; in the clustered run host 1's node is
  * killed with SIGKILL while the jobs of hosts 2 and 3 read; and once more with the shared tier on
- * HDFS. Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
+ * HDFS, and once more in an S3 bucket. Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
  * needed; CI has both).
  */
 class ClusterIT {
@@ -68,6 +69,28 @@ class ClusterIT {
       assertTrue(h.path("nameNodeRestartedDuringJobs").asBoolean(), mode + " " + h);
     }
     assertTrue(r.path("clustered").path("orcDecodeCopyGBps").asDouble() > 0, r.toString());
+  }
+
+  /**
+   * The same with the shared tier in a bucket of a real S3 server (S3Proxy, a process of a fourth
+   * host, its link shaped to 100 MB/s): the nodes' roots are {@code s3://strata/shared}, the jobs
+   * read the bucket with the AWS SDK's environment variables, and in both runs the server is killed
+   * (SIGKILL) and started again while jobs B and C read; every job still verifies every sample.
+   */
+  @Test
+  void theSharedTierOnS3OutlivesTheServerKilledAndRestarted() throws Exception {
+    String why = ClusterLab.unavailable();
+    Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+    Assumptions.assumeTrue(S3Lab.unavailable() == null, S3Lab::unavailable);
+    JsonNode r = ClusterBench.run(dir, 120_000, 20, false, "s3", 100_000_000L,
+        new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset()));
+    System.out.println(r.toPrettyString());
+    assertEquals("s3", r.path("hdd").asText());
+    everyJobVerifiedAndTheClusterSavedHddBytes(r);
+    for (String mode : List.of("alone", "clustered")) {
+      JsonNode s = r.path(mode).path("s3");
+      assertTrue(s.path("restartedDuringJobs").asBoolean(), mode + " " + s);
+    }
   }
 
   /** Checks what every run must show; the clustered run's figures. */
