@@ -22,7 +22,8 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * A real S3 server for the benchmarks in a host of a {@link ClusterLab}: S3Proxy (its filesystem
+ * A real S3 server for the benchmarks in a host of a {@link ClusterLab}, or on this host's
+ * loopback for tests ({@link #startLocal}): S3Proxy (its filesystem
  * backend: objects are files under a directory of this machine) as a process of that host, a
  * local directory uploaded into a bucket (real PUTs, so every object has its ETag), its link
  * optionally shaped ({@code tc tbf}: the rate a host's connection to the store has), and one
@@ -37,14 +38,19 @@ public final class S3Lab implements AutoCloseable {
   static final String IDENTITY = "strata-bench-identity";
   static final String CREDENTIAL = "strata-bench-credential";
   static final int PORT = 9000;
+  /** The lab the server runs in; null: this host, on loopback. */
   private final ClusterLab lab;
   private final int host;
+  private final String address;
+  private final int port;
   private final Path base;
   private Process server;
 
-  private S3Lab(ClusterLab lab, int host, Path base) {
+  private S3Lab(ClusterLab lab, int host, String address, int port, Path base) {
     this.lab = lab;
     this.host = host;
+    this.address = address;
+    this.port = port;
     this.base = base;
   }
 
@@ -63,27 +69,12 @@ public final class S3Lab implements AutoCloseable {
     if (jar() == null) {
       throw new IOException(unavailable());
     }
-    S3Lab s3 = new S3Lab(lab, host, base);
+    S3Lab s3 = new S3Lab(lab, host, lab.address(host), PORT, base);
     boolean ok = false;
     try {
-      Files.createDirectories(base.resolve("data"));
-      Files.writeString(base.resolve("s3proxy.conf"), String.join("\n",
-          "s3proxy.endpoint=" + s3.endpoint(),
-          "s3proxy.authorization=aws-v2-or-v4",
-          "s3proxy.identity=" + IDENTITY,
-          "s3proxy.credential=" + CREDENTIAL,
-          "jclouds.provider=filesystem",
-          "jclouds.filesystem.basedir=" + base.resolve("data")) + "\n");
-      s3.startServer();
-      try (S3Client c = s3.client()) {
-        c.createBucket(b -> b.bucket(bucket));
-        try (Stream<Path> files = Files.walk(put)) {
-          for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-            String key = prefix + "/" + put.relativize(f).toString().replace(File.separatorChar, '/');
-            c.putObject(b -> b.bucket(bucket).key(key), RequestBody.fromFile(f));
-          }
-        }
-      }
+      s3.configureAndStart();
+      s3.createBucket(bucket);
+      s3.upload(put, bucket, prefix);
       if (bytesPerSecond > 0) {
         lab.shape(host, bytesPerSecond);
       }
@@ -96,9 +87,68 @@ public final class S3Lab implements AutoCloseable {
     }
   }
 
+  /** Starts S3Proxy on this host's loopback (a free port), its objects under {@code base}: for tests. */
+  public static S3Lab startLocal(Path base) throws IOException {
+    if (jar() == null) {
+      throw new IOException(unavailable());
+    }
+    int port;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    S3Lab s3 = new S3Lab(null, 0, "127.0.0.1", port, base);
+    boolean ok = false;
+    try {
+      s3.configureAndStart();
+      ok = true;
+      return s3;
+    } finally {
+      if (!ok) {
+        s3.close();
+      }
+    }
+  }
+
+  private void configureAndStart() throws IOException {
+    Files.createDirectories(base.resolve("data"));
+    Files.writeString(base.resolve("s3proxy.conf"), String.join("\n",
+        "s3proxy.endpoint=" + endpoint(),
+        "s3proxy.authorization=aws-v2-or-v4",
+        "s3proxy.identity=" + IDENTITY,
+        "s3proxy.credential=" + CREDENTIAL,
+        "jclouds.provider=filesystem",
+        "jclouds.filesystem.basedir=" + base.resolve("data")) + "\n");
+    startServer();
+  }
+
+  /** Creates {@code bucket}. */
+  public void createBucket(String bucket) {
+    try (S3Client c = client()) {
+      c.createBucket(b -> b.bucket(bucket));
+    }
+  }
+
+  /** Uploads every file under {@code put} to {@code s3://bucket/prefix/...} (PUTs: each object gets its ETag). */
+  public void upload(Path put, String bucket, String prefix) throws IOException {
+    try (S3Client c = client(); Stream<Path> files = Files.walk(put)) {
+      for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
+        String rel = put.relativize(f).toString().replace(File.separatorChar, '/');
+        String key = rel.isEmpty() ? prefix : prefix + "/" + rel;
+        c.putObject(b -> b.bucket(bucket).key(key), RequestBody.fromFile(f));
+      }
+    }
+  }
+
+  /** Uploads {@code bytes} as the object {@code s3://bucket/key}, replacing any. */
+  public void put(String bucket, String key, byte[] bytes) {
+    try (S3Client c = client()) {
+      c.putObject(b -> b.bucket(bucket).key(key), RequestBody.fromBytes(bytes));
+    }
+  }
+
   /** The server's endpoint, as every host reaches it. */
   public URI endpoint() {
-    return URI.create("http://" + lab.address(host) + ":" + PORT);
+    return URI.create("http://" + address + ":" + port);
   }
 
   /** The environment a process that reads the store gets: the AWS SDK's own variables. */
@@ -123,15 +173,18 @@ public final class S3Lab implements AutoCloseable {
 
   private void startServer() throws IOException {
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-    server = lab.start(host, List.of(java.toString(), "-Xmx512m", "-jar", jar().toString(), "--properties",
-        base.resolve("s3proxy.conf").toString()), Map.of(), base.resolve("s3proxy.log"));
+    List<String> cmd = List.of(java.toString(), "-Xmx512m", "-jar", jar().toString(), "--properties",
+        base.resolve("s3proxy.conf").toString());
+    server = lab != null ? lab.start(host, cmd, Map.of(), base.resolve("s3proxy.log"))
+        : new ProcessBuilder(cmd).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.appendTo(base.resolve("s3proxy.log").toFile())).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (System.nanoTime() < deadline) {
       if (!server.isAlive()) {
         throw new IOException("S3Proxy exited with " + server.exitValue() + " (see " + base.resolve("s3proxy.log") + ")");
       }
       try (Socket s = new Socket()) {
-        s.connect(new InetSocketAddress(endpoint().getHost(), PORT), 200);
+        s.connect(new InetSocketAddress(endpoint().getHost(), port), 200);
         return;
       } catch (IOException e) {
         try {

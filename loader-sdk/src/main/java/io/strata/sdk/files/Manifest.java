@@ -366,6 +366,9 @@ public final class Manifest {
     try {
       regular = Files.readAttributes(file, BasicFileAttributes.class).isRegularFile();
     } catch (NoSuchFileException e) {
+      if (e.getReason() != null) {
+        throw e; // more than a missing file: a missing bucket, named by its store
+      }
       regular = false;
     } // another failure (a name node that does not answer) is said as it is
     if (!regular) {
