@@ -247,6 +247,11 @@ public final class ClusterBench implements Callable<Integer> {
       Map<String, String> env = new java.util.HashMap<>(Map.of("STRATA_TOKEN", TOKEN));
       if (store != null) {
         env.putAll(store.environment()); // every job reads the bucket with the AWS SDK's own variables
+        double[] model = probe(data);
+        m.putObject("s3").put("linkBytesPerSecond", s3BytesPerSecond).put("probeFirstByteMs", model[0] * 1e3)
+            .put("probeConnectionMBps", model[1] / 1e6).put("gapBytes", (long) Math.min(64 << 20, model[0] * model[1]));
+        log.printf("%s: the store as this process measured it: first byte %.1f ms, %.0f MB/s a connection%n", label,
+            model[0] * 1e3, model[1] / 1e6);
         log.printf("%s: S3 at %s (link %s), the dataset uploaded%n", label, store.endpoint(),
             s3BytesPerSecond == 0 ? "unshaped" : s3BytesPerSecond / 1_000_000 + " MB/s");
       }
@@ -322,7 +327,7 @@ public final class ClusterBench implements Callable<Integer> {
         boolean during = b.isAlive() && c.isAlive();
         double gone = store.restart();
         log.printf("%s: S3 server killed (SIGKILL) and restarted (%s) while B and C run%n", label, Terminal.seconds(gone));
-        m.putObject("s3").put("linkBytesPerSecond", s3BytesPerSecond).put("stepMsOfJobsBC", stepBC)
+        ((ObjectNode) m.get("s3")).put("stepMsOfJobsBC", stepBC)
             .put("restartedDuringJobs", during && b.isAlive() && c.isAlive()).put("restartSeconds", gone);
       }
       if (clustered && killDuring) {
@@ -413,6 +418,33 @@ public final class ClusterBench implements Callable<Integer> {
           Terminal.bytes(loaderOrc), Terminal.bytes(promotionOrc), clustered ? "; peer reads " + peerReads : "");
     }
     return m;
+  }
+
+  /**
+   * Times 24 range GETs of 1 MiB spread over the dataset's largest file (as the jobs' and nodes'
+   * reads are timed): the store's model as this process measured it, {@code [first byte seconds,
+   * bytes per second per connection]}.
+   */
+  private static double[] probe(Path data) throws IOException {
+    Path largest;
+    try (var files = Files.list(data)) {
+      largest = files.filter(f -> f.getFileName().toString().endsWith(".orc")).max((a, b) -> {
+        try {
+          return Long.compare(Files.size(a), Files.size(b));
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      }).orElseThrow(() -> new IOException("no ORC file in " + data));
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(largest)) {
+      long size = ch.size();
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate((int) Math.min(1 << 20, size));
+      for (int i = 0; i < 24; i++) {
+        b.clear();
+        ch.read(b, (size - b.capacity()) * i / 23);
+      }
+    }
+    return S3FileSystems.model(largest);
   }
 
   private static List<String> names(Path data) throws IOException {

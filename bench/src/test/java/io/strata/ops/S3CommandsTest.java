@@ -1,11 +1,9 @@
 package io.strata.ops;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.bench.S3Lab;
 import io.strata.node.CacheNode;
 import io.strata.node.NodeConfig;
@@ -56,24 +54,7 @@ class S3CommandsTest {
 
   @Test
   void readingCommandsTakeAnS3Dataset() throws Exception {
-    Cli.Result d = Cli.run("dataset", "describe", REMOTE, "--json");
-    assertEquals(0, d.code(), d.err());
-    JsonNode j = Json.parse(d.out());
-    assertEquals(40_000, j.path("rows").asLong());
-    Cli.Result v = Cli.run("dataset", "verify", REMOTE, "--json");
-    assertEquals(0, v.code(), v.out() + v.err());
-    Path remoteTruth = tmp.resolve("truth-s3.bin");
-    assertEquals(0, Cli.run("dataset", "truth", REMOTE, "-o", remoteTruth.toString()).code());
-    assertArrayEquals(Files.readAllBytes(truth), Files.readAllBytes(remoteTruth), "the same values as the local copy");
-    Cli.Result run = Cli.run("loader", "run", "--dataset", REMOTE, "--batch", "256", "--verify-against", truth.toString(), "--json");
-    assertEquals(0, run.code(), run.out() + run.err());
-    Path ssd = tmp.resolve("ssd");
-    Files.createDirectories(ssd);
-    Cli.Result p = Cli.run("promote", "--dataset", REMOTE, "--ssd", ssd.toString());
-    assertEquals(0, p.code(), p.out() + p.err());
-    Cli.Result fromSsd = Cli.run("loader", "run", "--dataset", REMOTE, "--ssd", ssd.toString(), "--batch", "256",
-        "--verify-against", truth.toString(), "--json");
-    assertEquals(0, fromSsd.code(), fromSsd.out() + fromSsd.err());
+    RemoteDatasetChecks.readingCommandsTake(REMOTE, 40_000, truth, tmp);
   }
 
   /**
@@ -141,28 +122,7 @@ class S3CommandsTest {
    */
   @Test
   void thePythonClientReadsAnS3DatasetAsItsLocalCopy() throws Exception {
-    String py = PythonClientIT.pythonOrSkip();
-    String script = String.join("\n",
-        "import itertools, sys, strata",
-        "remote, local = sys.argv[1], sys.argv[2]",
-        "n = 0",
-        "for a, b in itertools.zip_longest(strata.Loader(remote, batch_samples=300, seed=9, epochs=2),",
-        "                                  strata.Loader(local, batch_samples=300, seed=9, epochs=2)):",
-        "    assert a is not None and b is not None, 'a different number of batches'",
-        "    assert a.equals(b), 'batch %d differs' % n",
-        "    n += 1",
-        "print('batches', n)");
-    ProcessBuilder pb = new ProcessBuilder(py, "-c", script, REMOTE, local.toString());
-    Processes.clientEnvironment(pb, tmp.resolve("py/loader.sock"), 5);
-    pb.environment().putAll(s3.environment());
-    pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
-    pb.redirectErrorStream(true);
-    Process p = pb.start();
-    p.getOutputStream().close();
-    String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(5, java.util.concurrent.TimeUnit.MINUTES), out);
-    assertEquals(0, p.exitValue(), out);
-    assertTrue(out.lines().anyMatch(l -> l.matches("batches [1-9]\\d*")), out);
+    RemoteDatasetChecks.pythonClientReadsAsTheLocalCopy(REMOTE, local, tmp, s3.environment());
   }
 
   @Test

@@ -139,7 +139,7 @@ public final class OrcReads {
       }
     }
     if (S3FileSystems.isS3(file)) {
-      return S3FileSystems.settings().gapBytes(); // a request's first byte costs what one connection moves meanwhile
+      return S3FileSystems.gapBytes(file); // a request's first byte costs what one connection moves meanwhile
     }
     return rotational(file) ? DiskModel.HDD.breakEvenGapBytes() : 0;
   }

@@ -45,11 +45,6 @@ final class HadoopNioFileSystem extends RemoteFileSystem {
   /** The Hadoop client, made at the first read (with the settings then in force); guarded by this. */
   @GuardedBy("this")
   private org.apache.hadoop.fs.FileSystem hadoop;
-  /** Whether the name node has answered a call of this file system (from then on, its absence is waited out). */
-  private volatile boolean answered;
-  /** How long a name node that answered before may be gone before a call fails: a restart's worth. */
-  static final long NAME_NODE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(30);
-  private static final long RETRY_MILLIS = 500;
 
   /** A call of the Hadoop client. */
   interface Call<T> {
@@ -199,40 +194,38 @@ final class HadoopNioFileSystem extends RemoteFileSystem {
    * Runs {@code c} (a call about {@code p}), its failure translated. A name node that has answered
    * this file system before and then stops answering (its connection closed mid-call or refused while
    * it restarts, or it answers that it is starting: safe mode, "retry") is waited for, the call tried
-   * again every half second for up to {@link #NAME_NODE_GRACE_NANOS}; one that never answered fails
+   * again every half second for up to {@link RemoteFileSystem#GRACE_NANOS} ({@link #withGrace}); one that never answered fails
    * the call at once (a wrong address is said now, not in half a minute). Hadoop's own retry policy
    * is left off: it nests a connection's retries inside a call's and took minutes to say that
    * nothing listens. A DataNode's failure is the Hadoop client's business: a read turns to another
    * replica.
    */
   <T> T call(RemotePath p, Call<T> c) throws IOException {
-    long deadline = 0;
-    while (true) {
-      try {
-        T r = c.run();
-        answered = true;
-        return r;
-      } catch (IOException e) {
-        if (!answered || !nameNodeGone(e)) {
-          throw translate(p, e);
-        }
-        long now = System.nanoTime();
-        if (deadline == 0) {
-          deadline = now + NAME_NODE_GRACE_NANOS;
-        } else if (now - deadline > 0) {
-          throw translate(p, e);
-        }
-        try {
-          Thread.sleep(RETRY_MILLIS);
-        } catch (InterruptedException i) {
-          Thread.currentThread().interrupt();
-          InterruptedIOException x = new InterruptedIOException("interrupted waiting for the name node of " + p);
-          x.initCause(e);
-          throw x;
-        }
-      }
-    }
+    return withGrace(p, c::run, FAILURES);
   }
+
+  /** Hadoop's failures: IOExceptions, the name node gone by {@link #nameNodeGone}. */
+  private static final Failures FAILURES = new Failures() {
+    @Override
+    public boolean ours(Exception e) {
+      return e instanceof IOException;
+    }
+
+    @Override
+    public boolean answered(Exception e) {
+      return false;
+    }
+
+    @Override
+    public boolean gone(Exception e) {
+      return nameNodeGone(e);
+    }
+
+    @Override
+    public IOException translate(RemotePath p, Exception e) {
+      return HadoopNioFileSystem.translate(p, (IOException) e);
+    }
+  };
 
   /** Whether {@code e} says the name node (or the connection to it) is gone for now, not that the call was wrong. */
   static boolean nameNodeGone(Throwable e) {

@@ -1,6 +1,7 @@
 package io.strata.sdk.remote;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.net.URI;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileStore;
@@ -12,6 +13,7 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.UserPrincipalLookupService;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One read-only remote file system seen through {@code java.nio} (a name node of HDFS, a bucket
@@ -22,9 +24,34 @@ import java.util.Set;
  * <p>Threads: every method may be called from any thread; subclasses make their clients thread-safe.
  */
 public abstract class RemoteFileSystem extends FileSystem {
+  /** How long a store that answered before may be gone before a call fails: a restart's worth. */
+  public static final long GRACE_NANOS = TimeUnit.SECONDS.toNanos(30);
+  private static final long RETRY_MILLIS = 500;
   private final RemoteProvider provider;
   private final URI root;
   private volatile boolean open = true;
+  /** Whether the store has answered a call of this file system (from then on, its absence is waited out). */
+  private volatile boolean answered;
+
+  /** A call of the store. */
+  protected interface Attempt<T> {
+    T run() throws IOException;
+  }
+
+  /** How a scheme's client fails: which failures are its own, which say the store is gone for now, and in what words. */
+  protected interface Failures {
+    /** Whether {@code e} is a failure of the store's client, to be translated (any other propagates as it is). */
+    boolean ours(Exception e);
+
+    /** Whether the store answered, if not as asked (it is there). */
+    boolean answered(Exception e);
+
+    /** Whether {@code e} says the store (or the connection to it) is gone for now, not that the call was wrong. */
+    boolean gone(Exception e);
+
+    /** {@code e} in java.nio's terms, naming {@code p} and the problem. */
+    IOException translate(RemotePath p, Exception e);
+  }
 
   protected RemoteFileSystem(RemoteProvider provider, URI root) {
     this.provider = provider;
@@ -45,6 +72,48 @@ public abstract class RemoteFileSystem extends FileSystem {
 
   /** Closes this file system's client, if one was made. */
   protected abstract void closeClient() throws IOException;
+
+  /**
+   * Runs {@code a} (a call about {@code p}), its failure translated. A store that has answered this
+   * file system before and then is gone ({@code failures.gone}: a connection refused or closed
+   * mid-call while it restarts) is waited for, the call tried again every half second for up to
+   * {@link #GRACE_NANOS}; one that never answered fails the call at once (a wrong address is said
+   * now, not in half a minute).
+   */
+  protected final <T> T withGrace(RemotePath p, Attempt<T> a, Failures failures) throws IOException {
+    long deadline = 0;
+    while (true) {
+      try {
+        T r = a.run();
+        answered = true;
+        return r;
+      } catch (IOException | RuntimeException e) {
+        if (!failures.ours(e)) {
+          throw e;
+        }
+        if (failures.answered(e)) {
+          answered = true;
+        }
+        if (!answered || !failures.gone(e)) {
+          throw failures.translate(p, e);
+        }
+        long now = System.nanoTime();
+        if (deadline == 0) {
+          deadline = now + GRACE_NANOS;
+        } else if (now - deadline > 0) {
+          throw failures.translate(p, e);
+        }
+        try {
+          Thread.sleep(RETRY_MILLIS);
+        } catch (InterruptedException i) {
+          Thread.currentThread().interrupt();
+          InterruptedIOException x = new InterruptedIOException("interrupted waiting for " + rootString() + " (" + p + ")");
+          x.initCause(e);
+          throw x;
+        }
+      }
+    }
+  }
 
   /** {@code scheme://authority/}. */
   public URI root() {

@@ -5,7 +5,6 @@ import io.strata.sdk.remote.RemoteFileSystem;
 import io.strata.sdk.remote.RemotePath;
 import io.strata.sdk.remote.RemoteStatus;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.net.ConnectException;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
@@ -42,7 +41,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * <p>Failures: the SDK retries 503 SlowDown, 500s and throttling itself (standard mode: backoff
  * with jitter); a store that answered this bucket before and then refuses connections or keeps
  * failing (a restart) is waited out here, each call tried again every half second for up to
- * {@link #GRACE_NANOS}; one that never answered fails at once. Every failure is one line naming
+ * {@link RemoteFileSystem#GRACE_NANOS}; one that never answered fails at once. Every failure is one line naming
  * the bucket and key and what went wrong in the store's terms (no bucket, no object, access
  * denied, an unknown access key, a secret that does not match, expired credentials, the bucket's
  * region).
@@ -52,8 +51,6 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * threads (daemons, as many as the settings' connections, ended after 30 s unused).
  */
 final class S3Bucket extends RemoteFileSystem {
-  static final long GRACE_NANOS = TimeUnit.SECONDS.toNanos(30);
-  private static final long RETRY_MILLIS = 500;
   private final S3Provider provider;
   private final String bucket;
   @GuardedBy("this")
@@ -62,8 +59,8 @@ final class S3Bucket extends RemoteFileSystem {
   private S3Settings clientSettings;
   @GuardedBy("this")
   private ThreadPoolExecutor parts;
-  /** Whether the store has answered a call of this bucket (from then on, its absence is waited out). */
-  private volatile boolean answered;
+  /** What a request here costs, learned from this process's GETs. */
+  final StoreModel model = new StoreModel();
 
   /** A call of the store. */
   interface Call<T> {
@@ -113,6 +110,11 @@ final class S3Bucket extends RemoteFileSystem {
       parts.allowCoreThreadTimeOut(true);
     }
     return parts;
+  }
+
+  /** The gap a read of this bucket reads through ({@link StoreModel}). */
+  long gapBytes() {
+    return model.gapBytes(provider.settings());
   }
 
   /** The key of {@code p}'s object: its names after the bucket, joined by {@code /}. */
@@ -199,40 +201,34 @@ final class S3Bucket extends RemoteFileSystem {
   /**
    * Runs {@code c} (a call about {@code p}) with this bucket's client, its failure translated
    * ({@link #translate}); a store that answered before and is gone now (its connections refused
-   * or reset, or 5xx after the SDK's own retries) is waited for, the call tried again every half
-   * second for up to {@link #GRACE_NANOS}.
+   * or reset, or 5xx after the SDK's own retries) is waited for ({@link #withGrace}).
    */
   <T> T call(RemotePath p, Call<T> c) throws IOException {
-    long deadline = 0;
-    while (true) {
-      try {
-        T r = c.run(client());
-        answered = true;
-        return r;
-      } catch (SdkException e) {
-        if (e instanceof S3Exception s && s.statusCode() < 500) {
-          answered = true; // the store answered, if not as asked
-        }
-        if (!answered || !gone(e)) {
-          throw translate(p, e);
-        }
-        long now = System.nanoTime();
-        if (deadline == 0) {
-          deadline = now + GRACE_NANOS;
-        } else if (now - deadline > 0) {
-          throw translate(p, e);
-        }
-        try {
-          Thread.sleep(RETRY_MILLIS);
-        } catch (InterruptedException i) {
-          Thread.currentThread().interrupt();
-          InterruptedIOException x = new InterruptedIOException("interrupted waiting for the S3 store of " + p);
-          x.initCause(e);
-          throw x;
-        }
-      }
-    }
+    return withGrace(p, () -> c.run(client()), failures);
   }
+
+  /** The SDK's failures: an answer below 500 says the store is there; 5xx and lost connections that it is gone for now. */
+  private final Failures failures = new Failures() {
+    @Override
+    public boolean ours(Exception e) {
+      return e instanceof SdkException;
+    }
+
+    @Override
+    public boolean answered(Exception e) {
+      return e instanceof S3Exception s && s.statusCode() < 500;
+    }
+
+    @Override
+    public boolean gone(Exception e) {
+      return S3Bucket.gone(e);
+    }
+
+    @Override
+    public IOException translate(RemotePath p, Exception e) {
+      return S3Bucket.this.translate(p, (SdkException) e);
+    }
+  };
 
   /** Whether {@code e} says the store (or the connection to it) is gone for now, not that the call was wrong. */
   static boolean gone(Throwable e) {
@@ -240,8 +236,8 @@ final class S3Bucket extends RemoteFileSystem {
       return s.statusCode() >= 500;
     }
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof ConnectException || t instanceof SocketException || t.getClass().getSimpleName().equals("NoHttpResponseException")
-          || (t instanceof java.io.EOFException)) {
+      if (t instanceof ConnectException || t instanceof SocketException || t instanceof java.io.EOFException
+          || t.getClass().getSimpleName().equals("NoHttpResponseException")) {
         return true;
       }
     }

@@ -56,8 +56,12 @@ final class S3Channel extends RemoteChannel {
           r.ifMatch(version);
         }
       }
+      long t0 = System.nanoTime();
       try (ResponseInputStream<GetObjectResponse> in = c.getObject(r.build())) {
+        long t1 = System.nanoTime();
         int got = in.readNBytes(b, off, n);
+        bucket.model.firstByte(t1 - t0);
+        bucket.model.body(got, System.nanoTime() - t1);
         GETS.incrementAndGet();
         BYTES.addAndGet(got);
         if (got < n) {

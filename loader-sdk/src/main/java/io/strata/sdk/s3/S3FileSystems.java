@@ -63,6 +63,22 @@ public final class S3FileSystems {
     return (String) Files.readAttributes(p, BasicFileAttributes.class).fileKey();
   }
 
+  /**
+   * The gap a read of {@code file} (a path of an S3 bucket) reads through rather than asking
+   * twice: its bucket's time to a first byte at one connection's rate, as this process has
+   * measured them (the settings' figures until it has).
+   */
+  public static long gapBytes(Path file) {
+    return ((S3Bucket) ((RemotePath) file).getFileSystem()).gapBytes();
+  }
+
+  /** The model of {@code file}'s bucket in force now: {@code [first byte seconds, bytes per second per connection]}. */
+  public static double[] model(Path file) {
+    S3Bucket b = (S3Bucket) ((RemotePath) file).getFileSystem();
+    S3Settings s = settings();
+    return new double[] {b.model.firstByteSeconds(s), b.model.bytesPerSecond(s)};
+  }
+
   /** Range GETs made by this process's reads of S3 objects, and the bytes they returned: {@code [gets, bytes]}. */
   public static long[] requests() {
     return new long[] {S3Channel.GETS.get(), S3Channel.BYTES.get()};

@@ -18,11 +18,13 @@ import java.util.Set;
  * partMiB}): a request's first byte takes {@code firstByteMs}, after which one connection moves
  * {@code connectionMBps}; so a gap between two wanted ranges shorter than what one connection
  * moves in the time of a first byte is read through rather than asked for separately
- * ({@link #gapBytes}), and a long range is fetched as parts of {@code partMiB} on up to {@code
+ * ({@link S3FileSystems#gapBytes}), and a long range is fetched as parts of {@code partMiB} on up to {@code
  * connections} connections at once (AWS's guidance: byte-range requests of 8 or 16 MB, on
- * concurrent connections). The defaults are a model's assumptions for S3 in the same region (a
+ * concurrent connections). {@code firstByteMs} and {@code connectionMBps} are the prior: once a
+ * process has timed enough of its own requests to a bucket, what it measured replaces them
+ * ({@code StoreModel}). The defaults are a model's assumptions for S3 in the same region (a
  * first byte in 100 ms, the low end of the 100-200 ms AWS gives for S3's latency; 90 MB/s per
- * connection); set them from what the store measures.
+ * connection).
  */
 public record S3Settings(URI endpoint, String region, Boolean pathStyle, String accessKeyId, String secretAccessKey,
     String sessionToken, String profile, int connections, double firstByteMs, double connectionMBps, int partMiB) {
@@ -91,11 +93,6 @@ public record S3Settings(URI endpoint, String region, Boolean pathStyle, String 
     } catch (NumberFormatException x) {
       throw new IllegalArgumentException("s3." + k + " must be a number, not '" + v + "'", x);
     }
-  }
-
-  /** The gap between two wanted ranges of one object below which one request reads through it: a first byte's time at one connection's rate. */
-  public long gapBytes() {
-    return (long) (firstByteMs / 1e3 * connectionMBps * 1e6);
   }
 
   /** The size of the parts a long range is fetched in. */

@@ -21,6 +21,15 @@ class LocationsTest {
     IllegalArgumentException s3 = assertThrows(IllegalArgumentException.class, () -> Locations.local("s3a://bucket/ev"));
     assertTrue(s3.getMessage().contains("s3a:// file system is not supported"), s3.getMessage());
     assertThrows(IllegalArgumentException.class, () -> Locations.dataset("s3a://bucket/ev"));
+    // s3:// is read (syntax only here: nothing is asked of a store until a read), never written.
+    Path inBucket = Locations.dataset("s3://bucket/data/ev");
+    assertTrue(Locations.remote(inBucket), inBucket.toString());
+    assertEquals("s3://bucket/data/ev", inBucket.toString());
+    assertEquals("s3://bucket/data", inBucket.getParent().toString());
+    IllegalArgumentException w = assertThrows(IllegalArgumentException.class, () -> Locations.local("s3://bucket/ev"));
+    assertTrue(w.getMessage().contains("not s3://") && w.getMessage().contains("never writes"), w.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> Locations.dataset("s3://Not_A_Bucket/ev"));
+    assertThrows(IllegalArgumentException.class, () -> Locations.dataset("s3:///ev"));
     assertEquals(Path.of("/data/ev"), Locations.dataset("/data/ev"));
     assertEquals(Path.of("/data/ev"), Locations.dataset("file:///data/ev"));
     IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> Locations.local("file://otherhost/data"));

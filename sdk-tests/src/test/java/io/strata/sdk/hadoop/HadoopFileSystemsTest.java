@@ -8,16 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Progress;
-import io.strata.sdk.dataset.Dataset;
-import io.strata.sdk.format.Columns;
-import io.strata.sdk.format.SegmentFile;
+import io.strata.sdk.RemoteDatasets;
 import io.strata.sdk.files.Locations;
 import io.strata.sdk.internal.Confinement;
-import io.strata.sdk.loader.Batch;
-import io.strata.sdk.loader.Loader;
-import io.strata.sdk.loader.LoaderBuilder;
-import io.strata.sdk.tiering.Promoter;
-import io.strata.sdk.tiering.SegmentStore;
 import io.strata.tools.DatasetGenerator;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -165,38 +158,7 @@ class HadoopFileSystemsTest {
     cluster.getFileSystem().copyFromLocalFile(false, true, new org.apache.hadoop.fs.Path(local.toUri()),
         new org.apache.hadoop.fs.Path("/datasets/events"));
     Path remote = Locations.dataset(root + "/datasets/events");
-    Path ssd = base.resolve("ssd");
-    try (Dataset a = Dataset.open(local); Dataset b = Dataset.open(remote)) {
-      assertEquals(a.version(), b.version());
-      assertEquals(remote, b.directory());
-      // Every value, read from the ORC files (no SSD tier), in order and as shuffled single rows.
-      same(Loader.builder(a).features(a.featureNames()).rowBatches(4096, false), Loader.builder(b).features(b.featureNames())
-          .rowBatches(4096, false), 8);
-      same(Loader.builder(a).features(a.featureNames()).rowBatches(1024, true).seed(3),
-          Loader.builder(b).features(b.featureNames()).rowBatches(1024, true).seed(3), 30);
-      // Promoted from HDFS to a local SSD tier, then read from its segments.
-      try (SegmentStore store = SegmentStore.open(ssd, false, SegmentFile.Verify.FIRST_OPEN)) {
-        Promoter.promote(b, store, b.featureNames(), List.of(0, 1, 2), Progress.NONE);
-        same(Loader.builder(a).features(a.featureNames()).rowBatches(1024, true).seed(4),
-            Loader.builder(b).features(b.featureNames()).segments(store).rowBatches(1024, true).seed(4), 30);
-      }
-    }
-  }
-
-  /** The first {@code batches} batches of two loaders hold the same values. */
-  private static void same(LoaderBuilder expected, LoaderBuilder actual, int batches) throws IOException {
-    try (Loader x = expected.build(); Loader y = actual.build()) {
-      var xi = x.iterator();
-      var yi = y.iterator();
-      for (int k = 0; k < batches && xi.hasNext(); k++) {
-        try (Batch bx = xi.next(); Batch by = yi.next()) {
-          assertEquals(bx.rows(), by.rows());
-          for (String f : bx.featureNames()) {
-            assertEquals(-1, Columns.firstDifference(bx.column(f), by.column(f)), "batch " + k + ", feature " + f);
-          }
-        }
-      }
-    }
+    RemoteDatasets.readsAsItsLocalCopy(local, remote, base.resolve("ssd"));
   }
 
   @Test

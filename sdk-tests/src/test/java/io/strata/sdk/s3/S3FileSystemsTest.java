@@ -9,16 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.strata.sdk.Progress;
+import io.strata.sdk.RemoteDatasets;
 import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.files.Locations;
 import io.strata.sdk.format.Columns;
-import io.strata.sdk.format.SegmentFile;
 import io.strata.sdk.internal.Confinement;
-import io.strata.sdk.loader.Batch;
-import io.strata.sdk.loader.Loader;
-import io.strata.sdk.loader.LoaderBuilder;
-import io.strata.sdk.tiering.Promoter;
-import io.strata.sdk.tiering.SegmentStore;
 import io.strata.sdk.Column;
 import io.strata.sdk.files.Manifest;
 import io.strata.tools.DatasetGenerator;
@@ -160,19 +155,7 @@ class S3FileSystemsTest {
         put("data", "datasets/events/" + local.relativize(f).toString().replace('\\', '/'), Files.readAllBytes(f));
       }
     }
-    Path remote = Locations.dataset("s3://data/datasets/events");
-    try (Dataset a = Dataset.open(local); Dataset b = Dataset.open(remote)) {
-      assertEquals(a.version(), b.version());
-      same(Loader.builder(a).features(a.featureNames()).rowBatches(4096, false), Loader.builder(b).features(b.featureNames())
-          .rowBatches(4096, false), 8);
-      same(Loader.builder(a).features(a.featureNames()).rowBatches(1024, true).seed(3),
-          Loader.builder(b).features(b.featureNames()).rowBatches(1024, true).seed(3), 30);
-      try (SegmentStore store = SegmentStore.open(base.resolve("ssd"), false, SegmentFile.Verify.FIRST_OPEN)) {
-        Promoter.promote(b, store, b.featureNames(), List.of(0, 1, 2), Progress.NONE);
-        same(Loader.builder(a).features(a.featureNames()).rowBatches(1024, true).seed(4),
-            Loader.builder(b).features(b.featureNames()).segments(store).rowBatches(1024, true).seed(4), 30);
-      }
-    }
+    RemoteDatasets.readsAsItsLocalCopy(local, Locations.dataset("s3://data/datasets/events"), base.resolve("ssd"));
   }
 
   @Test
@@ -215,22 +198,6 @@ class S3FileSystemsTest {
           () -> b.table().readRows(0, (int) b.rows(), b.featureNames(), arena));
       assertTrue(e.getMessage().contains("replaced since the dataset was imported"), e.getMessage());
       assertTrue(e.getMessage().contains("s3://data/lake/events/" + parts.getFirst().getFileName()), e.getMessage());
-    }
-  }
-
-  /** The first {@code batches} batches of two loaders hold the same values. */
-  private static void same(LoaderBuilder expected, LoaderBuilder actual, int batches) throws IOException {
-    try (Loader x = expected.build(); Loader y = actual.build()) {
-      var xi = x.iterator();
-      var yi = y.iterator();
-      for (int k = 0; k < batches && xi.hasNext(); k++) {
-        try (Batch bx = xi.next(); Batch by = yi.next()) {
-          assertEquals(bx.rows(), by.rows());
-          for (String f : bx.featureNames()) {
-            assertEquals(-1, Columns.firstDifference(bx.column(f), by.column(f)), "batch " + k + ", feature " + f);
-          }
-        }
-      }
     }
   }
 
