@@ -421,7 +421,7 @@ public final class ClusterBench implements Callable<Integer> {
   }
 
   /**
-   * Times 24 range GETs of 1 MiB spread over the dataset's largest file (as the jobs' and nodes'
+   * Times 24 range GETs of 2 MiB spread over the dataset's largest file (as the jobs' and nodes'
    * reads are timed): the store's model as this process measured it, {@code [first byte seconds,
    * bytes per second per connection]}.
    */
@@ -438,7 +438,7 @@ public final class ClusterBench implements Callable<Integer> {
     }
     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(largest)) {
       long size = ch.size();
-      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate((int) Math.min(1 << 20, size));
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate((int) Math.min(2 << 20, size));
       for (int i = 0; i < 24; i++) {
         b.clear();
         ch.read(b, (size - b.capacity()) * i / 23);

@@ -123,10 +123,13 @@ public final class ClusterLab implements AutoCloseable {
 
   /**
    * Shapes what host {@code h} sends to {@code bytesPerSecond} ({@code tc tbf} on its end of its
-   * link, a burst of a hundredth of a second's bytes): the rate a store's connection to the hosts has.
+   * link): the rate a store's connection to the hosts has. The burst is a 250th of a second's
+   * bytes (what the kernel's timer needs to reach the rate at all, and no more: a larger bucket,
+   * refilled while a request waits for its first byte, lets a whole range through at the bridge's
+   * speed).
    */
   public void shape(int h, long bytesPerSecond) throws IOException {
-    long burst = Math.max(64 << 10, bytesPerSecond / 100);
+    long burst = Math.max(16 << 10, bytesPerSecond / 250);
     String err = run(List.of("ip", "netns", "exec", namespace(h), "tc", "qdisc", "add", "dev", prefix + "i" + h, "root", "tbf",
         "rate", (bytesPerSecond * 8) + "bit", "burst", Long.toString(burst), "latency", "200ms"));
     if (err != null) {

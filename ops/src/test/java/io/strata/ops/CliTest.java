@@ -163,6 +163,27 @@ class CliTest {
     assertEquals(1, imp.err().lines().filter(l -> l.startsWith("strata:")).count(), imp.err());
   }
 
+  /** A directory of ORC files made a dataset where it is: the manifest beside them, nothing copied; -o or --in-place required. */
+  @Test
+  void importInPlaceWritesTheManifestBesideTheFiles() throws Exception {
+    Path dir = Files.createDirectories(tmp.resolve("lake"));
+    Files.copy(Path.of(System.getProperty("strata.conformance.dir"), "decimal.orc"), dir.resolve("part-0.orc"));
+    Cli.Result none = Cli.run("dataset", "import", dir.toString());
+    assertEquals(2, none.code(), none.err());
+    assertTrue(none.err().contains("give -o DIR") && none.err().contains("--in-place"), none.err());
+    Cli.Result two = Cli.run("dataset", "import", "--in-place", dir.toString(), dir.resolve("part-0.orc").toString());
+    assertEquals(2, two.code(), two.err());
+    Cli.Result r = Cli.run("dataset", "import", "--in-place", dir.toString(), "--json");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(Files.isRegularFile(dir.resolve("manifest.json")));
+    try (var files = Files.list(dir)) {
+      assertEquals(1, files.filter(f -> f.getFileName().toString().endsWith(".orc")).count(), "nothing copied");
+    }
+    assertTrue(Files.readString(dir.resolve("manifest.json")).contains("\"path\" : \"part-0.orc\"")
+        || Files.readString(dir.resolve("manifest.json")).contains("\"path\":\"part-0.orc\""), "named beside the manifest");
+    assertEquals(0, Cli.run("dataset", "verify", dir.toString()).code());
+  }
+
   @Test
   void importListsUnsupportedColumnsAndServesTheRest() throws Exception {
     Path orc = Path.of(System.getProperty("strata.conformance.dir"), "TestOrcFile.test1.orc");
