@@ -73,7 +73,7 @@ class ClusterIT {
 
   /**
    * The same with the shared tier in a bucket of a real S3 server (S3Proxy, a process of a fourth
-   * host, its link shaped to 100 MB/s): the nodes' roots are {@code s3://strata/shared}, the jobs
+   * host): the nodes' roots are {@code s3://strata/shared}, the jobs
    * read the bucket with the AWS SDK's environment variables, and in both runs the server is killed
    * (SIGKILL) and started again while jobs B and C read; every job still verifies every sample.
    */
@@ -82,7 +82,8 @@ class ClusterIT {
     String why = ClusterLab.unavailable();
     Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
     Assumptions.assumeTrue(S3Lab.unavailable() == null, S3Lab::unavailable);
-    JsonNode r = ClusterBench.run(dir, 120_000, 20, false, "s3", 100_000_000L,
+    // The link unshaped (no tc needed): what is checked here is values and survival, not rates.
+    JsonNode r = ClusterBench.run(dir, 120_000, 20, false, "s3", 0,
         new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset()));
     System.out.println(r.toPrettyString());
     assertEquals("s3", r.path("hdd").asText());
