@@ -78,9 +78,17 @@ final class FleetBench implements Callable<Integer> {
       description = "Chunks per shuffle block (the buffer every side shuffles within); default ${DEFAULT-VALUE}.")
   int blockChunks;
 
-  @Option(names = "--sides", split = ",", defaultValue = "strata,pyarrow,numpy,fsspec",
-      description = "Sides to run; default ${DEFAULT-VALUE}.")
+  @Option(names = "--sides", split = ",",
+      description = "Sides to run; default strata,pyarrow,numpy,fsspec (with --tier s3: strata,pyarrow).")
   List<String> sides;
+
+  @Option(names = "--tier", defaultValue = "local", description = "Where the slow tier is: local (the throttled disk's"
+      + " files) or s3 (the same files as objects of a real S3 server, S3Proxy, that reads them from that disk in a cgroup"
+      + " of its own: its page cache bounded, its reads throttled); default ${DEFAULT-VALUE}.")
+  String tier;
+
+  /** The store's cgroup memory (S3Proxy's heap and what page cache it may keep) with --tier s3. */
+  static final long STORE_MEMORY = 640L << 20;
 
   @Option(names = "--row-group-rows", defaultValue = "262144",
       description = "Rows of a Parquet row group (the chunk every side reads; cut at the next sample's start); default ${DEFAULT-VALUE}.")
@@ -139,6 +147,19 @@ final class FleetBench implements Callable<Integer> {
     if (quick) {
       rows = Math.min(rows, 400_000);
       timeoutSeconds = Math.min(timeoutSeconds, 600);
+    }
+    if (!tier.equals("local") && !tier.equals("s3")) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--tier is local or s3, not '" + tier + "'");
+    }
+    if (sides == null) {
+      sides = tier.equals("s3") ? List.of("strata", "pyarrow") : List.of("strata", "pyarrow", "numpy", "fsspec");
+    }
+    if (tier.equals("s3") && (sides.contains("numpy") || sides.contains("fsspec"))) {
+      throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--tier s3 runs strata and pyarrow (S3FileSystem):"
+          + " numpy.memmap reads local files only, and fsspec's S3 is s3fs, which the package mirror does not have");
+    }
+    if (tier.equals("s3") && S3Lab.unavailable() != null) {
+      return BenchPeers.notMeasured(out, json, "fleet", "an S3 server: " + S3Lab.unavailable());
     }
     if (jobs < 1 || epochs < 1 || blockChunks < 1) {
       throw new IllegalArgumentException("--jobs, --epochs and --block-chunks must be at least 1");
@@ -271,9 +292,23 @@ final class FleetBench implements Callable<Integer> {
           .put("shareOfStoredBytes", stored == 0 ? 0 : (double) mine / stored);
     }
     ObjectNode bySide = result.putObject("sides");
-    for (String side : sides) {
-      log.printf("fleet: %s: %d jobs x %d epochs ...%n", side, jobs, epochs);
-      bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, log));
+    result.put("tier", tier);
+    // With --tier s3 the slow tier's files are served as objects of bucket "slow" (the mount's
+    // directory) by S3Proxy, in a cgroup of its own that reads the throttled disk and keeps at most
+    // STORE_MEMORY (heap and page cache).
+    try (SideGroup storeGroup = tier.equals("s3") ? SideGroup.create("strata-fleet-store", STORE_MEMORY, slow, log) : null;
+        S3Lab store = storeGroup == null ? null : S3Lab.startLocal(layout.resolve("s3proxy"), slow.mount().getParent(),
+            storeGroup::wrap)) {
+      if (store != null) {
+        result.putObject("store").put("server", "S3Proxy 2.6.0 (filesystem backend over the slow tier's files)")
+            .put("endpoint", store.endpoint().toString()).put("memoryBytes", STORE_MEMORY).put("cgroups", storeGroup.describe())
+            .put("dataset", bucketPath(slow, ds));
+        log.printf("fleet: the slow tier as bucket '%s' of S3Proxy at %s%n", slow.mount().getFileName(), store.endpoint());
+      }
+      for (String side : sides) {
+        log.printf("fleet: %s: %d jobs x %d epochs ...%n", side, jobs, epochs);
+        bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, store, log));
+      }
     }
     result.set("ratios", ratios(bySide, ssdBudget));
     return result;
@@ -341,8 +376,15 @@ final class FleetBench implements Callable<Integer> {
     return out;
   }
 
+  /** The dataset's directory as an object prefix of the store: {@code s3://<mount's name>/<path in the mount>}. */
+  private static String bucketPath(SlowTier slow, Path ds) {
+    return "s3://" + slow.mount().getFileName() + "/" + slow.mount().relativize(ds);
+  }
+
   private ObjectNode runSide(String side, Path data, Path ds, ObjectNode base, List<Job> plan, String py, Path harness,
-      SlowTier slow, long memoryLimit, long ssdBudget, PrintWriter log) throws Exception {
+      SlowTier slow, long memoryLimit, long ssdBudget, S3Lab store, PrintWriter log) throws Exception {
+    // What the side reads: the dataset's directory, or the bucket the store serves it as.
+    String dataset = store == null ? ds.toString() : bucketPath(slow, ds);
     if (!List.of("strata", "pyarrow", "numpy", "fsspec").contains(side)) {
       throw new IllegalArgumentException("no side '" + side + "' (strata, pyarrow, numpy, fsspec)");
     }
@@ -370,7 +412,9 @@ final class FleetBench implements Callable<Integer> {
               "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"));
           cmd.addAll(List.of(nodeJavaOpts.trim().split("\\s+")));
           cmd.addAll(List.of("-cp", Processes.classPath(), Main.class.getName(), "node", "start", "--foreground", "--home",
-              sideDir.resolve("node").toString(), "--hdd-root", slow.mount().toString(), "--port", Integer.toString(port),
+              sideDir.resolve("node").toString(), "--hdd-root", store == null ? slow.mount().toString()
+                  : "s3://" + slow.mount().getFileName() + "/", "--port",
+              Integer.toString(port),
               "--ssd-budget", Long.toString(ssdBudget)));
           if (!separateService) {
             cmd.addAll(List.of("--loader-socket", serviceSocket(sideDir).toString()));
@@ -379,11 +423,14 @@ final class FleetBench implements Callable<Integer> {
               .redirectOutput(sideDir.resolve("node.log").toFile());
           // As the strata launcher runs every JVM: glibc's per-thread malloc arenas (64 MiB each) otherwise hold memory freed long ago.
           pb.environment().putIfAbsent("MALLOC_ARENA_MAX", "2");
+          if (store != null) {
+            pb.environment().putAll(store.environment()); // the node reads the bucket with the AWS SDK's own variables
+          }
           node = pb.start();
           group.track(node);
           client = new NodeClient("http://127.0.0.1:" + port, null);
           ClusterBench.awaitHealth(client, node, sideDir.resolve("node.log"));
-          client.registerDataset(ds);
+          client.registerDataset(store == null ? ds : io.strata.sdk.files.Locations.dataset(dataset));
           if (flashWritesPerHour > 0) {
             client.setPolicy(Json.object().put("flashWriteBudgetBytesPerHour", (long) (flashWritesPerHour * ssdBudget)));
           }
@@ -392,7 +439,13 @@ final class FleetBench implements Callable<Integer> {
         for (Job j : plan) {
           ObjectNode s = base.deepCopy().put("side", side).put("name", j.name()).put("mode", j.mode()).put("epochs", epochs)
               .put("seed", j.seed()).put("batchRows", 8192).put("batchSamples", 32).put("blockChunks", blockChunks)
-              .put("dataset", ds.toString()).put("fsspecCache", sideDir.resolve("fsspec-cache").toString());
+              .put("dataset", dataset).put("fsspecCache", sideDir.resolve("fsspec-cache").toString());
+          if (store != null) {
+            // pyarrow's S3FileSystem, configured as its documentation shows for an S3-compatible endpoint.
+            s.putObject("s3").put("endpoint", store.endpoint().getAuthority()).put("scheme", store.endpoint().getScheme())
+                .put("accessKey", S3Lab.IDENTITY).put("secretKey", S3Lab.CREDENTIAL).put("region", "us-east-1")
+                .put("bucket", slow.mount().getFileName() + "/" + slow.mount().relativize(ds));
+          }
           s.set("features", Json.MAPPER.valueToTree(j.features()));
           if (client != null) {
             s.put("node", client.url());
@@ -404,6 +457,9 @@ final class FleetBench implements Callable<Integer> {
               .redirectOutput(sideDir.resolve(j.name() + ".out").toFile());
           if (side.equals("strata")) {
             Processes.clientEnvironment(pb, serviceSocket(sideDir), 2);
+          }
+          if (store != null) {
+            pb.environment().putAll(store.environment());
           }
           Process started = pb.start();
           group.track(started);

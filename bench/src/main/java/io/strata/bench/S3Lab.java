@@ -44,14 +44,21 @@ public final class S3Lab implements AutoCloseable {
   private final String address;
   private final int port;
   private final Path base;
+  /** The directory the server's buckets are (its filesystem backend's base directory). */
+  private final Path objects;
+  /** How a command of this host is wrapped (cgroups) before it starts. */
+  private final java.util.function.UnaryOperator<List<String>> wrap;
   private Process server;
 
-  private S3Lab(ClusterLab lab, int host, String address, int port, Path base) {
+  private S3Lab(ClusterLab lab, int host, String address, int port, Path base, Path objects,
+      java.util.function.UnaryOperator<List<String>> wrap) {
     this.lab = lab;
     this.host = host;
     this.address = address;
     this.port = port;
     this.base = base;
+    this.objects = objects;
+    this.wrap = wrap;
   }
 
   /** Why an S3 server cannot be started from here (S3Proxy's jar is missing), or null. */
@@ -69,7 +76,7 @@ public final class S3Lab implements AutoCloseable {
     if (jar() == null) {
       throw new IOException(unavailable());
     }
-    S3Lab s3 = new S3Lab(lab, host, lab.address(host), PORT, base);
+    S3Lab s3 = new S3Lab(lab, host, lab.address(host), PORT, base, base.resolve("data"), c -> c);
     boolean ok = false;
     try {
       s3.configureAndStart();
@@ -89,6 +96,17 @@ public final class S3Lab implements AutoCloseable {
 
   /** Starts S3Proxy on this host's loopback (a free port), its objects under {@code base}: for tests. */
   public static S3Lab startLocal(Path base) throws IOException {
+    return startLocal(base, base.resolve("data"), c -> c);
+  }
+
+  /**
+   * Starts S3Proxy on this host's loopback (a free port), its log and configuration in {@code
+   * base}, serving the directories of {@code objects} as buckets (their files as objects, as they
+   * are: no upload), its command wrapped by {@code wrap} (a cgroup: its page cache and disk reads
+   * bounded as a store's own machine would be).
+   */
+  public static S3Lab startLocal(Path base, Path objects, java.util.function.UnaryOperator<List<String>> wrap)
+      throws IOException {
     if (jar() == null) {
       throw new IOException(unavailable());
     }
@@ -96,7 +114,7 @@ public final class S3Lab implements AutoCloseable {
     try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    S3Lab s3 = new S3Lab(null, 0, "127.0.0.1", port, base);
+    S3Lab s3 = new S3Lab(null, 0, "127.0.0.1", port, base, objects, wrap);
     boolean ok = false;
     try {
       s3.configureAndStart();
@@ -110,14 +128,15 @@ public final class S3Lab implements AutoCloseable {
   }
 
   private void configureAndStart() throws IOException {
-    Files.createDirectories(base.resolve("data"));
+    Files.createDirectories(base);
+    Files.createDirectories(objects);
     Files.writeString(base.resolve("s3proxy.conf"), String.join("\n",
         "s3proxy.endpoint=" + endpoint(),
         "s3proxy.authorization=aws-v2-or-v4",
         "s3proxy.identity=" + IDENTITY,
         "s3proxy.credential=" + CREDENTIAL,
         "jclouds.provider=filesystem",
-        "jclouds.filesystem.basedir=" + base.resolve("data")) + "\n");
+        "jclouds.filesystem.basedir=" + objects) + "\n");
     startServer();
   }
 
@@ -151,10 +170,17 @@ public final class S3Lab implements AutoCloseable {
     return URI.create("http://" + address + ":" + port);
   }
 
-  /** The environment a process that reads the store gets: the AWS SDK's own variables. */
+  /**
+   * The environment a process that reads the store gets: the AWS SDKs' own variables (every SDK
+   * reads them: Java's, and the C++ one under pyarrow), with checksums only where an operation
+   * requires them, AWS's documented setting for stores without the integrity checksums its SDKs
+   * send by default since 2025 (S3Proxy answers 501 to pyarrow's GETs otherwise; Strata's client
+   * sets the same itself).
+   */
   public Map<String, String> environment() {
     return Map.of("AWS_ENDPOINT_URL", endpoint().toString(), "AWS_REGION", "us-east-1", "AWS_ACCESS_KEY_ID", IDENTITY,
-        "AWS_SECRET_ACCESS_KEY", CREDENTIAL);
+        "AWS_SECRET_ACCESS_KEY", CREDENTIAL, "AWS_REQUEST_CHECKSUM_CALCULATION", "when_required",
+        "AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required");
   }
 
   /** A node's (or this process's) s3 settings for the store. */
@@ -176,7 +202,7 @@ public final class S3Lab implements AutoCloseable {
     List<String> cmd = List.of(java.toString(), "-Xmx512m", "-jar", jar().toString(), "--properties",
         base.resolve("s3proxy.conf").toString());
     server = lab != null ? lab.start(host, cmd, Map.of(), base.resolve("s3proxy.log"))
-        : new ProcessBuilder(cmd).redirectErrorStream(true)
+        : new ProcessBuilder(wrap.apply(cmd)).redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.appendTo(base.resolve("s3proxy.log").toFile())).start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     while (System.nanoTime() < deadline) {

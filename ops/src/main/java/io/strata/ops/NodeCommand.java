@@ -90,7 +90,8 @@ public final class NodeCommand implements Runnable {
     @Option(names = "--port", description = "Port (default 7070; 0 picks a free one).")
     Integer port;
 
-    @Option(names = "--hdd-root", description = "HDD root directory (repeatable); datasets must lie inside one.")
+    @Option(names = "--hdd-root", converter = DatasetPath.class,
+        description = "HDD root directory, or an hdfs:// or s3://bucket/prefix URI (repeatable); datasets must lie inside one.")
     List<Path> hddRoots;
 
     @Option(names = "--ssd-budget", description = "SSD tier budget, for example 20g.")
