@@ -49,7 +49,10 @@ import picocli.CommandLine.Spec;
  * batches (seed 000's shape), half shuffled rows, each 3 or 4 of 8 features drawn by Zipf
  * popularity (seed 002), every side shuffling the same way ({@code fleet.py}'s block shuffle over
  * whole chunks, Strata's {@code shuffle_chunks}), one thread a job. The peers' code and the value
- * checks are in {@code bench/peers/fleet.py}.
+ * checks are in {@code bench/peers/fleet.py}. With {@code --tier s3} the same files are objects
+ * of a real S3 server (S3Proxy) in a cgroup of its own (its reads throttled as a side's would be,
+ * its heap and page cache bounded): Strata's node is rooted in the bucket, pyarrow reads it
+ * through its {@code S3FileSystem}; numpy.memmap and fsspec's cache have no S3 side here.
  *
  * <p>Threads: the calling thread runs the sides one after another; a sampler thread per side
  * reads the processes' PSS and the disk's counters every quarter second (its peaks in atomics).
