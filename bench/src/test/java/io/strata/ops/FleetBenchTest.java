@@ -45,4 +45,33 @@ class FleetBenchTest {
     }
     assertTrue(j.path("sides").path("strata").path("promotions").asLong() > 0, "the node promoted what the jobs read");
   }
+
+  /**
+   * {@code --tier s3 --quick}: the same files as objects of a real S3 server (S3Proxy, a process of
+   * its own); Strata's node rooted in the bucket and pyarrow's S3FileSystem each read every epoch
+   * of every job with its values checked.
+   */
+  @Test
+  void theSlowTierInABucketServesBothSidesTheSameValues() throws Exception {
+    Cli.Result r = Cli.run("bench", "fleet", "--quick", "--tier", "s3", "--work", tmp.toString(), "--json");
+    assertEquals(0, r.code(), r.out() + r.err());
+    JsonNode j = r.json();
+    if (!j.path("available").asBoolean(true)) {
+      assertFalse(System.getenv().containsKey("STRATA_REQUIRE_PYTHON"), "the peers are required here: " + j);
+      System.out.println("not measured: " + j);
+      return;
+    }
+    assertEquals("s3", j.path("tier").asText(), j.toString());
+    assertTrue(j.path("store").path("dataset").asText().startsWith("s3://"), j.path("store").toString());
+    for (String side : List.of("strata", "pyarrow")) {
+      JsonNode s = j.path("sides").path(side);
+      assertTrue(s.path("valuesChecked").asBoolean(), side + ": " + s);
+      assertEquals(4, s.path("jobs").size(), side);
+    }
+    assertTrue(j.path("ratios").path("valuesChecked").asBoolean(), j.path("ratios").toString());
+    Cli.Result numpy = Cli.run("bench", "fleet", "--quick", "--tier", "s3", "--sides", "strata,numpy", "--work",
+        tmp.toString());
+    assertEquals(2, numpy.code(), numpy.err());
+    assertTrue(numpy.err().contains("numpy.memmap reads local files only"), numpy.err());
+  }
 }
