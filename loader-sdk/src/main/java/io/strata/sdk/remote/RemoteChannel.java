@@ -38,6 +38,7 @@ public abstract class RemoteChannel extends FileChannel {
 
   /** Reads exactly {@code n} bytes at {@code at} (within the file) into {@code b}; a file that ended early is an EOFException naming it. */
   protected abstract void readFully(long at, byte[] b, int off, int n) throws IOException;
+
   @Override
   public synchronized int read(ByteBuffer dst) throws IOException {
     int n = read(dst, position);
