@@ -17,7 +17,10 @@ import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.retry.RetryMode;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.regions.providers.AwsProfileRegionProvider;
+import software.amazon.awssdk.regions.providers.AwsRegionProviderChain;
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
+import software.amazon.awssdk.regions.providers.SystemSettingsRegionProvider;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
@@ -86,7 +89,10 @@ final class S3Provider extends RemoteProvider {
       region = Region.of(s.region());
     } else {
       try {
-        region = new DefaultAwsRegionProviderChain().getRegion();
+        // With an endpoint given (an S3-compatible store) no instance's metadata is asked: the
+        // environment or a profile names the region, or the default does; on AWS, the whole chain.
+        region = (endpoint != null ? new AwsRegionProviderChain(new SystemSettingsRegionProvider(), new AwsProfileRegionProvider())
+            : new DefaultAwsRegionProviderChain()).getRegion();
       } catch (SdkClientException e) {
         if (endpoint == null) {
           throw new FileSystemException(what, null, "no AWS region is set (set AWS_REGION, a profile's region, or the"
