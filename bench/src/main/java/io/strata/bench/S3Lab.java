@@ -1,5 +1,6 @@
 package io.strata.bench;
 
+import io.strata.sdk.s3.S3FileSystems;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -12,13 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
-import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.http.apache5.Apache5HttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
@@ -141,7 +136,7 @@ public final class S3Lab implements AutoCloseable {
   }
 
   /** Creates {@code bucket}. */
-  public void createBucket(String bucket) {
+  public void createBucket(String bucket) throws IOException {
     try (S3Client c = client()) {
       c.createBucket(b -> b.bucket(bucket));
     }
@@ -159,7 +154,7 @@ public final class S3Lab implements AutoCloseable {
   }
 
   /** Uploads {@code bytes} as the object {@code s3://bucket/key}, replacing any. */
-  public void put(String bucket, String key, byte[] bytes) {
+  public void put(String bucket, String key, byte[] bytes) throws IOException {
     try (S3Client c = client()) {
       c.putObject(b -> b.bucket(bucket).key(key), RequestBody.fromBytes(bytes));
     }
@@ -189,12 +184,8 @@ public final class S3Lab implements AutoCloseable {
         "secretAccessKey", CREDENTIAL);
   }
 
-  private S3Client client() {
-    return S3Client.builder().endpointOverride(endpoint()).region(Region.US_EAST_1).forcePathStyle(true)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(IDENTITY, CREDENTIAL)))
-        .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-        .responseChecksumValidation(ResponseChecksumValidation.WHEN_REQUIRED)
-        .httpClientBuilder(Apache5HttpClient.builder()).build();
+  private S3Client client() throws IOException {
+    return S3FileSystems.newClient(settings());
   }
 
   private void startServer() throws IOException {

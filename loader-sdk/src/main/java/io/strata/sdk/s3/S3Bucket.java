@@ -112,9 +112,14 @@ final class S3Bucket extends RemoteFileSystem {
     return parts;
   }
 
+  /** The settings whose figures the model starts from: the client's, or those in force where none was made yet. */
+  synchronized S3Settings prior() {
+    return clientSettings != null ? clientSettings : provider.settings();
+  }
+
   /** The gap a read of this bucket reads through ({@link StoreModel}). */
   long gapBytes() {
-    return model.gapBytes(provider.settings());
+    return model.gapBytes(prior());
   }
 
   /** The key of {@code p}'s object: its names after the bucket, joined by {@code /}. */
@@ -185,7 +190,7 @@ final class S3Bucket extends RemoteFileSystem {
 
   @Override
   protected FileChannel open(RemotePath p, RemoteStatus st) throws IOException {
-    return new S3Channel(this, p, key(p), st.size(), st.version());
+    return new S3Channel(this, p, key(p), st.size(), st.version(), settings());
   }
 
   @Override

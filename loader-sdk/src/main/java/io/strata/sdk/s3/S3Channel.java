@@ -29,15 +29,18 @@ final class S3Channel extends RemoteChannel {
   private final String key;
   /** The ETag the object had when opened (quoted, as the store sends it), and its version id after a space where versioned; null where the store gave none. */
   private final String version;
+  /** The bucket's client's settings: the part size and connections of long reads. */
+  private final S3Settings settings;
   /** Range GETs made and bytes they returned, process-wide (what a benchmark reports as requests to the store). */
   static final AtomicLong GETS = new AtomicLong();
   static final AtomicLong BYTES = new AtomicLong();
 
-  S3Channel(S3Bucket bucket, RemotePath path, String key, long size, String version) {
+  S3Channel(S3Bucket bucket, RemotePath path, String key, long size, String version, S3Settings settings) {
     super(size, path);
     this.bucket = bucket;
     this.key = key;
     this.version = version;
+    this.settings = settings;
   }
 
   @Override
@@ -75,7 +78,7 @@ final class S3Channel extends RemoteChannel {
   /** A long read as concurrent parts; a short one as one GET. */
   @Override
   public int read(ByteBuffer dst, long at) throws IOException {
-    S3Settings s = bucket.settings();
+    S3Settings s = settings;
     long part = s.partBytes();
     int want = (int) Math.min(dst.remaining(), Math.max(0, size - at));
     if (at < 0 || at >= size || want < part * 3 / 2 || s.connections() == 1) {

@@ -75,8 +75,17 @@ public final class S3FileSystems {
   /** The model of {@code file}'s bucket in force now: {@code [first byte seconds, bytes per second per connection]}. */
   public static double[] model(Path file) {
     S3Bucket b = (S3Bucket) ((RemotePath) file).getFileSystem();
-    S3Settings s = settings();
+    S3Settings s = b.prior();
     return new double[] {b.model.firstByteSeconds(s), b.model.bytesPerSecond(s)};
+  }
+
+  /**
+   * A new client of the store {@code keys} name (the keys of a node's {@code s3} section), made as
+   * Strata's own buckets make theirs: for tools and tests that put objects there (Strata itself
+   * only reads). The caller closes it.
+   */
+  public static software.amazon.awssdk.services.s3.S3Client newClient(Map<String, String> keys) throws IOException {
+    return S3Provider.client(S3Settings.of(keys), "a client of " + keys.getOrDefault("endpoint", "AWS S3"));
   }
 
   /** Range GETs made by this process's reads of S3 objects, and the bytes they returned: {@code [gets, bytes]}. */

@@ -62,7 +62,7 @@ class S3FileSystemsTest {
   static void start() throws Exception {
     server = S3ProxyServer.start(base.resolve("s3proxy"));
     S3FileSystems.configure(server.settings());
-    client = S3Provider.client(S3Settings.of(server.settings()), "the test's client");
+    client = S3FileSystems.newClient(server.settings());
     client.createBucket(b -> b.bucket("data"));
     client.createBucket(b -> b.bucket("other"));
     content = new byte[5 * (1 << 20) + 12_345];
