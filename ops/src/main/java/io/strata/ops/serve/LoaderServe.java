@@ -23,6 +23,7 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -292,21 +293,29 @@ public final class LoaderServe {
     }
   }
 
-  /** A non-blocking server socket bound to {@code socket} (a stale file there removed), its pid file written. */
+  /**
+   * A non-blocking server socket bound to {@code socket} (a stale file there removed), its pid file
+   * written first: a job can connect as soon as the socket is bound, and reads the pid file then
+   * (written whole, by a rename, so it never reads half of it).
+   */
   private static ServerSocketChannel listen(Path socket) throws IOException {
     Files.deleteIfExists(socket);
+    Path pid = pidFile(socket);
+    Path partial = pid.resolveSibling(pid.getFileName() + ".partial");
+    Files.writeString(partial, Long.toString(ProcessHandle.current().pid()));
+    Files.move(partial, pid, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     ServerSocketChannel server =
         ServerSocketChannel.open(StandardProtocolFamily.UNIX);
     boolean success = false;
     try {
       server.bind(UnixDomainSocketAddress.of(socket));
       server.configureBlocking(false);
-      Files.writeString(pidFile(socket), Long.toString(ProcessHandle.current().pid()));
       success = true;
       return server;
     } finally {
       if (!success) {
         server.close();
+        Files.deleteIfExists(pid);
       }
     }
   }
