@@ -69,6 +69,9 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
   private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
   private final AtomicLong computations = new AtomicLong();
+  private final AtomicLong ingested = new AtomicLong();
+  /** Where a batch job stages features this store ingests instead of computing ({@link #useStaging}); null: nowhere. */
+  private volatile Path staging;
   /** What jobs computed on the fly, for promotion ({@code usage/}). */
   private final UsageLog usage;
   private volatile long lastCatchUp;
@@ -284,6 +287,23 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
   }
 
+  /**
+   * The stored form of chunk {@code chunk} of a complete feature: the bytes a local computation
+   * wrote, or a staged chunk ingested (the two are the same bytes for the same fingerprint).
+   */
+  public byte[] encodedChunk(String fingerprint, int chunk) throws IOException {
+    FeatureMeta m = meta(fingerprint).filter(FeatureMeta::complete)
+        .orElseThrow(() -> new IOException("feature " + fingerprint + " is not complete in " + dir));
+    if (chunk < 0 || chunk >= m.chunks()) {
+      throw new IllegalArgumentException("chunk " + chunk + " is outside feature " + fingerprint + " (" + m.chunks() + " chunks)");
+    }
+    byte[] v = get(data, dataKey(fingerprint, chunk));
+    if (v == null) {
+      throw new IOException("feature " + fingerprint + " lacks chunk " + chunk + " although it is marked complete");
+    }
+    return v;
+  }
+
   /** Every feature the store knows, complete or not. */
   public List<FeatureMeta> list() throws IOException {
     catchUp();
@@ -344,6 +364,13 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   /** Computes (or resumes computing) every chunk; each chunk and the progress are one synced write. */
   private FeatureMeta compute(String fp, Derivation d, Derivation.SourceReader reader, Progress progress) throws IOException {
+    Path from = staging;
+    if (from != null) {
+      Optional<Staging.Feature> staged = Staging.feature(from, fp);
+      if (staged.isPresent()) {
+        return ingest(from, staged.get(), progress);
+      }
+    }
     computations.incrementAndGet();
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     Dataset ds = d.dataset();
@@ -367,21 +394,75 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
       double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
       FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
-      guarded("writing chunk " + c + " of " + fp, () -> {
-        try (WriteBatch batch = new WriteBatch()) {
-          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
-          batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
-          if (next.complete()) {
-            batch.put(meta, bytes("n:" + ds.name() + "\0" + ds.version() + "\0" + next.spec()), bytes(fp));
-          }
-          db.write(syncWrites, batch);
-        }
-        return null;
-      });
+      writeChunk(next, value);
       m = next;
       progress.update(c + 1, m.chunks(), "chunks");
     }
     return m;
+  }
+
+  /**
+   * Takes features a batch job staged under {@code dir} ({@link Staging}) instead of computing
+   * them: a feature the store lacks and finds complete there is ingested, never computed. Null
+   * turns it off.
+   */
+  public void useStaging(Path dir) {
+    this.staging = dir;
+  }
+
+  /**
+   * Ingests a complete staged feature: every chunk checked against its header and {@code
+   * feature.json} and decoded once, then written with the feature's progress in one synced write
+   * batch, as a computation writes it (a killed ingestion resumes; the feature is served only once
+   * every chunk is in). A damaged chunk fails the ingestion, naming its file; nothing of it is served.
+   */
+  public FeatureMeta ingest(Path stagingDir, Staging.Feature f, Progress progress) throws IOException {
+    requireWriter();
+    String fp = f.fingerprint();
+    FeatureMeta m = meta(fp).orElse(null);
+    if (m != null && m.complete()) {
+      return m;
+    }
+    if (m == null || m.chunks() != f.chunks()) {
+      m = new FeatureMeta(fp, f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(), f.chunks(), 0, f.chunks() == 0,
+          0, 0, System.currentTimeMillis(), System.currentTimeMillis(), f.statistics());
+      writeMeta(m);
+    }
+    ingested.incrementAndGet();
+    for (int c = m.done(); c < m.chunks(); c++) {
+      byte[] value = Staging.readVerified(stagingDir, f, c);
+      FeatureMeta next = m.withProgress(c + 1, value.length, f.chunkList().get(c).cpuSeconds());
+      writeChunk(next, value);
+      m = next;
+      progress.update(c + 1, m.chunks(), "chunks");
+    }
+    if (m.chunks() == 0) {
+      writeChunk(m, null);
+    }
+    return m;
+  }
+
+  /** One chunk (none when {@code value} is null) and the progress it makes, in one synced write. */
+  private void writeChunk(FeatureMeta next, byte[] value) throws IOException {
+    String fp = next.fingerprint();
+    guarded("writing chunk " + (next.done() - 1) + " of " + fp, () -> {
+      try (WriteBatch batch = new WriteBatch()) {
+        if (value != null) {
+          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
+        }
+        batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
+        if (next.complete()) {
+          batch.put(meta, bytes("n:" + next.dataset() + "\0" + next.version() + "\0" + next.spec()), bytes(fp));
+        }
+        db.write(syncWrites, batch);
+      }
+      return null;
+    });
+  }
+
+  /** Staged features this process ingested instead of computing them. */
+  public long ingestions() {
+    return ingested.get();
   }
 
   private void writeMeta(FeatureMeta m) throws IOException {

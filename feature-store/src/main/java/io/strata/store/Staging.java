@@ -1,0 +1,261 @@
+package io.strata.store;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.strata.sdk.Column;
+import io.strata.sdk.internal.AtomicFiles;
+import io.strata.sdk.internal.Json;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+import java.util.zip.CRC32C;
+
+/**
+ * Derived features staged as files by a batch job (the Spark promotion job), for feature stores to
+ * ingest. A staged feature is a directory named by its fingerprint under the staging root:
+ *
+ * <pre>
+ *   &lt;staging&gt;/&lt;fingerprint&gt;/statistics.json      the dataset-wide statistics every chunk used
+ *   &lt;staging&gt;/&lt;fingerprint&gt;/chunk-00000042.scol  one chunk: a 24-byte header, then the encoded column
+ *   &lt;staging&gt;/&lt;fingerprint&gt;/feature.json         written last, when every chunk is there: complete
+ * </pre>
+ *
+ * <p>A chunk file is the column exactly as a feature store keeps it ({@code ColumnCodec}), behind
+ * a header: magic {@code "SSTG"}, format version, CRC32C of the payload, the chunk's number and the
+ * payload's length (little-endian). Every file lands by an atomic rename ({@link AtomicFiles}), so
+ * a task killed mid-write leaves no chunk, and one run twice writes the same bytes again. A chunk
+ * whose header or checksum does not hold is not a chunk ({@link #chunk} answers empty; ingestion
+ * refuses it by name). {@code feature.json} lists every chunk's length and checksum: a store
+ * ingests only what it lists, each chunk checked against it.
+ *
+ * <p>Threads: stateless; tasks on many executors write distinct files of one feature at once.
+ */
+public final class Staging {
+  private static final int MAGIC = 0x47545353; // "SSTG" little-endian
+  private static final int VERSION = 1;
+  static final int HEADER = 24;
+  private static final Pattern FINGERPRINT = Pattern.compile("[0-9a-f]{8,128}");
+
+  private Staging() {}
+
+  /** One staged chunk: its number, its payload's length and CRC32C, and the CPU seconds it took. */
+  public record Chunk(int chunk, long bytes, int crc32c, double cpuSeconds) {}
+
+  /**
+   * A complete staged feature, as {@code feature.json} holds it.
+   *
+   * @param chunkList every chunk, in order
+   */
+  public record Feature(String fingerprint, String spec, String dataset, String datasetDir, String version, String type,
+      Map<String, double[]> statistics, List<Chunk> chunkList) {
+    public int chunks() {
+      return chunkList.size();
+    }
+
+    /** CPU seconds of every chunk together. */
+    public double cpuSeconds() {
+      return chunkList.stream().mapToDouble(Chunk::cpuSeconds).sum();
+    }
+
+    /** Payload bytes of every chunk together. */
+    public long bytes() {
+      return chunkList.stream().mapToLong(Chunk::bytes).sum();
+    }
+  }
+
+  /** The directory of feature {@code fingerprint} under {@code staging} (a fingerprint is hex: nothing else is a name here). */
+  public static Path dir(Path staging, String fingerprint) {
+    if (!FINGERPRINT.matcher(fingerprint).matches()) {
+      throw new IllegalArgumentException("not a feature fingerprint: \"" + fingerprint + "\"");
+    }
+    return staging.resolve(fingerprint);
+  }
+
+  static Path chunkFile(Path staging, String fingerprint, int chunk) {
+    return dir(staging, fingerprint).resolve(String.format("chunk-%08d.scol", chunk));
+  }
+
+  /** The encoded form of {@code column}, exactly as a feature store keeps it. */
+  public static byte[] encode(Column column) {
+    return ColumnCodec.encode(column);
+  }
+
+  /** Stages chunk {@code chunk} of feature {@code fingerprint}, atomically; the same column gives the same file. */
+  public static Chunk writeChunk(Path staging, String fingerprint, int chunk, Column column, double cpuSeconds)
+      throws IOException {
+    byte[] payload = ColumnCodec.encode(column);
+    CRC32C crc = new CRC32C();
+    crc.update(payload);
+    int sum = (int) crc.getValue();
+    ByteBuffer header = ByteBuffer.allocate(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    header.putInt(MAGIC).putInt(VERSION).putInt(sum).putInt(chunk).putLong(payload.length).flip();
+    AtomicFiles.write(chunkFile(staging, fingerprint, chunk), HEADER + payload.length, ch -> {
+      AtomicFiles.writeFully(ch, header);
+      AtomicFiles.writeFully(ch, ByteBuffer.wrap(payload));
+    });
+    return new Chunk(chunk, payload.length, sum, cpuSeconds);
+  }
+
+  /**
+   * The staged chunk, if its file is there and whole (header, length and checksum hold); the CPU
+   * seconds of a chunk found are not known here (0).
+   */
+  public static Optional<Chunk> chunk(Path staging, String fingerprint, int chunk) throws IOException {
+    try {
+      byte[] payload = payload(chunkFile(staging, fingerprint, chunk), chunk, null);
+      CRC32C crc = new CRC32C();
+      crc.update(payload);
+      return Optional.of(new Chunk(chunk, payload.length, (int) crc.getValue(), 0));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (DamagedChunkException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static final class DamagedChunkException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    DamagedChunkException(String message) {
+      super(message);
+    }
+  }
+
+  /** The payload of a chunk file, its header and checksum checked (and against {@code expected} when given). */
+  private static byte[] payload(Path file, int chunk, Chunk expected) throws IOException {
+    byte[] all = Files.readAllBytes(file);
+    if (all.length < HEADER) {
+      throw new DamagedChunkException("staged chunk " + file + " is damaged: " + all.length + " bytes, shorter than its header");
+    }
+    ByteBuffer h = ByteBuffer.wrap(all, 0, HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    int magic = h.getInt();
+    int version = h.getInt();
+    int sum = h.getInt();
+    int number = h.getInt();
+    long length = h.getLong();
+    if (magic != MAGIC || version != VERSION) {
+      throw new DamagedChunkException("staged chunk " + file + " is not a staged chunk of format " + VERSION);
+    }
+    if (number != chunk || length != all.length - HEADER) {
+      throw new DamagedChunkException("staged chunk " + file + " is damaged: its header says chunk " + number + " of "
+          + length + " bytes, the file holds " + (all.length - HEADER));
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(all, HEADER, all.length - HEADER);
+    if ((int) crc.getValue() != sum) {
+      throw new DamagedChunkException("staged chunk " + file + " is damaged: checksum mismatch (CRC32C "
+          + Integer.toHexString((int) crc.getValue()) + ", header " + Integer.toHexString(sum) + ")");
+    }
+    if (expected != null && (expected.crc32c() != sum || expected.bytes() != length)) {
+      throw new DamagedChunkException("staged chunk " + file + " is not the one its feature.json lists (CRC32C "
+          + Integer.toHexString(sum) + " of " + length + " bytes, listed " + Integer.toHexString(expected.crc32c()) + " of "
+          + expected.bytes() + ")");
+    }
+    byte[] payload = new byte[all.length - HEADER];
+    System.arraycopy(all, HEADER, payload, 0, payload.length);
+    return payload;
+  }
+
+  /**
+   * The payload of chunk {@code chunk} of a complete staged feature, checked against its header and
+   * {@code feature.json}, and decoded once (a value that does not decode is refused here, not served).
+   */
+  static byte[] readVerified(Path staging, Feature f, int chunk) throws IOException {
+    Path file = chunkFile(staging, f.fingerprint(), chunk);
+    byte[] payload = payload(file, chunk, f.chunkList().get(chunk));
+    try (Arena arena = Arena.ofConfined()) {
+      ColumnCodec.decode(payload, arena);
+    } catch (ColumnCodec.CorruptValueException e) {
+      throw new IOException("staged chunk " + file + " does not decode: " + e.getMessage(), e);
+    }
+    return payload;
+  }
+
+  /** Stages the statistics every chunk of the feature is computed with (so a rerun uses the same ones). */
+  public static void writeStatistics(Path staging, String fingerprint, Map<String, double[]> statistics) throws IOException {
+    AtomicFiles.write(dir(staging, fingerprint).resolve("statistics.json"),
+        Json.compact(statisticsJson(statistics)).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** The statistics staged for the feature, if any. */
+  public static Optional<Map<String, double[]>> statistics(Path staging, String fingerprint) throws IOException {
+    Path f = dir(staging, fingerprint).resolve("statistics.json");
+    if (!Files.isRegularFile(f)) {
+      return Optional.empty();
+    }
+    return Optional.of(statistics(Json.parse(Files.readAllBytes(f))));
+  }
+
+  /** Marks the feature complete: {@code feature.json}, listing every chunk, written last and atomically. */
+  public static void complete(Path staging, Feature f) throws IOException {
+    for (int i = 0; i < f.chunks(); i++) {
+      if (f.chunkList().get(i).chunk() != i) {
+        throw new IllegalArgumentException("feature " + f.fingerprint() + ": chunk " + i + " is missing from the list");
+      }
+    }
+    ObjectNode o = Json.object();
+    o.put("format", VERSION).put("fingerprint", f.fingerprint()).put("spec", f.spec()).put("dataset", f.dataset())
+        .put("datasetDir", f.datasetDir()).put("version", f.version()).put("type", f.type());
+    o.set("statistics", statisticsJson(f.statistics()));
+    ArrayNode chunks = o.putArray("chunks");
+    for (Chunk c : f.chunkList()) {
+      chunks.addObject().put("bytes", c.bytes()).put("crc32c", Integer.toHexString(c.crc32c())).put("cpuSeconds", c.cpuSeconds());
+    }
+    AtomicFiles.write(dir(staging, f.fingerprint()).resolve("feature.json"),
+        Json.compact(o).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** The complete staged feature {@code fingerprint}, if its {@code feature.json} is there. */
+  public static Optional<Feature> feature(Path staging, String fingerprint) throws IOException {
+    Path file = dir(staging, fingerprint).resolve("feature.json");
+    if (!Files.isRegularFile(file)) {
+      return Optional.empty();
+    }
+    JsonNode o = Json.parse(Files.readAllBytes(file));
+    if (o.path("format").asInt() != VERSION || !fingerprint.equals(o.path("fingerprint").asText())) {
+      throw new IOException("staged feature " + file + " is not a feature.json of format " + VERSION + " for " + fingerprint);
+    }
+    List<Chunk> chunks = new ArrayList<>();
+    for (JsonNode c : o.path("chunks")) {
+      chunks.add(new Chunk(chunks.size(), c.path("bytes").asLong(), Integer.parseUnsignedInt(c.path("crc32c").asText(), 16),
+          c.path("cpuSeconds").asDouble()));
+    }
+    return Optional.of(new Feature(fingerprint, o.path("spec").asText(), o.path("dataset").asText(),
+        o.path("datasetDir").asText(), o.path("version").asText(), o.path("type").asText(),
+        statistics(o.path("statistics")), chunks));
+  }
+
+  private static ObjectNode statisticsJson(Map<String, double[]> statistics) {
+    ObjectNode s = Json.object();
+    statistics.forEach((k, v) -> {
+      ArrayNode a = s.putArray(k);
+      for (double d : v) {
+        a.add(d);
+      }
+    });
+    return s;
+  }
+
+  private static Map<String, double[]> statistics(JsonNode s) {
+    Map<String, double[]> out = new LinkedHashMap<>();
+    s.properties().forEach(e -> {
+      double[] v = new double[e.getValue().size()];
+      for (int i = 0; i < v.length; i++) {
+        v[i] = e.getValue().get(i).asDouble();
+      }
+      out.put(e.getKey(), v);
+    });
+    return out;
+  }
+}

@@ -1,0 +1,75 @@
+package io.strata.spark;
+
+import io.strata.sdk.Column;
+import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.derive.Derivation;
+import io.strata.sdk.derive.Spec;
+import io.strata.sdk.files.Locations;
+import io.strata.store.Staging;
+import java.io.IOException;
+import java.io.Serializable;
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Optional;
+
+/**
+ * One task of the promotion job: chunk {@code chunk} of one derived feature, computed by the SDK's
+ * evaluator from the inputs' one stripe or row group (the columns the spec reads, nothing else) and
+ * staged as a file ({@link Staging#writeChunk}: atomic, named by fingerprint and chunk).
+ *
+ * <p>Idempotent: a chunk already staged whole is not computed again (a retried task, a rerun job),
+ * and a chunk computed twice is the same bytes. A dataset whose version is not the one the driver
+ * planned with fails the task by name instead of staging a chunk of another version.
+ *
+ * <p>Threads: a task runs on one executor thread; tasks share nothing but the staging directory,
+ * where each writes its own file.
+ *
+ * @param dataset the dataset's location (a directory, {@code hdfs://} or {@code s3://})
+ * @param version the dataset version the driver planned with
+ * @param spec the derived feature
+ * @param fingerprint its fingerprint
+ * @param chunk the chunk to compute
+ * @param statistics the dataset-wide statistics every chunk uses
+ * @param staging the staging directory, on a file system every executor sees
+ */
+record ChunkTask(String dataset, String version, String spec, String fingerprint, int chunk,
+    HashMap<String, double[]> statistics, String staging) implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  /** What a task did: the staged chunk, the CPU seconds computing it took, and whether it computed it. */
+  record Done(int chunk, long bytes, int crc32c, double cpuSeconds, boolean computed) implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    Staging.Chunk staged() {
+      return new Staging.Chunk(chunk, bytes, crc32c, cpuSeconds);
+    }
+  }
+
+  /** Runs the task (on an executor). */
+  Done run() throws IOException {
+    Path dir = Path.of(staging);
+    Optional<Staging.Chunk> have = Staging.chunk(dir, fingerprint, chunk);
+    if (have.isPresent()) {
+      Staging.Chunk c = have.get();
+      return new Done(chunk, c.bytes(), c.crc32c(), 0, false);
+    }
+    try (Dataset ds = Dataset.open(Locations.dataset(dataset))) {
+      if (!ds.version().equals(version)) {
+        throw new IOException("dataset " + dataset + " is at version " + ds.version() + ", the job was planned on "
+            + version + ": rerun the job (chunk " + chunk + " of " + spec + " not staged)");
+      }
+      Derivation d = Derivation.of(Spec.parse(spec), ds);
+      ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+      long t0 = threads.getCurrentThreadCpuTime();
+      try (Arena arena = Arena.ofConfined()) {
+        Column column = d.computeChunk(chunk, new Derivation.Statistics(statistics), Derivation.SourceReader.orc(ds), arena);
+        double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
+        Staging.Chunk c = Staging.writeChunk(dir, fingerprint, chunk, column, seconds);
+        return new Done(chunk, c.bytes(), c.crc32c(), seconds, true);
+      }
+    }
+  }
+}
