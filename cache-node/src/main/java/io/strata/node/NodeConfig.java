@@ -27,8 +27,10 @@ import java.util.Set;
  * token, the cluster it joins ({@code cluster}, null: alone), and the settings of its HDFS client
  * ({@code hadoop}; HDD roots and datasets may be {@code hdfs://} URIs) and of its S3 client ({@code
  * s3}; roots and datasets may be {@code s3://bucket/prefix} URIs), and per HDD root the gap its
- * reads read through, from the disk under it ({@code hddGapBytes}, the file's {@code hddDisks}). {@link #embedded} gives a working default; {@link #read} reads a JSON file (every field
- * optional, see docs/API.md).
+ * reads read through, from the disk under it ({@code hddGapBytes}, the file's {@code hddDisks}),
+ * and where the feature-promotion job stages derived features for this node to ingest instead of
+ * computing them ({@code featureStaging}, null: nowhere). {@link #embedded} gives a working
+ * default; {@link #read} reads a JSON file (every field optional, see docs/API.md).
  */
 public record NodeConfig(
     Path home,
@@ -47,7 +49,8 @@ public record NodeConfig(
     long scrubBytesPerSecond,
     Map<String, String> hadoop,
     Map<Path, Long> hddGapBytes,
-    Map<String, String> s3) {
+    Map<String, String> s3,
+    Path featureStaging) {
   /** The shortest token a node takes, bound to loopback or not. */
   static final int MIN_TOKEN_CHARS = 16;
 
@@ -63,6 +66,9 @@ public record NodeConfig(
         .map(r -> r.getFileSystem() == java.nio.file.FileSystems.getDefault() ? r.toAbsolutePath().normalize() : r).toList()));
     hadoop = Map.copyOf(hadoop);
     s3 = Map.copyOf(s3);
+    if (featureStaging != null) {
+      featureStaging = featureStaging.toAbsolutePath().normalize();
+    }
     io.strata.sdk.s3.S3Settings.of(s3); // every key known, every value sound
     Map<Path, Long> gaps = new LinkedHashMap<>();
     hddGapBytes.forEach((root, gap) -> {
@@ -157,39 +163,39 @@ public record NodeConfig(
     long free = Files.getFileStore(home).getUsableSpace();
     long budget = Math.min(20L << 30, free / 4);
     return new NodeConfig(home, List.of(home.resolve("hdd")), home.resolve("ssd"), budget, 0, 4L << 30, "127.0.0.1",
-        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of(), Map.of(), Map.of());
+        port, null, 2, 200L << 20, 1 << 20, null, DEFAULT_SCRUB_BYTES_PER_SECOND, Map.of(), Map.of(), Map.of(), null);
   }
 
   public NodeConfig withPort(int p) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, p,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   public NodeConfig withHddRoots(List<Path> roots) {
     return new NodeConfig(home, roots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   public NodeConfig withSsdBudget(long bytes) {
     return new NodeConfig(home, hddRoots, ssdDir, bytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port, token,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   public NodeConfig withBind(String host, String tok) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, host, port, tok,
-        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
+        promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, scrubBytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   /** This configuration scrubbing its segments' checksums at {@code bytesPerSecond} (0: off). */
   public NodeConfig withScrubRate(long bytesPerSecond) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop, hddGapBytes, s3);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, cluster, bytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   /** This configuration joining {@code c} (null: alone). */
   public NodeConfig withCluster(ClusterSettings c) {
     return new NodeConfig(home, hddRoots, ssdDir, ssdBudgetBytes, flashWriteBudgetBytesPerHour, dramBudgetBytes, bindHost, port,
-        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop, hddGapBytes, s3);
+        token, promotionThreads, promotionBytesPerSecond, maxBodyBytes, c, scrubBytesPerSecond, hadoop, hddGapBytes, s3, featureStaging);
   }
 
   /**
@@ -208,6 +214,14 @@ public record NodeConfig(
             + PosixFilePermissions.toString(p) + "): chmod 600 " + file);
       }
     }
+  }
+
+  /** The staging directory of the feature-promotion job: a local (or mounted) directory, not a URI. */
+  private static Path featureStaging(String text) {
+    if (text.matches("^[a-zA-Z][a-zA-Z0-9+.-]*://.*")) {
+      throw new IllegalArgumentException("featureStaging must be a directory every host mounts, not a URI: " + text);
+    }
+    return Path.of(text);
   }
 
   /** Reads a JSON configuration file; fields not given take the embedded defaults for its home. */
@@ -254,7 +268,8 @@ public record NodeConfig(
           n.hasNonNull("scrubBytesPerSecond") ? bytes(n.get("scrubBytesPerSecond")) : d.scrubBytesPerSecond(),
           n.hasNonNull("hadoop") ? hadoop(n.get("hadoop")) : Map.of(),
           n.hasNonNull("hddDisks") ? disks(n.get("hddDisks")) : Map.of(),
-          n.hasNonNull("s3") ? s3(n.get("s3")) : Map.of());
+          n.hasNonNull("s3") ? s3(n.get("s3")) : Map.of(),
+          n.hasNonNull("featureStaging") ? featureStaging(n.get("featureStaging").asText()) : null);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
     }

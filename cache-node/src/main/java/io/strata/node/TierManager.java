@@ -120,6 +120,7 @@ final class TierManager implements AutoCloseable {
       }
       startupNotes.addAll(store.dropped());
       this.features = FeatureStore.openWriter(config.home().resolve("features"));
+      features.useStaging(config.featureStaging()); // features a Spark job staged are ingested, not computed again
       this.datasets = new DatasetRegistry(config);
       this.checks = new RequestChecks(features);
       this.state = new TierState(settings.policy, new Policies.Options(settings.ssdBudgetBytes,

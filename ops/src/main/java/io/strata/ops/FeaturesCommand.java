@@ -9,6 +9,9 @@ import io.strata.sdk.files.Manifest;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.DerivedStore;
 import io.strata.sdk.derive.Spec;
+import io.strata.sdk.files.Locations;
+import io.strata.sdk.Progress;
+import io.strata.store.Staging;
 import io.strata.sdk.format.Columns;
 import io.strata.sdk.internal.Json;
 import io.strata.store.FeatureMeta;
@@ -201,11 +204,16 @@ final class FeaturesCommand implements Runnable {
   }
 
   @Command(name = "promote", mixinStandardHelpOptions = true,
-      description = "Materialize the derived features jobs compute on the fly most (CPU time per stored byte), within a budget; resumes after a kill.")
+      description = {"Materialize the derived features jobs compute on the fly most (CPU time per stored byte), within a budget;"
+          + " resumes after a kill.",
+          "With --spec (and --dataset), the features named instead. With --spark, on a Spark cluster: chunks staged under"
+              + " --staging (a directory every host mounts), then ingested into --store if given; nodes whose featureStaging"
+              + " is that directory ingest them instead of computing them."})
   static final class Promote implements Callable<Integer> {
     @picocli.CommandLine.Spec CommandSpec spec;
 
-    @Option(names = "--store", required = true, description = "Feature store directory (opened for writing).")
+    @Option(names = "--store", description = "Feature store directory (opened for writing): its jobs' usage ranks the"
+        + " candidates, and what is materialized lands there.")
     Path store;
 
     @Option(names = "--budget", defaultValue = "10g", description = "Bytes of materialized features at most; default ${DEFAULT-VALUE}.")
@@ -214,61 +222,80 @@ final class FeaturesCommand implements Runnable {
     @Option(names = "--min-jobs", defaultValue = "1", description = "Only features computed by at least this many jobs.")
     int minJobs;
 
+    @Option(names = "--dataset", paramLabel = "DATASET", converter = DatasetPath.class,
+        description = "With --spec: the dataset (a directory, hdfs:// or s3://).")
+    Path dataset;
+
+    @Option(names = "--spec", paramLabel = "SPEC", description = "A derived feature to materialize (repeatable), instead of"
+        + " ranking what jobs computed.")
+    List<String> specs = new ArrayList<>();
+
+    @Option(names = "--spark", paramLabel = "MASTER", description = "Run on Spark: spark://HOST:PORT, local[N], ... (with"
+        + " SPARK_HOME set, through its spark-submit; otherwise on the Spark jars of this build).")
+    String spark;
+
+    @Option(names = "--staging", paramLabel = "DIR", description = "With --spark: where the job stages chunks, a directory"
+        + " every host of the cluster mounts.")
+    Path staging;
+
     @Option(names = "--dry-run", description = "Only show the plan.")
     boolean dryRun;
 
     @Option(names = "--json", description = "Print the plan and outcome as JSON.")
     boolean json;
 
+    /** One feature of the plan: what it is, what jobs spent on it, its estimated size, and what happens to it. */
+    private record Planned(String spec, String dataset, String location, Set<String> jobs, long computations,
+        double cpuSeconds, long bytes) {}
+
+    private picocli.CommandLine.ParameterException usage(String message) {
+      return new picocli.CommandLine.ParameterException(spec.commandLine(), message);
+    }
+
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
+      if ((spark == null) != (staging == null)) {
+        throw usage(spark == null ? "--staging goes with --spark" : "--spark needs --staging DIR (a directory every host mounts)");
+      }
+      if (specs.isEmpty() != (dataset == null)) {
+        throw usage(dataset == null ? "--spec needs --dataset" : "--dataset goes with --spec");
+      }
+      if (store == null && (spark == null || specs.isEmpty())) {
+        throw usage("--store is needed (without --spec the candidates come from its jobs' usage; without --spark the"
+            + " features are computed into it)");
+      }
       long limit = Sizes.parse(budget);
-      requireStore(store);
-      try (FeatureStore fs = FeatureStore.openWriter(store)) {
-        Map<String, Candidate> byKey = new LinkedHashMap<>();
-        for (DerivedStore.Usage u : fs.usage()) {
-          String key = u.datasetDir() + "\0" + u.spec();
-          Candidate c = byKey.get(key);
-          Set<String> jobs = c == null ? new HashSet<>() : c.jobs();
-          jobs.add(u.job());
-          byKey.put(key, c == null
-              ? new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, 1, u.cpuNanos() / 1e9, u.bytes(), u.rows())
-              : new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, c.computations() + 1,
-                  c.cpuSeconds() + u.cpuNanos() / 1e9, c.bytes() + u.bytes(), c.rows() + u.rows()));
-        }
-        record Ranked(Candidate c, long bytes, double value) {}
-        List<Ranked> ranked = new ArrayList<>();
-        for (Candidate c : byKey.values()) {
-          if (c.jobs().size() < minJobs || !Files.isDirectory(Path.of(c.datasetDir()))) {
-            continue;
-          }
-          long rows = Manifest.read(Path.of(c.datasetDir())).rows();
-          long bytes = Math.max(1, c.estimatedBytes(rows));
-          ranked.add(new Ranked(c, bytes, c.cpuSeconds() / bytes));
-        }
-        ranked.sort(Comparator.comparingDouble(Ranked::value).reversed());
-        long used = fs.list().stream().filter(FeatureMeta::complete).mapToLong(FeatureMeta::bytes).sum();
+      if (store != null && specs.isEmpty()) {
+        requireStore(store);
+      }
+      try (FeatureStore fs = store == null ? null : FeatureStore.openWriter(store)) {
+        List<Planned> planned = specs.isEmpty() ? ranked(fs) : named();
+        long used = fs == null ? 0 : fs.list().stream().filter(FeatureMeta::complete).mapToLong(FeatureMeta::bytes).sum();
         ObjectNode result = Json.object();
         ArrayNode plan = result.putArray("features");
         Terminal.Table table = new Terminal.Table("spec", "dataset", "jobs", "computed", "CPU spent", "size", "action");
+        List<String> jobArgs = new ArrayList<>();
+        List<ObjectNode> onSpark = new ArrayList<>();
         int materialized = 0;
-        for (Ranked r : ranked) {
-          Candidate c = r.c();
+        for (Planned p : planned) {
           String action;
-          try (Dataset ds = Dataset.open(Path.of(c.datasetDir()))) {
-            Derivation d = Derivation.of(Spec.parse(c.spec()), ds);
-            String fp = fs.fingerprint(d, Derivation.SourceReader.orc(ds));
-            Optional<FeatureMeta> m = fs.meta(fp);
+          try (Dataset ds = Dataset.open(Locations.dataset(p.location()))) {
+            Derivation d = Derivation.of(Spec.parse(p.spec()), ds);
+            String fp = fs == null ? null : fs.fingerprint(d, Derivation.SourceReader.orc(ds));
+            Optional<FeatureMeta> m = fs == null ? Optional.empty() : fs.meta(fp);
             if (m.isPresent() && m.get().complete()) {
               action = "already stored";
-            } else if (used + r.bytes() > limit) {
+            } else if (specs.isEmpty() && used + p.bytes() > limit) {
               action = "over budget";
             } else if (dryRun) {
-              action = "would materialize";
-              used += r.bytes();
+              action = spark != null ? "would materialize on Spark" : "would materialize";
+              used += p.bytes();
+            } else if (spark != null) {
+              action = "on Spark";
+              jobArgs.addAll(List.of("--feature", p.location(), d.spec().canonical(), fp == null ? "-" : fp));
             } else {
-              Terminal.Bar bar = new Terminal.Bar("materialize " + c.spec(), spec.commandLine().getErr());
+              Terminal.Bar bar = new Terminal.Bar("materialize " + p.spec(), spec.commandLine().getErr());
               FeatureMeta done = fs.getOrCompute(d, Derivation.SourceReader.orc(ds), bar);
               bar.done();
               used += done.bytes();
@@ -276,11 +303,41 @@ final class FeaturesCommand implements Runnable {
               action = m.isPresent() ? "resumed at chunk " + m.get().done() + ", materialized" : "materialized";
             }
           }
-          plan.addObject().put("spec", c.spec()).put("dataset", c.dataset()).put("jobs", c.jobs().size())
-              .put("computations", c.computations()).put("cpuSeconds", c.cpuSeconds()).put("estimatedBytes", r.bytes())
+          ObjectNode row = plan.addObject().put("spec", p.spec()).put("dataset", p.dataset()).put("jobs", p.jobs().size())
+              .put("computations", p.computations()).put("cpuSeconds", p.cpuSeconds()).put("estimatedBytes", p.bytes())
               .put("action", action);
-          table.row(c.spec(), c.dataset(), c.jobs().size(), c.computations(), Terminal.seconds(c.cpuSeconds()),
-              Terminal.bytes(r.bytes()), action);
+          if (action.equals("on Spark")) {
+            onSpark.add(row);
+          }
+        }
+        if (!jobArgs.isEmpty()) {
+          Files.createDirectories(staging);
+          Path log = staging.resolve("promote-" + System.currentTimeMillis() + ".log");
+          spec.commandLine().getErr().printf("strata: running the promotion job on %s (its log: %s) ...%n", spark, log);
+          List<String> args = new ArrayList<>(List.of("--staging", staging.toAbsolutePath().toString()));
+          args.addAll(jobArgs);
+          List<JsonNode> outcomes = SparkLaunch.runJob(spark, args, log);
+          ArrayNode jobs = result.putArray("spark");
+          for (int i = 0; i < outcomes.size(); i++) {
+            JsonNode o = outcomes.get(i);
+            jobs.add(o);
+            String action = "staged on Spark (" + o.path("computed").asInt() + " of " + o.path("chunks").asInt() + " chunks computed)";
+            if (fs != null) {
+              Staging.Feature f = Staging.feature(staging, o.path("fingerprint").asText()).orElseThrow(
+                  () -> new IOException("the Spark job reported feature " + o.path("fingerprint").asText() + " staged, but "
+                      + staging + " has no complete feature of it"));
+              FeatureMeta done = fs.ingest(staging, f, Progress.NONE);
+              used += done.bytes();
+              action += ", ingested";
+            }
+            materialized++;
+            onSpark.get(i).put("action", action).put("fingerprint", o.path("fingerprint").asText());
+          }
+        }
+        for (JsonNode row : plan) {
+          table.row(row.path("spec").asText(), row.path("dataset").asText(), row.path("jobs").asInt(),
+              row.path("computations").asLong(), Terminal.seconds(row.path("cpuSeconds").asDouble()),
+              Terminal.bytes(row.path("estimatedBytes").asLong()), row.path("action").asText());
         }
         result.put("materialized", materialized).put("storedBytes", used).put("budgetBytes", limit);
         if (json) {
@@ -291,6 +348,56 @@ final class FeaturesCommand implements Runnable {
         }
       }
       return 0;
+    }
+
+    /** The features named by --spec on --dataset. */
+    private List<Planned> named() throws IOException {
+      List<Planned> out = new ArrayList<>();
+      try (Dataset ds = Dataset.open(dataset)) {
+        for (String s : specs) {
+          Derivation d;
+          try {
+            d = Derivation.of(Spec.parse(s), ds);
+          } catch (IllegalArgumentException e) {
+            throw usage("--spec " + s + ": " + e.getMessage());
+          }
+          out.add(new Planned(d.spec().canonical(), ds.name(), location(dataset), Set.of(), 0, 0, 0));
+        }
+      }
+      return out;
+    }
+
+    /** The features the store's jobs computed, most CPU per stored byte first. */
+    private List<Planned> ranked(FeatureStore fs) throws IOException {
+      Map<String, Candidate> byKey = new LinkedHashMap<>();
+      for (DerivedStore.Usage u : fs.usage()) {
+        String key = u.datasetDir() + "\0" + u.spec();
+        Candidate c = byKey.get(key);
+        Set<String> jobs = c == null ? new HashSet<>() : c.jobs();
+        jobs.add(u.job());
+        byKey.put(key, c == null
+            ? new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, 1, u.cpuNanos() / 1e9, u.bytes(), u.rows())
+            : new Candidate(u.dataset(), u.datasetDir(), u.spec(), jobs, c.computations() + 1,
+                c.cpuSeconds() + u.cpuNanos() / 1e9, c.bytes() + u.bytes(), c.rows() + u.rows()));
+      }
+      record Ranked(Planned p, double value) {}
+      List<Ranked> ranked = new ArrayList<>();
+      for (Candidate c : byKey.values()) {
+        if (c.jobs().size() < minJobs || !Files.isDirectory(Path.of(c.datasetDir()))) {
+          continue;
+        }
+        long rows = Manifest.read(Path.of(c.datasetDir())).rows();
+        long bytes = Math.max(1, c.estimatedBytes(rows));
+        ranked.add(new Ranked(new Planned(c.spec(), c.dataset(), c.datasetDir(), c.jobs(), c.computations(), c.cpuSeconds(),
+            bytes), c.cpuSeconds() / bytes));
+      }
+      ranked.sort(Comparator.comparingDouble(Ranked::value).reversed());
+      return ranked.stream().map(Ranked::p).toList();
+    }
+
+    /** A dataset's location as every host names it: a URI for hdfs:// and s3://, else its absolute path. */
+    private static String location(Path p) {
+      return Locations.remote(p) ? p.toUri().toString() : p.toAbsolutePath().toString();
     }
   }
 
