@@ -16,6 +16,7 @@ module io.strata.node {
   requires com.hazelcast.core;
   requires java.net.http;
   requires java.logging;
+  requires java.management; // a derivation request's CPU time
   requires io.netty.codec;
   requires io.netty.codec.http;
   requires com.github.benmanes.caffeine;

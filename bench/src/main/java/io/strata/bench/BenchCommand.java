@@ -191,12 +191,33 @@ public final class BenchCommand implements Runnable {
   }
 
   @Command(name = "derived", mixinStandardHelpOptions = true,
-      description = "A first job computes an expensive derived feature and stores it; a later job, another process, gets it from the store.")
+      description = {"A first job computes an expensive derived feature and stores it; a later job, another process, gets it from the store.",
+          "With --cluster: three hosts (network namespaces, needs root), three jobs on each asking their node for the feature:"
+              + " CPU spent computing it when every node computes it, against one Spark job whose staged chunks the nodes ingest."})
   static final class Derived implements Callable<Integer> {
     @Spec CommandSpec spec;
 
-    @Option(names = "--dataset", required = true, description = "Dataset directory.")
+    @Option(names = "--dataset", description = "Dataset directory (without --cluster).")
     Path dataset;
+
+    @Option(names = "--cluster", description = "The cluster comparison (a dataset of --rows rows is generated).")
+    boolean cluster;
+
+    @Option(names = "--rows", defaultValue = "1200000", description = "With --cluster: rows of the dataset; default ${DEFAULT-VALUE}.")
+    long rows;
+
+    @Option(names = "--quick", description = "With --cluster: small data (CI).")
+    boolean quick;
+
+    @Option(names = "--kill-executor", description = "With --cluster: kill an executor (SIGKILL) once the Spark job staged its first chunk.")
+    boolean killExecutor;
+
+    @Option(names = "--kill-driver", description = "With --cluster: kill the Spark job's driver (SIGKILL) once it staged three"
+        + " chunks, and run the job again.")
+    boolean killDriver;
+
+    @Option(names = "--work", description = "With --cluster: working directory (default: a new temporary one, removed after).")
+    Path work;
 
     @Option(names = "--spec", defaultValue = "zscore(seq_mean(log1p(amount), last=64))",
         description = "The derived feature; default ${DEFAULT-VALUE}.")
@@ -211,6 +232,12 @@ public final class BenchCommand implements Runnable {
     @Override
     public Integer call() throws Exception {
       PrintWriter out = spec.commandLine().getOut();
+      if (cluster) {
+        return cluster(out);
+      }
+      if (dataset == null) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--dataset is needed (or --cluster)");
+      }
       Path store = Files.createTempDirectory("strata-bench-derived");
       try {
         List<JsonNode> runs = new ArrayList<>();
@@ -257,6 +284,47 @@ public final class BenchCommand implements Runnable {
         return identical ? 0 : Main.FAILURE;
       } finally {
         Processes.deleteTree(store);
+      }
+    }
+
+    private int cluster(PrintWriter out) throws Exception {
+      String why = DerivedClusterBench.unavailable();
+      if (why != null) {
+        if (json) {
+          out.println(Json.compact(Json.object().put("available", false).put("reason", why)));
+        } else {
+          out.println("not measured: bench derived --cluster needs " + why);
+        }
+        return 0;
+      }
+      boolean temporary = work == null;
+      Path dir = temporary ? Files.createTempDirectory("strata-bench-derived-cluster") : work;
+      try {
+        ObjectNode r = DerivedClusterBench.run(dir, quick ? Math.min(rows, 120_000) : rows, derived, killExecutor, killDriver,
+            spec.commandLine().getErr());
+        if (json) {
+          out.println(Json.compact(r));
+        } else {
+          JsonNode a = r.path("perHost");
+          JsonNode b = r.path("spark");
+          out.printf("3 hosts, %d jobs each asking for %s (%d chunks):%n", DerivedClusterBench.JOBS_PER_HOST,
+              r.path("spec").asText(), r.path("chunks").asInt());
+          out.printf("  each node computes it:        %s of CPU%n", Terminal.seconds(a.path("computeCpuSeconds").asDouble()));
+          out.printf("  one Spark job, nodes ingest:  %s of CPU (tasks %s, driver %s, nodes %s); Spark's own processes %s%n",
+              Terminal.seconds(b.path("computeCpuSeconds").asDouble()), Terminal.seconds(b.path("taskCpuSeconds").asDouble()),
+              Terminal.seconds(b.path("driverPlanningCpuSeconds").asDouble()), Terminal.seconds(b.path("nodesCpuSeconds").asDouble()),
+              Terminal.seconds(b.path("sparkOverheadCpuSeconds").asDouble()));
+          out.printf("  ratio %.2f (with Spark's own processes %.2f); %d chunks differ from a local promote%s%n",
+              r.path("ratios").path("clusterComputeVsPerHost").asDouble(),
+              r.path("ratios").path("clusterProcessCpuVsPerHost").asDouble(), r.path("mismatches").asLong(),
+              b.path("executorKilled").asBoolean() ? "; an executor was killed mid-job" : "");
+        }
+        int failures = r.path("perHost").path("jobFailures").asInt() + r.path("spark").path("jobFailures").asInt();
+        return r.path("mismatches").asLong() == 0 && failures == 0 ? 0 : Main.FAILURE;
+      } finally {
+        if (temporary) {
+          Processes.deleteTree(dir);
+        }
       }
     }
   }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.bench.ClusterBench;
 import io.strata.bench.ClusterLab;
+import io.strata.bench.DerivedClusterBench;
 import io.strata.bench.HdfsLab;
 import io.strata.bench.S3Lab;
 import java.io.PrintWriter;
@@ -22,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * address, real loader jobs as separate processes on hosts 1, then 2 and 3 (overlapping
  * features), run with the nodes alone and clustered; in the clustered run host 1's node is
  * killed with SIGKILL while the jobs of hosts 2 and 3 read; and once more with the shared tier on
- * HDFS, and once more in an S3 bucket. Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
+ * HDFS, and once more in an S3 bucket; and a derived feature computed by every node against once
+ * by a Spark standalone cluster in the lab (an executor and the driver killed). Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
  * needed; CI has both).
  */
 class ClusterIT {
@@ -92,6 +94,35 @@ class ClusterIT {
       JsonNode s = r.path(mode).path("s3");
       assertTrue(s.path("restartedDuringJobs").asBoolean(), mode + " " + s);
     }
+  }
+
+  @Test
+  void aDerivedFeatureComputedOnceOnSparkIsIngestedByEveryHostThroughAKilledExecutorAndDriver() throws Exception {
+    String why = DerivedClusterBench.unavailable();
+    Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+    JsonNode r = DerivedClusterBench.run(dir, 120_000, "zscore(seq_mean(log1p(amount), last=64))", true, true,
+        new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset()));
+    System.out.println(r.toPrettyString());
+    // Every host's stored chunks equal a local promote's, byte for byte, both ways.
+    assertEquals(0, r.path("mismatches").asLong(), r.toString());
+    int chunks = r.path("chunks").asInt();
+    for (String mode : List.of("perHost", "spark")) {
+      JsonNode m = r.path(mode);
+      assertEquals(0, m.path("jobFailures").asInt(), mode);
+      assertEquals(3, m.path("hosts").size());
+      for (JsonNode h : m.path("hosts")) {
+        assertEquals(0, h.path("chunksDiffering").asLong(), mode + " " + h);
+      }
+    }
+    JsonNode spark = r.path("spark");
+    assertTrue(spark.path("executorKilled").asBoolean(), spark.toString());
+    // The rerun after the driver was killed computed only what was not staged yet.
+    long stagedAtKill = spark.path("stagedAtDriverKill").asLong();
+    assertTrue(stagedAtKill >= 3, spark.toString());
+    assertTrue(spark.path("chunksSkipped").asInt() >= stagedAtKill, spark.toString());
+    assertEquals(chunks, spark.path("chunksSkipped").asInt() + spark.path("chunksComputed").asInt(), spark.toString());
+    // The nodes ingested it: far less CPU on their side than computing it each.
+    assertTrue(spark.path("nodesCpuSeconds").asDouble() < r.path("perHost").path("nodesCpuSeconds").asDouble() / 2, r.toString());
   }
 
   /** Checks what every run must show; the clustered run's figures. */

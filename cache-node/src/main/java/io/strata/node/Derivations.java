@@ -7,6 +7,8 @@ import io.strata.sdk.derive.Spec;
 import io.strata.store.FeatureMeta;
 import io.strata.store.FeatureStore;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.List;
 
 /**
@@ -29,8 +31,14 @@ final class Derivations {
     this.queue = queue;
   }
 
-  /** A derivation's outcome: the stored feature, whether it was there already, and the segments placed. */
-  record Derived(FeatureMeta meta, boolean cached, double seconds, int segmentsWritten) {}
+  /**
+   * A derivation's outcome: the stored feature, whether it was there already, its wall and CPU
+   * seconds (this derivation's thread: the fingerprint's source checksums, then computing it, or
+   * ingesting it from the staging directory), the CPU seconds placing its segments took, and the
+   * segments placed.
+   */
+  record Derived(FeatureMeta meta, boolean cached, double seconds, double cpuSeconds, double placeCpuSeconds,
+      int segmentsWritten) {}
 
   /**
    * The canonical form of {@code specText} on {@code datasetName}, checked (the dataset exists,
@@ -61,12 +69,16 @@ final class Derivations {
         throw NodeException.badRequest(e.getMessage());
       }
       Derivation.SourceReader reader = Derivation.SourceReader.orc(ds);
-      boolean cached = features.complete(d, reader) != null;
+      ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+      long cpu0 = threads.getCurrentThreadCpuTime();
+      // Stored already? By name (dataset, version, spec): no source column is read for that.
+      boolean cached = features.lookup(ds.name(), ds.version(), d.spec().canonical()).isPresent();
       long t0 = System.nanoTime();
       FeatureMeta m = features.getOrCompute(d, reader, progress);
       double seconds = (System.nanoTime() - t0) / 1e9;
+      long cpu1 = threads.getCurrentThreadCpuTime();
       int placed = queue.placeDerived(ds, d.spec().canonical(), m.fingerprint());
-      return new Derived(m, cached, seconds, placed);
+      return new Derived(m, cached, seconds, (cpu1 - cpu0) / 1e9, (threads.getCurrentThreadCpuTime() - cpu1) / 1e9, placed);
     }
   }
 

@@ -249,7 +249,8 @@ final class NodeApi {
 
   /** A derivation's outcome as its job's result: the stored feature's description and what this run did. */
   private static ObjectNode derived(Derivations.Derived d) {
-    return d.meta().toJson().put("cached", d.cached()).put("seconds", d.seconds()).put("segmentsWritten", d.segmentsWritten());
+    return d.meta().toJson().put("cached", d.cached()).put("seconds", d.seconds()).put("cpuSeconds", d.cpuSeconds())
+        .put("placeCpuSeconds", d.placeCpuSeconds()).put("segmentsWritten", d.segmentsWritten());
   }
 
   static String clip(String s) {

@@ -55,7 +55,8 @@ import org.rocksdb.WriteOptions;
  * handles} for that one call (a computation takes it per chunk, not for its whole length); {@link
  * #close()} takes the write side, waits for the calls in flight and closes every handle in
  * dependency order, after which calls fail with {@link IllegalStateException} naming the store.
- * {@code inflight} (one computation per fingerprint) and the checksum cache are concurrent maps.
+ * {@code inflight} (one computation per fingerprint), {@code checksumsInFlight} (one pass per source
+ * column) and the checksum cache are concurrent maps.
  */
 public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final Path dir;
@@ -68,6 +69,8 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final WriteOptions syncWrites;
   private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
   private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
+  /** Source checksums being computed now, so that threads asking for one at once wait for one pass ({@link #columnChecksum}). */
+  private final Map<String, CompletableFuture<Long>> checksumsInFlight = new ConcurrentHashMap<>();
   private final AtomicLong computations = new AtomicLong();
   private final AtomicLong ingested = new AtomicLong();
   /** Where a batch job stages features this store ingests instead of computing ({@link #useStaging}); null: nowhere. */
@@ -197,26 +200,50 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   // ---------------------------------------------------------------- identity
 
-  /** The content checksum of a source column, computed once per dataset version and cached. */
+  /**
+   * The content checksum of a source column, computed once per dataset version and cached; threads
+   * asking for the same column at once wait for one computation (jobs asking for one derived
+   * feature together read its sources once, not once each).
+   */
   public long columnChecksum(Dataset ds, String column, Derivation.SourceReader reader) throws IOException {
     String key = "c:" + ds.name() + "\0" + ds.version() + "\0" + column;
     Long cached = checksumCache.get(key);
     if (cached != null) {
       return cached;
     }
-    catchUp();
-    byte[] stored = get(meta, key);
-    long sum;
-    if (stored != null) {
-      sum = Long.parseUnsignedLong(new String(stored, StandardCharsets.UTF_8), 16);
-    } else {
-      sum = Derivation.columnChecksum(ds, column, reader);
-      if (writer) {
-        put(meta, key, bytes(Long.toHexString(sum)));
+    CompletableFuture<Long> mine = new CompletableFuture<>();
+    CompletableFuture<Long> running = checksumsInFlight.putIfAbsent(key, mine);
+    if (running != null) {
+      try {
+        return running.join();
+      } catch (CompletionException e) {
+        if (e.getCause() instanceof IOException io) {
+          throw io;
+        }
+        throw e;
       }
     }
-    checksumCache.put(key, sum);
-    return sum;
+    try {
+      catchUp();
+      byte[] stored = get(meta, key);
+      long sum;
+      if (stored != null) {
+        sum = Long.parseUnsignedLong(new String(stored, StandardCharsets.UTF_8), 16);
+      } else {
+        sum = Derivation.columnChecksum(ds, column, reader);
+        if (writer) {
+          put(meta, key, bytes(Long.toHexString(sum)));
+        }
+      }
+      checksumCache.put(key, sum);
+      mine.complete(sum);
+      return sum;
+    } catch (IOException | RuntimeException e) {
+      mine.completeExceptionally(e);
+      throw e;
+    } finally {
+      checksumsInFlight.remove(key);
+    }
   }
 
   /** The fingerprint of a derivation (computing and caching source checksums as needed). */
@@ -331,6 +358,16 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    */
   public FeatureMeta getOrCompute(Derivation d, Derivation.SourceReader reader, Progress progress) throws IOException {
     requireWriter();
+    Path from = staging;
+    if (from != null) {
+      // A feature a batch job staged is found by name: its fingerprint comes with it, and the
+      // source columns are not read again for their checksums.
+      Dataset ds = d.dataset();
+      Optional<Staging.Feature> staged = Staging.byName(from, ds.name(), ds.version(), d.spec().canonical());
+      if (staged.isPresent()) {
+        return ingestOnce(from, staged.get(), progress);
+      }
+    }
     String fp = fingerprint(d, reader);
     Optional<FeatureMeta> m = meta(fp);
     if (m.isPresent() && m.get().complete()) {
@@ -338,6 +375,16 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       writeMeta(used);
       return used;
     }
+    return once(fp, () -> compute(fp, d, reader, progress));
+  }
+
+  /** Work on one feature that only one thread of this process does at a time. */
+  private interface FeatureWork {
+    FeatureMeta run() throws IOException;
+  }
+
+  /** Runs {@code work} for {@code fp}, or waits for the thread already running work for it and returns its result. */
+  private FeatureMeta once(String fp, FeatureWork work) throws IOException {
     CompletableFuture<FeatureMeta> mine = new CompletableFuture<>();
     CompletableFuture<FeatureMeta> running = inflight.putIfAbsent(fp, mine);
     if (running != null) {
@@ -351,7 +398,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
     }
     try {
-      FeatureMeta done = compute(fp, d, reader, progress);
+      FeatureMeta done = work.run();
       mine.complete(done);
       return done;
     } catch (IOException | RuntimeException e) {
@@ -360,6 +407,18 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     } finally {
       inflight.remove(fp);
     }
+  }
+
+  /** Ingests a staged feature once, however many threads ask for it at the same time (as a computation is). */
+  private FeatureMeta ingestOnce(Path from, Staging.Feature f, Progress progress) throws IOException {
+    String fp = f.fingerprint();
+    Optional<FeatureMeta> m = meta(fp);
+    if (m.isPresent() && m.get().complete()) {
+      FeatureMeta used = m.get().used();
+      writeMeta(used);
+      return used;
+    }
+    return once(fp, () -> ingest(from, f, progress));
   }
 
   /** Computes (or resumes computing) every chunk; each chunk and the progress are one synced write. */

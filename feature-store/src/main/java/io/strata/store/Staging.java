@@ -7,7 +7,6 @@ import io.strata.sdk.Column;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.internal.Json;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -20,6 +19,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 
 /**
  * Derived features staged as files by a batch job (the Spark promotion job), for feature stores to
@@ -28,7 +30,8 @@ import java.util.zip.CRC32C;
  * <pre>
  *   &lt;staging&gt;/&lt;fingerprint&gt;/statistics.json      the dataset-wide statistics every chunk used
  *   &lt;staging&gt;/&lt;fingerprint&gt;/chunk-00000042.scol  one chunk: a 24-byte header, then the encoded column
- *   &lt;staging&gt;/&lt;fingerprint&gt;/feature.json         written last, when every chunk is there: complete
+ *   &lt;staging&gt;/&lt;fingerprint&gt;/feature.json         written when every chunk is there: complete
+ *   &lt;staging&gt;/names/&lt;SHA-256 of dataset, version, spec&gt;  its fingerprint, written last ({@link #byName})
  * </pre>
  *
  * <p>A chunk file is the column exactly as a feature store keeps it ({@code ColumnCodec}), behind
@@ -94,7 +97,12 @@ public final class Staging {
   /** Stages chunk {@code chunk} of feature {@code fingerprint}, atomically; the same column gives the same file. */
   public static Chunk writeChunk(Path staging, String fingerprint, int chunk, Column column, double cpuSeconds)
       throws IOException {
-    byte[] payload = ColumnCodec.encode(column);
+    return writeChunk(staging, fingerprint, chunk, ColumnCodec.encode(column), cpuSeconds);
+  }
+
+  /** Stages chunk {@code chunk}, already encoded ({@link #encode}). */
+  public static Chunk writeChunk(Path staging, String fingerprint, int chunk, byte[] payload, double cpuSeconds)
+      throws IOException {
     CRC32C crc = new CRC32C();
     crc.update(payload);
     int sum = (int) crc.getValue();
@@ -162,24 +170,16 @@ public final class Staging {
           + Integer.toHexString(sum) + " of " + length + " bytes, listed " + Integer.toHexString(expected.crc32c()) + " of "
           + expected.bytes() + ")");
     }
-    byte[] payload = new byte[all.length - HEADER];
-    System.arraycopy(all, HEADER, payload, 0, payload.length);
-    return payload;
+    return java.util.Arrays.copyOfRange(all, HEADER, all.length);
   }
 
   /**
-   * The payload of chunk {@code chunk} of a complete staged feature, checked against its header and
-   * {@code feature.json}, and decoded once (a value that does not decode is refused here, not served).
+   * The payload of chunk {@code chunk} of a complete staged feature, its checksum checked against
+   * its header and {@code feature.json}. The payload carries the store's own CRC32C too, checked
+   * every time the store serves the chunk: nothing damaged is served either way.
    */
   static byte[] readVerified(Path staging, Feature f, int chunk) throws IOException {
-    Path file = chunkFile(staging, f.fingerprint(), chunk);
-    byte[] payload = payload(file, chunk, f.chunkList().get(chunk));
-    try (Arena arena = Arena.ofConfined()) {
-      ColumnCodec.decode(payload, arena);
-    } catch (ColumnCodec.CorruptValueException e) {
-      throw new IOException("staged chunk " + file + " does not decode: " + e.getMessage(), e);
-    }
-    return payload;
+    return payload(chunkFile(staging, f.fingerprint(), chunk), chunk, f.chunkList().get(chunk));
   }
 
   /** Stages the statistics every chunk of the feature is computed with (so a rerun uses the same ones). */
@@ -214,6 +214,35 @@ public final class Staging {
     }
     AtomicFiles.write(dir(staging, f.fingerprint()).resolve("feature.json"),
         Json.compact(o).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    AtomicFiles.write(nameFile(staging, f.dataset(), f.version(), f.spec()),
+        f.fingerprint().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** The name index entry of (dataset, version, canonical spec): {@code names/<SHA-256 of the three>}. */
+  private static Path nameFile(Path staging, String dataset, String version, String spec) {
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      byte[] d = sha.digest((dataset + "\0" + version + "\0" + spec).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return staging.resolve("names").resolve(HexFormat.of().formatHex(d));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * The complete staged feature of {@code spec} (canonical) on this version of the dataset, found by
+   * name: a dataset's version names its content, so a node finds what the job staged without
+   * reading the source columns again for their checksums. Empty when none is staged.
+   */
+  public static Optional<Feature> byName(Path staging, String dataset, String version, String spec) throws IOException {
+    Path f = nameFile(staging, dataset, version, spec);
+    if (!Files.isRegularFile(f)) {
+      return Optional.empty();
+    }
+    String fp = Files.readString(f, java.nio.charset.StandardCharsets.UTF_8).trim();
+    Optional<Feature> feature = feature(staging, fp);
+    // The entry must name a feature of exactly this dataset, version and spec (never trusted alone).
+    return feature.filter(x -> x.dataset().equals(dataset) && x.version().equals(version) && x.spec().equals(spec));
   }
 
   /** The complete staged feature {@code fingerprint}, if its {@code feature.json} is there. */

@@ -32,28 +32,41 @@ public final class SparkLaunch {
 
   private SparkLaunch() {}
 
-  /** The directory holding {@code strata-spark.jar} and {@code jars/} ({@code ops/target/spark}), or null when not built. */
+  /**
+   * The directory holding {@code strata-spark.jar} and {@code jars/}: {@code $STRATA_SPARK} when
+   * set, else {@code ops/target/spark} of the checkout this command runs from; null when not built.
+   */
   public static Path home() {
+    String given = System.getenv("STRATA_SPARK"); // where a user (or a harness) put this build's Spark directory
+    if (given != null && !given.isBlank()) {
+      Path h = Path.of(given);
+      return Files.isRegularFile(h.resolve("strata-spark.jar")) && Files.isDirectory(h.resolve("jars")) ? h : null;
+    }
+    List<Path> starts = new ArrayList<>();
     try {
-      Path self = Path.of(SparkLaunch.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-      for (Path d = self.getParent(); d != null; d = d.getParent()) {
+      starts.add(Path.of(SparkLaunch.class.getProtectionDomain().getCodeSource().getLocation().toURI()).getParent());
+    } catch (URISyntaxException | RuntimeException e) {
+      // no code source: the checkout the tests name, if any
+    }
+    String project = System.getProperty("strata.project.dir"); // set by the build for its tests
+    if (project != null) {
+      starts.add(Path.of(project));
+    }
+    for (Path start : starts) {
+      for (Path d = start; d != null; d = d.getParent()) {
         for (Path h : List.of(d.resolve("ops/target/spark"), d.resolve("spark"))) {
           if (Files.isRegularFile(h.resolve("strata-spark.jar")) && Files.isDirectory(h.resolve("jars"))) {
             return h;
           }
         }
       }
-    } catch (URISyntaxException | RuntimeException e) {
-      // no code source: no Spark
     }
     return null;
   }
 
   /** Why Spark cannot be started here, or null when it can. */
   public static String unavailable() {
-    return home() == null && System.getenv("SPARK_HOME") == null
-        ? "the Spark job is not built (ops/target/spark: './mvnw -B package -pl bench -am' builds it) and SPARK_HOME is not set"
-        : null;
+    return home() == null ? "the Spark job is not built (ops/target/spark: './mvnw -B package -pl bench -am' builds it)" : null;
   }
 
   /** The JVM flags every Spark JVM of this build needs (Spark's module opens, and native access for the SDK). */
@@ -90,23 +103,31 @@ public final class SparkLaunch {
     return cmd;
   }
 
-  /** The environment a Spark daemon of this build needs: its SPARK_HOME, its Scala version, this JVM as JAVA_HOME. */
+  /**
+   * The environment a Spark process of this build needs: its SPARK_HOME, its Scala version, this
+   * JVM as JAVA_HOME, and STRATA_SPARK (so a command started with it finds the same build).
+   */
   public static Map<String, String> environment() throws IOException {
-    return Map.of("SPARK_HOME", requireHome().toString(), "SPARK_SCALA_VERSION", "2.13", "JAVA_HOME",
+    String home = requireHome().toString();
+    return Map.of("SPARK_HOME", home, "STRATA_SPARK", home, "SPARK_SCALA_VERSION", "2.13", "JAVA_HOME",
         System.getProperty("java.home"));
+  }
+
+  /** {@code $SPARK_HOME/bin/spark-submit} when SPARK_HOME names a Spark installation, else null (this build's jars are used). */
+  private static Path sparkSubmit() {
+    String sparkHome = System.getenv("SPARK_HOME");
+    Path submit = sparkHome == null ? null : Path.of(sparkHome, "bin", "spark-submit");
+    return submit != null && Files.isExecutable(submit) ? submit : null;
   }
 
   /** The command running the promotion job with {@code jobArgs} on {@code master}. */
   static List<String> jobCommand(String master, List<String> jobArgs) throws IOException {
     String executorFlags = "spark.executor.extraJavaOptions=--enable-native-access=ALL-UNNAMED";
-    String sparkHome = System.getenv("SPARK_HOME");
+    Path submit = sparkSubmit();
     List<String> cmd = new ArrayList<>();
-    if (sparkHome != null && home() == null) {
-      throw new IOException("strata-spark.jar is not built (ops/target/spark): spark-submit needs it");
-    }
     Path jar = requireHome().resolve("strata-spark.jar");
-    if (sparkHome != null) {
-      cmd.addAll(List.of(Path.of(sparkHome, "bin", "spark-submit").toString(), "--master", master, "--class", JOB,
+    if (submit != null) {
+      cmd.addAll(List.of(submit.toString(), "--master", master, "--class", JOB,
           "--conf", executorFlags, jar.toString()));
     } else {
       cmd.addAll(java(List.of("-Dspark.master=" + master, "-Dspark.app.name=strata-promote", "-Dspark.jars=" + jar,
@@ -123,7 +144,7 @@ public final class SparkLaunch {
   static List<JsonNode> runJob(String master, List<String> jobArgs, Path log) throws IOException, InterruptedException {
     ProcessBuilder pb = new ProcessBuilder(jobCommand(master, jobArgs)).redirectError(log.toFile())
         .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
-    if (System.getenv("SPARK_HOME") == null) {
+    if (sparkSubmit() == null) {
       pb.environment().putAll(environment());
     }
     Process p = pb.start();
