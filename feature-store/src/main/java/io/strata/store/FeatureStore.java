@@ -12,6 +12,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -30,9 +31,14 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.CompressionType;
+import org.rocksdb.EnvOptions;
+import org.rocksdb.IngestExternalFileOptions;
+import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.SstFileWriter;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
@@ -453,7 +459,8 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
       double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
       FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
-      writeChunk(next, value);
+      byte[] encoded = value;
+      writeChunk(next, (batch, key) -> batch.put(data, key, encoded));
       m = next;
       progress.update(c + 1, m.chunks(), "chunks");
     }
@@ -471,43 +478,72 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   /**
    * Ingests a complete staged feature: every chunk checked against its header and {@code
-   * feature.json} and decoded once, then written with the feature's progress in one synced write
-   * batch, as a computation writes it (a killed ingestion resumes; the feature is served only once
-   * every chunk is in). A damaged chunk fails the ingestion, naming its file; nothing of it is served.
+   * feature.json}, written into one SST file of the data family, which RocksDB then takes in whole
+   * (moved into the database: no write-ahead log, no memtable, no flush later); then the feature's
+   * metadata, complete, in one synced write. A damaged chunk fails the ingestion naming its file
+   * and nothing of the feature is served; an ingestion killed midway leaves at most a temporary
+   * file (removed by the next one) and is done again whole.
    */
   public FeatureMeta ingest(Path stagingDir, Staging.Feature f, Progress progress) throws IOException {
     requireWriter();
     String fp = f.fingerprint();
-    FeatureMeta m = meta(fp).orElse(null);
-    if (m != null && m.complete()) {
-      return m;
-    }
-    if (m == null || m.chunks() != f.chunks()) {
-      m = new FeatureMeta(fp, f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(), f.chunks(), 0, f.chunks() == 0,
-          0, 0, System.currentTimeMillis(), System.currentTimeMillis(), f.statistics());
-      writeMeta(m);
+    Optional<FeatureMeta> have = meta(fp);
+    if (have.isPresent() && have.get().complete()) {
+      return have.get();
     }
     ingested.incrementAndGet();
-    for (int c = m.done(); c < m.chunks(); c++) {
-      byte[] value = Staging.readVerified(stagingDir, f, c);
-      FeatureMeta next = m.withProgress(c + 1, value.length, f.chunkList().get(c).cpuSeconds());
-      writeChunk(next, value);
-      m = next;
-      progress.update(c + 1, m.chunks(), "chunks");
+    Path sst = dir.resolve("ingest").resolve(fp + ".sst");
+    Files.createDirectories(sst.getParent());
+    Files.deleteIfExists(sst);
+    long[] bytes = {0};
+    try {
+      if (f.chunks() > 0) {
+        guarded("ingesting staged feature " + fp + " from " + stagingDir, () -> {
+          try (EnvOptions env = new EnvOptions();
+              Options options = new Options().setCompressionType(CompressionType.NO_COMPRESSION);
+              SstFileWriter writer = new SstFileWriter(env, options)) {
+            writer.open(sst.toString());
+            // One direct buffer for every chunk: the file is read into it once, checked there, and
+            // handed to RocksDB from there.
+            ByteBuffer buffer = null;
+            for (int c = 0; c < f.chunks(); c++) {
+              ByteBuffer value = Staging.readVerified(stagingDir, f, c, buffer);
+              buffer = value;
+              bytes[0] += value.remaining();
+              byte[] k = bytes(dataKey(fp, c));
+              writer.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), value);
+              progress.update(c + 1, f.chunks(), "chunks");
+            }
+            writer.finish();
+          }
+          try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
+            db.ingestExternalFile(data, List.of(sst.toString()), ingest);
+          }
+          return null;
+        });
+      }
+    } finally {
+      Files.deleteIfExists(sst);
     }
-    if (m.chunks() == 0) {
-      writeChunk(m, null);
-    }
-    return m;
+    long now = System.currentTimeMillis();
+    FeatureMeta done = new FeatureMeta(fp, f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(), f.chunks(),
+        f.chunks(), true, bytes[0], f.cpuSeconds(), now, now, f.statistics());
+    writeChunk(done, null);
+    return done;
+  }
+
+  /** What a chunk adds to its write batch, under its key. */
+  private interface ChunkPut {
+    void put(WriteBatch batch, byte[] key) throws RocksDBException;
   }
 
   /** One chunk (none when {@code value} is null) and the progress it makes, in one synced write. */
-  private void writeChunk(FeatureMeta next, byte[] value) throws IOException {
+  private void writeChunk(FeatureMeta next, ChunkPut value) throws IOException {
     String fp = next.fingerprint();
     guarded("writing chunk " + (next.done() - 1) + " of " + fp, () -> {
       try (WriteBatch batch = new WriteBatch()) {
         if (value != null) {
-          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
+          value.put(batch, bytes(dataKey(fp, next.done() - 1)));
         }
         batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
         if (next.complete()) {

@@ -9,7 +9,9 @@ import io.strata.sdk.internal.Json;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -121,10 +123,8 @@ public final class Staging {
    */
   public static Optional<Chunk> chunk(Path staging, String fingerprint, int chunk) throws IOException {
     try {
-      byte[] payload = payload(chunkFile(staging, fingerprint, chunk), chunk, null);
-      CRC32C crc = new CRC32C();
-      crc.update(payload);
-      return Optional.of(new Chunk(chunk, payload.length, (int) crc.getValue(), 0));
+      ByteBuffer b = read(chunkFile(staging, fingerprint, chunk), chunk, null, null);
+      return Optional.of(new Chunk(chunk, b.remaining(), b.getInt(8), 0));
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (DamagedChunkException e) {
@@ -140,27 +140,47 @@ public final class Staging {
     }
   }
 
-  /** The payload of a chunk file, its header and checksum checked (and against {@code expected} when given). */
-  private static byte[] payload(Path file, int chunk, Chunk expected) throws IOException {
-    byte[] all = Files.readAllBytes(file);
-    if (all.length < HEADER) {
-      throw new DamagedChunkException("staged chunk " + file + " is damaged: " + all.length + " bytes, shorter than its header");
+  /**
+   * Reads a chunk file into {@code buffer} (a direct buffer, replaced by a larger one when too
+   * small; null: a new one), its header and checksum checked, and against {@code expected} when
+   * given. The buffer returned holds the file; its position and limit frame the payload.
+   */
+  private static ByteBuffer read(Path file, int chunk, Chunk expected, ByteBuffer buffer) throws IOException {
+    ByteBuffer b = buffer;
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+      long size = ch.size();
+      if (size < HEADER || size > Integer.MAX_VALUE - 64) {
+        throw new DamagedChunkException("staged chunk " + file + " is damaged: " + size + " bytes, "
+            + (size < HEADER ? "shorter than its header" : "more than a chunk can hold"));
+      }
+      if (b == null || b.capacity() < size) {
+        b = ByteBuffer.allocateDirect((int) size);
+      }
+      b.clear().limit((int) size);
+      while (b.hasRemaining()) {
+        if (ch.read(b) < 0) {
+          throw new DamagedChunkException("staged chunk " + file + " is damaged: it ended while being read");
+        }
+      }
+      b.flip();
     }
-    ByteBuffer h = ByteBuffer.wrap(all, 0, HEADER).order(ByteOrder.LITTLE_ENDIAN);
-    int magic = h.getInt();
-    int version = h.getInt();
-    int sum = h.getInt();
-    int number = h.getInt();
-    long length = h.getLong();
+    b.order(ByteOrder.LITTLE_ENDIAN);
+    int magic = b.getInt(0);
+    int version = b.getInt(4);
+    int sum = b.getInt(8);
+    int number = b.getInt(12);
+    long length = b.getLong(16);
     if (magic != MAGIC || version != VERSION) {
       throw new DamagedChunkException("staged chunk " + file + " is not a staged chunk of format " + VERSION);
     }
-    if (number != chunk || length != all.length - HEADER) {
+    if (number != chunk || length != b.limit() - HEADER) {
       throw new DamagedChunkException("staged chunk " + file + " is damaged: its header says chunk " + number + " of "
-          + length + " bytes, the file holds " + (all.length - HEADER));
+          + length + " bytes, the file holds " + (b.limit() - HEADER));
     }
     CRC32C crc = new CRC32C();
-    crc.update(all, HEADER, all.length - HEADER);
+    b.position(HEADER);
+    crc.update(b);
+    b.position(HEADER);
     if ((int) crc.getValue() != sum) {
       throw new DamagedChunkException("staged chunk " + file + " is damaged: checksum mismatch (CRC32C "
           + Integer.toHexString((int) crc.getValue()) + ", header " + Integer.toHexString(sum) + ")");
@@ -170,16 +190,17 @@ public final class Staging {
           + Integer.toHexString(sum) + " of " + length + " bytes, listed " + Integer.toHexString(expected.crc32c()) + " of "
           + expected.bytes() + ")");
     }
-    return java.util.Arrays.copyOfRange(all, HEADER, all.length);
+    return b;
   }
 
   /**
-   * The payload of chunk {@code chunk} of a complete staged feature, its checksum checked against
-   * its header and {@code feature.json}. The payload carries the store's own CRC32C too, checked
-   * every time the store serves the chunk: nothing damaged is served either way.
+   * Chunk {@code chunk} of a complete staged feature read into {@code buffer} (see {@link #read}),
+   * its checksum checked against its header and {@code feature.json}. The payload carries the
+   * store's own CRC32C too, checked every time the store serves the chunk: nothing damaged is
+   * served either way.
    */
-  static byte[] readVerified(Path staging, Feature f, int chunk) throws IOException {
-    return payload(chunkFile(staging, f.fingerprint(), chunk), chunk, f.chunkList().get(chunk));
+  static ByteBuffer readVerified(Path staging, Feature f, int chunk, ByteBuffer buffer) throws IOException {
+    return read(chunkFile(staging, f.fingerprint(), chunk), chunk, f.chunkList().get(chunk), buffer);
   }
 
   /** Stages the statistics every chunk of the feature is computed with (so a rerun uses the same ones). */

@@ -122,7 +122,9 @@ public final class SparkLaunch {
 
   /** The command running the promotion job with {@code jobArgs} on {@code master}. */
   static List<String> jobCommand(String master, List<String> jobArgs) throws IOException {
-    String executorFlags = "spark.executor.extraJavaOptions=--enable-native-access=ALL-UNNAMED";
+    // The executors run as Strata's own JVMs do: native access for the SDK, the parallel collector
+    // (chunks are large arrays, which G1, Spark's default, allocates as humongous regions).
+    String executorFlags = "spark.executor.extraJavaOptions=--enable-native-access=ALL-UNNAMED -XX:+UseParallelGC";
     Path submit = sparkSubmit();
     List<String> cmd = new ArrayList<>();
     Path jar = requireHome().resolve("strata-spark.jar");
@@ -130,7 +132,7 @@ public final class SparkLaunch {
       cmd.addAll(List.of(submit.toString(), "--master", master, "--class", JOB,
           "--conf", executorFlags, jar.toString()));
     } else {
-      cmd.addAll(java(List.of("-Dspark.master=" + master, "-Dspark.app.name=strata-promote", "-Dspark.jars=" + jar,
+      cmd.addAll(java(List.of("-XX:+UseParallelGC", "-Dspark.master=" + master, "-Dspark.app.name=strata-promote", "-Dspark.jars=" + jar,
           "-D" + executorFlags, "-Dspark.ui.enabled=false"), JOB));
     }
     cmd.addAll(jobArgs);

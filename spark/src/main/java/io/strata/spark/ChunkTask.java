@@ -13,6 +13,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Optional;
 
 /**
@@ -24,8 +25,9 @@ import java.util.Optional;
  * and a chunk computed twice is the same bytes. A dataset whose version is not the one the driver
  * planned with fails the task by name instead of staging a chunk of another version.
  *
- * <p>Threads: a task runs on one executor thread; tasks share nothing but the staging directory,
- * where each writes its own file.
+ * <p>Threads: a task runs on one executor thread; tasks of one executor share the datasets they
+ * opened (a concurrent map of thread-safe datasets), and write distinct files of the staging
+ * directory.
  *
  * @param dataset the dataset's location (a directory, {@code hdfs://} or {@code s3://})
  * @param version the dataset version the driver planned with
@@ -60,19 +62,39 @@ record ChunkTask(String dataset, String version, String spec, String fingerprint
       Staging.Chunk c = have.get();
       return new Done(chunk, c.bytes(), c.crc32c(), (threads.getCurrentThreadCpuTime() - t0) / 1e9, false);
     }
-    try (Dataset ds = Dataset.open(Locations.dataset(dataset))) {
-      if (!ds.version().equals(version)) {
-        throw new IOException("dataset " + dataset + " is at version " + ds.version() + ", the job was planned on "
-            + version + ": rerun the job (chunk " + chunk + " of " + spec + " not staged)");
-      }
-      Derivation d = Derivation.of(Spec.parse(spec), ds);
-      try (Arena arena = Arena.ofConfined()) {
-        Column column = d.computeChunk(chunk, new Derivation.Statistics(statistics), Derivation.SourceReader.orc(ds), arena);
-        byte[] payload = Staging.encode(column);
-        double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
-        Staging.Chunk c = Staging.writeChunk(dir, fingerprint, chunk, payload, seconds);
-        return new Done(chunk, c.bytes(), c.crc32c(), (threads.getCurrentThreadCpuTime() - t0) / 1e9, true);
-      }
+    Dataset ds = dataset(dataset, version);
+    Derivation d = Derivation.of(Spec.parse(spec), ds);
+    try (Arena arena = Arena.ofConfined()) {
+      Column column = d.computeChunk(chunk, new Derivation.Statistics(statistics), Derivation.SourceReader.orc(ds), arena);
+      byte[] payload = Staging.encode(column);
+      double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
+      Staging.Chunk c = Staging.writeChunk(dir, fingerprint, chunk, payload, seconds);
+      return new Done(chunk, c.bytes(), c.crc32c(), (threads.getCurrentThreadCpuTime() - t0) / 1e9, true);
     }
+  }
+
+  /**
+   * Datasets this executor opened, by location: its tasks of one job share one open dataset (a
+   * Dataset is thread-safe) instead of reading the manifest and opening the files once per chunk.
+   * They stay open for the executor's life, which is the application's.
+   */
+  private static final ConcurrentHashMap<String, Dataset> OPEN = new ConcurrentHashMap<>();
+
+  /** The dataset at {@code location}, at {@code version} (else the task fails naming both). */
+  private static Dataset dataset(String location, String version) throws IOException {
+    Dataset ds = OPEN.get(location);
+    if (ds == null || !ds.version().equals(version)) {
+      Dataset opened = Dataset.open(Locations.dataset(location));
+      if (!opened.version().equals(version)) {
+        String now = opened.version();
+        opened.close();
+        throw new IOException("dataset " + location + " is at version " + now + ", the job was planned on " + version
+            + ": run the job again");
+      }
+      // One it replaces may still be read by a running task: it is left open to the executor's end.
+      OPEN.put(location, opened);
+      ds = opened;
+    }
+    return ds;
   }
 }

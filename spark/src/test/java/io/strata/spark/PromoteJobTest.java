@@ -147,11 +147,13 @@ class PromoteJobTest {
       IOException e = assertThrows(IOException.class,
           () -> store.ingest(staging, Staging.feature(staging, fp).orElseThrow(), Progress.NONE));
       assertTrue(e.getMessage().contains("chunk-00000003.scol") && e.getMessage().contains("checksum"), e.getMessage());
-      FeatureMeta m = store.meta(fp).orElseThrow();
-      assertFalse(m.complete());
-      assertEquals(3, m.done(), "chunks 0-2 in, nothing after the damaged one");
+      assertTrue(store.meta(fp).isEmpty(), "nothing of the feature is in the store");
+      assertTrue(store.lookup("events", Staging.feature(staging, fp).orElseThrow().version(), CHEAP.replace(" ", "")).isEmpty());
       try (Stream<Path> files = Files.list(Staging.dir(staging, fp))) {
         assertEquals(0, files.filter(p -> p.getFileName().toString().startsWith(".tmp-")).count(), "no temporary files left");
+      }
+      try (Stream<Path> files = Files.list(tmp.resolve("node3b/ingest"))) {
+        assertEquals(0, files.count(), "the half-written SST is removed");
       }
     }
   }
