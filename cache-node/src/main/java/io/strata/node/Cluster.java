@@ -52,6 +52,11 @@ interface Cluster extends AutoCloseable {
     }
 
     @Override
+    public List<Peer> peers() {
+      return List.of();
+    }
+
+    @Override
     public void publish(List<Job> jobs, Map<String, Long> datasetReadBytes) {}
 
     @Override
@@ -99,6 +104,9 @@ interface Cluster extends AutoCloseable {
 
   /** Live members other than this one that hold {@code feature} of {@code chunk}, in a random order. */
   List<Peer> holders(String dataset, String version, String feature, int chunk);
+
+  /** The other live nodes that announced their URL, in random order (none alone). */
+  List<Peer> peers();
 
   /**
    * This node's planned jobs and bytes read per dataset, for the other nodes to see (called every

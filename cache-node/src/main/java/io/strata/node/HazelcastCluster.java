@@ -381,6 +381,22 @@ final class HazelcastCluster implements Cluster {
   }
 
   @Override
+  public List<Peer> peers() {
+    if (closed) {
+      return List.of();
+    }
+    List<Peer> peers = new ArrayList<>();
+    for (String id : live()) {
+      String url = id.equals(self) ? null : urlCache.computeIfAbsent(id, urls::get);
+      if (url != null) {
+        peers.add(new Peer(id, url));
+      }
+    }
+    Collections.shuffle(peers);
+    return peers;
+  }
+
+  @Override
   public List<Peer> holders(String dataset, String version, String feature, int chunk) {
     if (closed) {
       return List.of();

@@ -147,6 +147,7 @@ final class NodeApi {
     r.get("/v1/tiers").handler(ctx -> run(ctx, tiers::status));
     // Peer reads (clustered nodes): a segment file, streamed, to a holder of the cluster's token.
     r.get("/v1/peer/segment").handler(this::peerSegment);
+    r.get("/v1/peer/derived").handler(this::peerDerived);
     r.get("/v1/policy").handler(ctx -> run(ctx, tiers::policy));
     r.put("/v1/policy").handler(ctx -> run(ctx, () -> tiers.setPolicy(policyChange(body(ctx)))));
     r.post("/v1/promote").handler(ctx -> run(ctx, () -> {
@@ -249,7 +250,7 @@ final class NodeApi {
 
   /** A derivation's outcome as its job's result: the stored feature's description and what this run did. */
   private static ObjectNode derived(Derivations.Derived d) {
-    return d.meta().toJson().put("cached", d.cached()).put("seconds", d.seconds()).put("cpuSeconds", d.cpuSeconds())
+    return d.meta().toJson().put("cached", d.cached()).put("source", d.source()).put("seconds", d.seconds()).put("cpuSeconds", d.cpuSeconds())
         .put("placeCpuSeconds", d.placeCpuSeconds()).put("segmentsWritten", d.segmentsWritten());
   }
 
@@ -270,14 +271,50 @@ final class NodeApi {
     ctx.next();
   }
 
-  private void peerSegment(RoutingContext ctx) {
+  /** Whether a peer request may go on: a clustered node, the cluster's token; else answered here. */
+  private boolean peerAuthorized(RoutingContext ctx) {
     String h = ctx.request().getHeader("Authorization");
     if (config.cluster() == null || config.token() == null) {
-      error(ctx, 404, "this node is not in a cluster: it serves no segments to peers");
-      return;
+      error(ctx, 404, "this node is not in a cluster: it serves nothing to peers");
+      return false;
     }
     if (h == null || !constantTimeEquals(h, "Bearer " + config.token())) {
       error(ctx, 401, "peer reads require 'Authorization: Bearer <cluster token>'");
+      return false;
+    }
+    return true;
+  }
+
+  /** {@code GET /v1/peer/derived?dataset&version&spec[&chunk]}: a derived feature's description, or one chunk's stored form. */
+  private void peerDerived(RoutingContext ctx) {
+    if (!peerAuthorized(ctx)) {
+      return;
+    }
+    workers.executeBlocking(() -> {
+      String ds = ctx.request().getParam("dataset");
+      String version = ctx.request().getParam("version");
+      String spec = ctx.request().getParam("spec");
+      String chunk = ctx.request().getParam("chunk");
+      if (ds == null || version == null || spec == null) {
+        throw NodeException.badRequest("a peer read of a derived feature names 'dataset', 'version' and 'spec'");
+      }
+      if (chunk != null && !chunk.matches("\\d{1,9}")) {
+        throw NodeException.badRequest("'chunk' must be a non-negative integer");
+      }
+      return tiers.derivations().servePeer(ds, version, spec, chunk == null ? null : Integer.valueOf(chunk));
+    }, false).onComplete(ar -> {
+      if (ar.failed()) {
+        fail(ctx, ar.cause());
+        return;
+      }
+      boolean description = ctx.request().getParam("chunk") == null;
+      ctx.response().putHeader("content-type", description ? "application/json" : "application/octet-stream")
+          .end(io.vertx.core.buffer.Buffer.buffer(ar.result()));
+    });
+  }
+
+  private void peerSegment(RoutingContext ctx) {
+    if (!peerAuthorized(ctx)) {
       return;
     }
     workers.executeBlocking(() -> {

@@ -1,6 +1,11 @@
 package io.strata.node;
 
+import io.strata.sdk.Progress;
+import io.strata.sdk.dataset.Dataset;
 import io.strata.sdk.format.SegmentInfo;
+import io.strata.sdk.internal.Json;
+import io.strata.store.FeatureMeta;
+import io.strata.store.FeatureStore;
 import io.strata.sdk.internal.AtomicFiles;
 import io.strata.sdk.tiering.Promoter;
 import io.strata.sdk.tiering.SegmentRef;
@@ -29,7 +34,10 @@ import java.util.concurrent.TimeUnit;
  * when every checksum verifies and it describes exactly the expected chunk ({@link
  * SegmentStore#adopt}); anything else deletes it and the caller decodes ORC instead.
  *
- * <p>Threads: called on promotion threads, one fetch per call; the HTTP client is shared. A fetch
+ * <p>A derived feature another node's store holds complete is copied the same way ({@link
+ * #derived}): its chunks' stored forms, each checked, ingested into this node's store.
+ *
+ * <p>Threads: called on promotion threads (and derivation threads), one fetch per call; the HTTP client is shared. A fetch
  * is bounded: 2 s to connect, 10 s to the response's headers, and a watchdog ({@code
  * strata-peer-watchdog}) closes a body that has not arrived within 30 s plus a second per 10 MB.
  */
@@ -127,6 +135,93 @@ final class PeerReads implements AutoCloseable {
     }
     if (in.read() >= 0) {
       throw new IOException("peer sent more than the " + length + " bytes it announced");
+    }
+  }
+
+  /** The largest stored chunk of a derived feature accepted from a peer. */
+  static final long MAX_DERIVED_CHUNK = 1L << 30;
+
+  /**
+   * Copies the complete derived feature {@code spec} (canonical) of {@code ds} from the first of
+   * {@code peers} whose store holds it ({@code GET /v1/peer/derived}): its description, then each
+   * chunk's stored form, each checked ({@link FeatureStore#checkEncoded}) and ingested into {@code
+   * store}. Null when no peer holds it or every copy failed (counted, the last failure kept): the
+   * caller computes it.
+   */
+  FeatureMeta derived(List<Cluster.Peer> peers, Dataset ds, String spec, FeatureStore store, Progress progress)
+      throws InterruptedException {
+    for (Cluster.Peer p : peers) {
+      String base = p.url() + "/v1/peer/derived?dataset=" + enc(ds.name()) + "&version=" + enc(ds.version()) + "&spec="
+          + enc(spec);
+      try {
+        byte[] description = get(base, 1 << 20);
+        if (description == null) {
+          continue; // that peer does not hold it
+        }
+        FeatureMeta m = FeatureMeta.fromJson(Json.parse(description));
+        if (!m.complete() || !m.dataset().equals(ds.name()) || !m.version().equals(ds.version()) || !m.spec().equals(spec)
+            || m.chunks() != ds.chunks().size()) {
+          throw new IOException("the peer described another feature: " + m.spec() + " of " + m.dataset() + " " + m.version()
+              + " (" + m.chunks() + " chunks, complete " + m.complete() + ")");
+        }
+        return store.ingest(m, (c, reuse) -> {
+          byte[] v;
+          try {
+            v = get(base + "&chunk=" + c, MAX_DERIVED_CHUNK);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("copying chunk " + c + " of " + spec + " from " + p.url() + " was interrupted");
+          }
+          if (v == null) {
+            throw new IOException("the peer no longer holds chunk " + c + " of " + spec);
+          }
+          FeatureStore.checkEncoded(v);
+          ByteBuffer b = reuse != null && reuse.capacity() >= v.length ? reuse.clear() : ByteBuffer.allocateDirect(v.length);
+          return b.put(v).flip();
+        }, "copied from " + p.url(), progress);
+      } catch (IOException | RuntimeException e) {
+        counters.peerFailures.increment();
+        counters.lastPeerFailure = p.url() + ": derived feature " + spec + ": " + e.getMessage();
+      }
+    }
+    return null;
+  }
+
+  /** The body of a GET with the cluster's token; null for 404; at most {@code limit} bytes, in a minute at most. */
+  private byte[] get(String uri, long limit) throws IOException, InterruptedException {
+    HttpRequest req = HttpRequest.newBuilder(URI.create(uri)).timeout(Duration.ofSeconds(10))
+        .header("Authorization", "Bearer " + token).GET().build();
+    HttpResponse<InputStream> resp = http.send(req, HttpResponse.BodyHandlers.ofInputStream());
+    InputStream in = resp.body();
+    try {
+      if (resp.statusCode() == 404) {
+        return null;
+      }
+      if (resp.statusCode() != 200) {
+        throw new IOException("peer answered " + resp.statusCode());
+      }
+      long length = resp.headers().firstValueAsLong("content-length").orElse(-1);
+      if (length < 0 || length > limit) {
+        throw new IOException("peer sent " + length + " bytes (at most " + limit + " are taken)");
+      }
+      ScheduledFuture<?> guard = watchdog.schedule(() -> {
+        try {
+          in.close();
+        } catch (IOException ignored) {
+          // The reading thread sees the closed stream.
+        }
+      }, 60, TimeUnit.SECONDS);
+      try {
+        byte[] body = in.readNBytes((int) length);
+        if (body.length != length || in.read() >= 0) {
+          throw new IOException("peer sent " + body.length + " bytes of the " + length + " it announced");
+        }
+        return body;
+      } finally {
+        guard.cancel(false);
+      }
+    } finally {
+      in.close();
     }
   }
 

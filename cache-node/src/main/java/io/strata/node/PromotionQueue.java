@@ -186,6 +186,11 @@ final class PromotionQueue implements AutoCloseable {
     return peers.fetch(holders, expected, store, this::throttle);
   }
 
+  /** This node's peer reads (null alone): derivations copy peers' derived features through them. */
+  PeerReads peerReads() {
+    return peers;
+  }
+
   /**
    * Puts every chunk of a derived feature of {@code ds} on the SSD tier while the budget has room,
    * on the calling thread (a derivation job's); returns the segments written.

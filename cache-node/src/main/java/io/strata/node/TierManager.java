@@ -144,7 +144,7 @@ final class TierManager implements AutoCloseable {
       this.scrub = new SegmentScrub(state::residents, this::repair, config.scrubBytesPerSecond(), SegmentScrub.SWEEP_MILLIS,
           SegmentScrub.MIN_PASS_MILLIS, counters);
       kept.restore(this::pin);
-      this.derivations = new Derivations(datasets, features, queue);
+      this.derivations = new Derivations(datasets, features, queue, cluster);
       scrub.start();
       ok = true;
     } finally {

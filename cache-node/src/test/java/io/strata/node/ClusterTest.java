@@ -192,4 +192,43 @@ class ClusterTest {
     await(cb, x -> x.path("cluster").path("members").size() == 2 && x.path("cluster").path("residencyEntries").asInt() == 2 * expected,
         "A's chunks back in the residency");
   }
+
+  @Test
+  void aDerivedFeatureAPeerHoldsIsCopiedNotComputedAgain() throws Exception {
+    Path ds = dir.resolve("shared/events");
+    DatasetGenerator.generate(ds, DatasetGenerator.Options.of("events", 40_000, 5).withFeatures(6).withChunking(10_000, 2),
+        Progress.NONE);
+    String cluster = "t" + UUID.randomUUID().toString().substring(0, 8);
+    int pa = freePort();
+    int pb = freePort();
+    a = CacheNode.start(config("a", cluster, pa, pa, pb));
+    b = CacheNode.start(config("b", cluster, pb, pa, pb));
+    NodeClient ca = new NodeClient(a.url(), TOKEN);
+    NodeClient cb = new NodeClient(b.url(), TOKEN);
+    await(ca, x -> x.path("cluster").path("members").size() == 2, "two members");
+    await(cb, x -> x.path("cluster").path("members").size() == 2, "two members");
+    ca.registerDataset(ds);
+    cb.registerDataset(ds);
+    String spec = "zscore(seq_mean(log1p(amount), last=8))";
+    JsonNode first = ca.derive("events", spec);
+    assertEquals("computed", first.path("source").asText(), first.toString());
+    JsonNode second = cb.derive("events", spec);
+    assertEquals("peer", second.path("source").asText(), second.toString());
+    assertEquals(first.path("fingerprint").asText(), second.path("fingerprint").asText());
+    assertEquals(first.path("bytes").asLong(), second.path("bytes").asLong());
+    // Byte for byte the chunks A computed, in B's store (read beside its writer).
+    String fp = first.path("fingerprint").asText();
+    try (var sa = io.strata.store.FeatureStore.openReader(dir.resolve("a/features"));
+        var sb = io.strata.store.FeatureStore.openReader(dir.resolve("b/features"))) {
+      int n = sa.meta(fp).orElseThrow().chunks();
+      assertEquals(4, n);
+      for (int c = 0; c < n; c++) {
+        assertTrue(Arrays.equals(sa.encodedChunk(fp, c), sb.encodedChunk(fp, c)), "chunk " + c);
+      }
+    }
+    // Peer reads of derived features need the cluster's token.
+    HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a.url()
+        + "/v1/peer/derived?dataset=events&version=x&spec=x")).GET().build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(401, r.statusCode(), r.body());
+  }
 }

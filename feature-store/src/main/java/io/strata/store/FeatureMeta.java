@@ -68,7 +68,8 @@ public record FeatureMeta(
     return o;
   }
 
-  static FeatureMeta fromJson(JsonNode o) {
+  /** The feature described by {@link #toJson}'s form (a peer's answer, a stored value). */
+  public static FeatureMeta fromJson(JsonNode o) {
     Map<String, double[]> stats = new LinkedHashMap<>();
     o.path("statistics").properties().forEach(e -> {
       double[] v = new double[e.getValue().size()];

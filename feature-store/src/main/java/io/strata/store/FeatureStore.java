@@ -485,34 +485,54 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    * file (removed by the next one) and is done again whole.
    */
   public FeatureMeta ingest(Path stagingDir, Staging.Feature f, Progress progress) throws IOException {
+    FeatureMeta described = new FeatureMeta(f.fingerprint(), f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(),
+        f.chunks(), f.chunks(), true, f.bytes(), f.cpuSeconds(), 0, 0, f.statistics());
+    return ingest(described, (c, reuse) -> Staging.readVerified(stagingDir, f, c, reuse), "staged in " + stagingDir, progress);
+  }
+
+  /**
+   * Where an ingestion takes a feature's chunks from: chunk {@code chunk}'s stored form, already
+   * checked, between the position and the limit of a direct buffer ({@code reuse}, the buffer the
+   * previous chunk came in, may be filled again; null at first).
+   */
+  public interface ChunkSource {
+    ByteBuffer chunk(int chunk, ByteBuffer reuse) throws IOException;
+  }
+
+  /**
+   * Ingests the complete feature {@code described} (a peer's or a staging directory's, {@code
+   * from} says which) chunk by chunk from {@code source} into one SST file RocksDB takes in whole,
+   * then its metadata, complete, in one synced write (see {@link #ingest(Path, Staging.Feature,
+   * Progress)}).
+   */
+  public FeatureMeta ingest(FeatureMeta described, ChunkSource source, String from, Progress progress) throws IOException {
     requireWriter();
-    String fp = f.fingerprint();
+    String fp = described.fingerprint();
     Optional<FeatureMeta> have = meta(fp);
     if (have.isPresent() && have.get().complete()) {
       return have.get();
     }
     ingested.incrementAndGet();
+    int chunks = described.chunks();
     Path sst = dir.resolve("ingest").resolve(fp + ".sst");
     Files.createDirectories(sst.getParent());
     Files.deleteIfExists(sst);
     long[] bytes = {0};
     try {
-      if (f.chunks() > 0) {
-        guarded("ingesting staged feature " + fp + " from " + stagingDir, () -> {
+      if (chunks > 0) {
+        guarded("ingesting feature " + fp + " " + from, () -> {
           try (EnvOptions env = new EnvOptions();
               Options options = new Options().setCompressionType(CompressionType.NO_COMPRESSION);
               SstFileWriter writer = new SstFileWriter(env, options)) {
             writer.open(sst.toString());
-            // One direct buffer for every chunk: the file is read into it once, checked there, and
-            // handed to RocksDB from there.
             ByteBuffer buffer = null;
-            for (int c = 0; c < f.chunks(); c++) {
-              ByteBuffer value = Staging.readVerified(stagingDir, f, c, buffer);
+            for (int c = 0; c < chunks; c++) {
+              ByteBuffer value = source.chunk(c, buffer);
               buffer = value;
               bytes[0] += value.remaining();
               byte[] k = bytes(dataKey(fp, c));
               writer.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), value);
-              progress.update(c + 1, f.chunks(), "chunks");
+              progress.update(c + 1, chunks, "chunks");
             }
             writer.finish();
           }
@@ -526,10 +546,22 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       Files.deleteIfExists(sst);
     }
     long now = System.currentTimeMillis();
-    FeatureMeta done = new FeatureMeta(fp, f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(), f.chunks(),
-        f.chunks(), true, bytes[0], f.cpuSeconds(), now, now, f.statistics());
+    FeatureMeta done = new FeatureMeta(fp, described.spec(), described.dataset(), described.datasetDir(), described.version(),
+        described.type(), chunks, chunks, true, bytes[0], described.computeSeconds(), now, now, described.statistics());
     writeChunk(done, null);
     return done;
+  }
+
+  /**
+   * Checks a chunk's stored form another store sent (its format and its CRC32C, FORMAT.md §4.2);
+   * an IOException saying what is wrong with it otherwise.
+   */
+  public static void checkEncoded(byte[] value) throws IOException {
+    try (Arena arena = Arena.ofConfined()) {
+      ColumnCodec.decode(value, arena);
+    } catch (ColumnCodec.CorruptValueException e) {
+      throw new IOException(e.getMessage(), e);
+    }
   }
 
   /** What a chunk adds to its write batch, under its key. */
@@ -555,7 +587,13 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     });
   }
 
-  /** Staged features this process ingested instead of computing them. */
+  /** Whether the staging directory ({@link #useStaging}) holds {@code spec} (canonical) of this version of {@code ds} complete. */
+  public boolean hasStaged(Dataset ds, String spec) throws IOException {
+    Path from = staging;
+    return from != null && Staging.byName(from, ds.name(), ds.version(), spec).isPresent();
+  }
+
+  /** Features this process ingested (staged, or a peer's) instead of computing them. */
   public long ingestions() {
     return ingested.get();
   }
