@@ -314,12 +314,16 @@ public final class BenchCommand implements Runnable {
               Terminal.seconds(b.path("computeCpuSeconds").asDouble()), Terminal.seconds(b.path("taskCpuSeconds").asDouble()),
               Terminal.seconds(b.path("driverPlanningCpuSeconds").asDouble()), Terminal.seconds(b.path("nodesCpuSeconds").asDouble()),
               Terminal.seconds(b.path("sparkOverheadCpuSeconds").asDouble()));
-          out.printf("  ratio %.2f (with Spark's own processes %.2f); %d chunks differ from a local promote%s%n",
+          out.printf("  clustered nodes, host 1 first, the others copy it from its node: %s of CPU%n",
+              Terminal.seconds(r.path("peers").path("computeCpuSeconds").asDouble()));
+          out.printf("  ratio %.2f (with Spark's own processes %.2f; peers %.2f); %d chunks differ from a local promote%s%n",
               r.path("ratios").path("clusterComputeVsPerHost").asDouble(),
-              r.path("ratios").path("clusterProcessCpuVsPerHost").asDouble(), r.path("mismatches").asLong(),
+              r.path("ratios").path("clusterProcessCpuVsPerHost").asDouble(),
+              r.path("ratios").path("peersComputeVsPerHost").asDouble(), r.path("mismatches").asLong(),
               b.path("executorKilled").asBoolean() ? "; an executor was killed mid-job" : "");
         }
-        int failures = r.path("perHost").path("jobFailures").asInt() + r.path("spark").path("jobFailures").asInt();
+        int failures = r.path("perHost").path("jobFailures").asInt() + r.path("spark").path("jobFailures").asInt()
+            + r.path("peers").path("jobFailures").asInt();
         return r.path("mismatches").asLong() == 0 && failures == 0 ? 0 : Main.FAILURE;
       } finally {
         if (temporary) {

@@ -42,7 +42,9 @@ import java.util.stream.Stream;
  *       {@code strata features promote --spark} run on host 1 stages the feature once; the nodes,
  *       whose {@code featureStaging} is that directory, ingest it when their jobs ask (optionally an
  *       executor is killed mid-job and Spark retries its tasks, and the driver is killed and the
- *       job run again, computing only the chunks not staged yet).
+ *       job run again, computing only the chunks not staged yet);
+ *   <li><b>peers</b>: the nodes clustered, host 1's jobs first: its node computes the feature, and
+ *       hosts 2 and 3's nodes, asked next, copy it from host 1's store (no Spark).
  * </ul>
  *
  * <p>Counted as "computing it": the CPU of the nodes' derivation threads (the source checksums for
@@ -97,15 +99,19 @@ public final class DerivedClusterBench {
     r.put("available", true).put("benchmark", "derived-cluster").put("hosts", 3).put("jobsPerHost", JOBS_PER_HOST)
         .put("rows", rows).put("spec", canonical).put("chunks", reference.size()).put("fingerprint", fp)
         .put("referenceComputeSeconds", referenceSeconds);
-    ObjectNode perHost = mode(dir.resolve("per-host"), data, canonical, fp, reference, false, false, false, log);
-    ObjectNode spark = mode(dir.resolve("spark"), data, canonical, fp, reference, true, killExecutor, killDriver, log);
+    ObjectNode perHost = mode(dir.resolve("per-host"), data, canonical, fp, reference, "per-host", false, false, log);
+    ObjectNode spark = mode(dir.resolve("spark"), data, canonical, fp, reference, "spark", killExecutor, killDriver, log);
+    ObjectNode peers = mode(dir.resolve("peers"), data, canonical, fp, reference, "peers", false, false, log);
     r.set("perHost", perHost);
     r.set("spark", spark);
+    r.set("peers", peers);
     double base = perHost.path("computeCpuSeconds").asDouble();
     r.putObject("ratios").put("clusterComputeVsPerHost", spark.path("computeCpuSeconds").asDouble() / base)
         .put("clusterProcessCpuVsPerHost",
-            (spark.path("computeCpuSeconds").asDouble() + spark.path("sparkOverheadCpuSeconds").asDouble()) / base);
-    r.put("mismatches", perHost.path("mismatches").asLong() + spark.path("mismatches").asLong());
+            (spark.path("computeCpuSeconds").asDouble() + spark.path("sparkOverheadCpuSeconds").asDouble()) / base)
+        .put("peersComputeVsPerHost", peers.path("computeCpuSeconds").asDouble() / base);
+    r.put("mismatches", perHost.path("mismatches").asLong() + spark.path("mismatches").asLong()
+        + peers.path("mismatches").asLong());
     r.put("assumes", "one machine: the hosts share its 2 cores, disk and page cache; the dataset and the staging directory"
         + " are directories of this machine every host reads (a shared mount); Spark standalone, one core per Worker;"
         + " computing it = CPU of the nodes' threads serving their jobs' requests, plus the Spark job's tasks and driver planning;"
@@ -120,9 +126,11 @@ public final class DerivedClusterBench {
   }
 
   /** One way of doing it on three fresh hosts. */
-  private static ObjectNode mode(Path dir, Path data, String spec, String fp, List<byte[]> reference, boolean useSpark,
+  private static ObjectNode mode(Path dir, Path data, String spec, String fp, List<byte[]> reference, String way,
       boolean killExecutor, boolean killDriver, PrintWriter log) throws Exception {
-    String label = useSpark ? "spark" : "per-host";
+    boolean useSpark = way.equals("spark");
+    boolean peers = way.equals("peers");
+    String label = way;
     Files.createDirectories(dir);
     Path staging = dir.resolve("staging");
     ObjectNode m = Json.object();
@@ -204,6 +212,13 @@ public final class DerivedClusterBench {
         if (useSpark) {
           c.put("featureStaging", staging.toString());
         }
+        if (peers) {
+          ObjectNode cl = c.putObject("cluster").put("host", lab.address(h)).put("name", "bench-derived");
+          ArrayNode members = cl.putArray("members");
+          for (int k = 1; k <= 3; k++) {
+            members.add(lab.address(k));
+          }
+        }
         Path conf = home.resolve("node.conf.json");
         Files.writeString(conf, Json.compact(c), StandardCharsets.UTF_8);
         Files.setPosixFilePermissions(conf, PosixFilePermissions.fromString("rw-------"));
@@ -215,6 +230,17 @@ public final class DerivedClusterBench {
       for (int h = 1; h <= 3; h++) {
         ClusterBench.awaitHealth(clients.get(h - 1), nodes.get(h - 1), dir.resolve("h" + h + "/node.log"));
         clients.get(h - 1).registerDataset(data);
+      }
+      if (peers) {
+        for (NodeClient c : clients) {
+          long end = System.nanoTime() + 120_000_000_000L;
+          while (c.tiers().path("cluster").path("members").size() < 3) {
+            if (System.nanoTime() > end) {
+              throw new IOException("the nodes did not form a cluster of three: " + c.tiers().path("cluster"));
+            }
+            Thread.sleep(200);
+          }
+        }
       }
       double[] before = nodes.stream().mapToDouble(p -> ProcCpu.tree(p.toHandle())).toArray();
       log.printf("%s: nodes up; %d jobs on each host ask for %s ...%n", label, JOBS_PER_HOST, spec);
@@ -231,6 +257,12 @@ public final class DerivedClusterBench {
           for (int j = 0; j < JOBS_PER_HOST; j++) {
             jobs.add(pool.submit(() -> c.derive("events", spec)));
           }
+          if (peers && h == 1) {
+            // Clustered: host 1's jobs come first; hosts 2 and 3's come once it has the feature.
+            for (var job : jobs) {
+              job.get(30, TimeUnit.MINUTES);
+            }
+          }
         }
       } finally {
         pool.shutdown();
@@ -241,6 +273,7 @@ public final class DerivedClusterBench {
       // A node serves requests for one feature that arrive together with one derivation, and each
       // of them answers with its figures: each derivation is counted once.
       List<java.util.Set<String>> derivations = List.of(new java.util.HashSet<>(), new java.util.HashSet<>(), new java.util.HashSet<>());
+      List<java.util.Set<String>> sources = List.of(new java.util.TreeSet<>(), new java.util.TreeSet<>(), new java.util.TreeSet<>());
       for (int i = 0; i < jobs.size(); i++) {
         JsonNode answer;
         try {
@@ -252,6 +285,7 @@ public final class DerivedClusterBench {
         }
         int h = i / JOBS_PER_HOST;
         if (derivations.get(h).add(Json.compact(answer))) {
+          sources.get(h).add(answer.path("source").asText());
           deriveCpu[h] += answer.path("cpuSeconds").asDouble();
           placeCpu[h] += answer.path("placeCpuSeconds").asDouble();
         }
@@ -277,6 +311,7 @@ public final class DerivedClusterBench {
           }
           mismatches += differ;
           hosts.addObject().put("host", h).put("derivations", derivations.get(h - 1).size())
+              .put("source", String.join(",", sources.get(h - 1)))
               .put("deriveCpuSeconds", deriveCpu[h - 1]).put("placeSegmentsCpuSeconds", placeCpu[h - 1])
               .put("nodeProcessCpuSeconds", cpu)
               .put("featureComputeSeconds", meta.computeSeconds())

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * features), run with the nodes alone and clustered; in the clustered run host 1's node is
  * killed with SIGKILL while the jobs of hosts 2 and 3 read; and once more with the shared tier on
  * HDFS, and once more in an S3 bucket; and a derived feature computed by every node against once
- * by a Spark standalone cluster in the lab (an executor and the driver killed). Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
+ * by a Spark standalone cluster in the lab (an executor and the driver killed), or copied from a peer. Skipped, with the reason, where namespaces cannot be created (root and iproute2 are
  * needed; CI has both).
  */
 class ClusterIT {
@@ -106,7 +106,7 @@ class ClusterIT {
     // Every host's stored chunks equal a local promote's, byte for byte, both ways.
     assertEquals(0, r.path("mismatches").asLong(), r.toString());
     int chunks = r.path("chunks").asInt();
-    for (String mode : List.of("perHost", "spark")) {
+    for (String mode : List.of("perHost", "spark", "peers")) {
       JsonNode m = r.path(mode);
       assertEquals(0, m.path("jobFailures").asInt(), mode);
       assertEquals(3, m.path("hosts").size());
@@ -123,6 +123,15 @@ class ClusterIT {
     assertEquals(chunks, spark.path("chunksSkipped").asInt() + spark.path("chunksComputed").asInt(), spark.toString());
     // The nodes ingested it: far less CPU on their side than computing it each.
     assertTrue(spark.path("nodesCpuSeconds").asDouble() < r.path("perHost").path("nodesCpuSeconds").asDouble() / 2, r.toString());
+    for (JsonNode h : spark.path("hosts")) {
+      assertEquals("staged", h.path("source").asText(), h.toString());
+    }
+    // Clustered, without Spark: host 1's node computed it, the two others copied it from that node.
+    JsonNode peers = r.path("peers");
+    assertEquals(0, peers.path("jobFailures").asInt(), peers.toString());
+    assertEquals("computed", peers.path("hosts").get(0).path("source").asText(), peers.toString());
+    assertEquals("peer", peers.path("hosts").get(1).path("source").asText(), peers.toString());
+    assertEquals("peer", peers.path("hosts").get(2).path("source").asText(), peers.toString());
   }
 
   /** Checks what every run must show; the clustered run's figures. */
