@@ -275,12 +275,7 @@ public final class ClusterBench implements Callable<Integer> {
             members.add(lab.address(k));
           }
         }
-        Path conf = home.resolve("node.conf.json");
-        Files.writeString(conf, Json.compact(c), StandardCharsets.UTF_8);
-        Files.setPosixFilePermissions(conf, PosixFilePermissions.fromString("rw-------"));
-        List<String> cmd = java();
-        cmd.addAll(List.of("node", "start", "--config", conf.toString(), "--foreground"));
-        nodes.add(lab.start(h, cmd, env, home.resolve("node.log")));
+        nodes.add(startNode(lab, h, c, home, java(), env));
         clients.add(new NodeClient("http://" + lab.address(h) + ":7070", TOKEN));
       }
       for (int h = 1; h <= 3; h++) {
@@ -524,6 +519,21 @@ public final class ClusterBench implements Callable<Integer> {
       }
       Thread.sleep(100);
     }
+  }
+
+  /**
+   * Writes {@code config} as host {@code h}'s node configuration ({@code home/node.conf.json},
+   * 0600: it holds the token) and starts {@code strata node start} there with the command {@code
+   * java} ends in; its log is {@code home/node.log}.
+   */
+  static Process startNode(ClusterLab lab, int h, ObjectNode config, Path home, List<String> java, Map<String, String> env)
+      throws IOException {
+    Path conf = home.resolve("node.conf.json");
+    Files.writeString(conf, Json.compact(config), StandardCharsets.UTF_8);
+    Files.setPosixFilePermissions(conf, PosixFilePermissions.fromString("rw-------"));
+    List<String> cmd = new ArrayList<>(java);
+    cmd.addAll(List.of("node", "start", "--config", conf.toString(), "--foreground"));
+    return lab.start(h, cmd, env, home.resolve("node.log"));
   }
 
   /** Waits up to two minutes for the node at {@code c} (process {@code p}, logging to {@code log}) to answer. */

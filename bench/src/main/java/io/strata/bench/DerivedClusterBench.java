@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.strata.ops.Main;
 import io.strata.ops.Processes;
-import io.strata.ops.SparkLaunch;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.Dataset;
@@ -18,10 +17,8 @@ import io.strata.store.FeatureStore;
 import io.strata.tools.DatasetGenerator;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -219,12 +216,7 @@ public final class DerivedClusterBench {
             members.add(lab.address(k));
           }
         }
-        Path conf = home.resolve("node.conf.json");
-        Files.writeString(conf, Json.compact(c), StandardCharsets.UTF_8);
-        Files.setPosixFilePermissions(conf, PosixFilePermissions.fromString("rw-------"));
-        List<String> cmd = strata();
-        cmd.addAll(List.of("node", "start", "--config", conf.toString(), "--foreground"));
-        nodes.add(lab.start(h, cmd, env, home.resolve("node.log")));
+        nodes.add(ClusterBench.startNode(lab, h, c, home, strata(), env));
         clients.add(new NodeClient("http://" + lab.address(h) + ":7070", TOKEN));
       }
       for (int h = 1; h <= 3; h++) {

@@ -220,14 +220,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     CompletableFuture<Long> mine = new CompletableFuture<>();
     CompletableFuture<Long> running = checksumsInFlight.putIfAbsent(key, mine);
     if (running != null) {
-      try {
-        return running.join();
-      } catch (CompletionException e) {
-        if (e.getCause() instanceof IOException io) {
-          throw io;
-        }
-        throw e;
-      }
+      return join(running);
     }
     try {
       catchUp();
@@ -384,6 +377,18 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     return once(fp, () -> compute(fp, d, reader, progress));
   }
 
+  /** The result of another thread's work, its IOException thrown as it was. */
+  private static <T> T join(CompletableFuture<T> running) throws IOException {
+    try {
+      return running.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw e;
+    }
+  }
+
   /** Work on one feature that only one thread of this process does at a time. */
   private interface FeatureWork {
     FeatureMeta run() throws IOException;
@@ -394,14 +399,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     CompletableFuture<FeatureMeta> mine = new CompletableFuture<>();
     CompletableFuture<FeatureMeta> running = inflight.putIfAbsent(fp, mine);
     if (running != null) {
-      try {
-        return running.join();
-      } catch (CompletionException e) {
-        if (e.getCause() instanceof IOException io) {
-          throw io;
-        }
-        throw e;
-      }
+      return join(running);
     }
     try {
       FeatureMeta done = work.run();
