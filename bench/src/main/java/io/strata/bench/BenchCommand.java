@@ -212,6 +212,10 @@ public final class BenchCommand implements Runnable {
     @Option(names = "--kill-executor", description = "With --cluster: kill an executor (SIGKILL) once the Spark job staged its first chunk.")
     boolean killExecutor;
 
+    @Option(names = "--hdd", defaultValue = "local", description = "With --cluster: where the dataset is, local (a directory"
+        + " every host reads) or hdfs (a real HDFS on a fourth host); default ${DEFAULT-VALUE}.")
+    String hdd;
+
     @Option(names = "--kill-driver", description = "With --cluster: kill the Spark job's driver (SIGKILL) once it staged three"
         + " chunks, and run the job again.")
     boolean killDriver;
@@ -288,7 +292,13 @@ public final class BenchCommand implements Runnable {
     }
 
     private int cluster(PrintWriter out) throws Exception {
+      if (!List.of("local", "hdfs").contains(hdd)) {
+        throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--hdd is local or hdfs, not '" + hdd + "'");
+      }
       String why = DerivedClusterBench.unavailable();
+      if (why == null && hdd.equals("hdfs") && HdfsLab.unavailable() != null) {
+        why = "an HDFS: " + HdfsLab.unavailable();
+      }
       if (why != null) {
         if (json) {
           out.println(Json.compact(Json.object().put("available", false).put("reason", why)));
@@ -301,7 +311,7 @@ public final class BenchCommand implements Runnable {
       Path dir = temporary ? Files.createTempDirectory("strata-bench-derived-cluster") : work;
       try {
         ObjectNode r = DerivedClusterBench.run(dir, quick ? Math.min(rows, 120_000) : rows, derived, killExecutor, killDriver,
-            spec.commandLine().getErr());
+            hdd.equals("hdfs"), spec.commandLine().getErr());
         if (json) {
           out.println(Json.compact(r));
         } else {

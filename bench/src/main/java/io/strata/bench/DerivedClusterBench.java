@@ -8,6 +8,7 @@ import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Progress;
 import io.strata.sdk.dataset.Dataset;
+import io.strata.sdk.hadoop.HadoopFileSystems;
 import io.strata.sdk.derive.Derivation;
 import io.strata.sdk.derive.Spec;
 import io.strata.sdk.internal.Json;
@@ -71,6 +72,12 @@ public final class DerivedClusterBench {
   /** The whole comparison in {@code dir}; the JSON it reports. */
   public static ObjectNode run(Path dir, long rows, String specText, boolean killExecutor, boolean killDriver, PrintWriter log)
       throws Exception {
+    return run(dir, rows, specText, killExecutor, killDriver, false, log);
+  }
+
+  /** As above; with {@code hdfs} the dataset is on an HDFS (a NameNode and three DataNodes on a fourth host) every host reads. */
+  public static ObjectNode run(Path dir, long rows, String specText, boolean killExecutor, boolean killDriver, boolean hdfs,
+      PrintWriter log) throws Exception {
     Path data = dir.resolve("shared/events");
     log.println("generating " + Terminal.count(rows) + " rows ...");
     DatasetGenerator.generate(data, DatasetGenerator.Options.of("events", rows, 13).withFeatures(10)
@@ -93,12 +100,12 @@ public final class DerivedClusterBench {
     log.printf("reference (a local promote): %s, %d chunks, %s of CPU%n", canonical, reference.size(),
         Terminal.seconds(referenceSeconds));
     ObjectNode r = Json.object();
-    r.put("available", true).put("benchmark", "derived-cluster").put("hosts", 3).put("jobsPerHost", JOBS_PER_HOST)
+    r.put("available", true).put("benchmark", "derived-cluster").put("hdd", hdfs ? "hdfs" : "local").put("hosts", 3).put("jobsPerHost", JOBS_PER_HOST)
         .put("rows", rows).put("spec", canonical).put("chunks", reference.size()).put("fingerprint", fp)
         .put("referenceComputeSeconds", referenceSeconds);
-    ObjectNode perHost = mode(dir.resolve("per-host"), data, canonical, fp, reference, "per-host", false, false, log);
-    ObjectNode spark = mode(dir.resolve("spark"), data, canonical, fp, reference, "spark", killExecutor, killDriver, log);
-    ObjectNode peers = mode(dir.resolve("peers"), data, canonical, fp, reference, "peers", false, false, log);
+    ObjectNode perHost = mode(dir.resolve("per-host"), data, hdfs, canonical, fp, reference, "per-host", false, false, log);
+    ObjectNode spark = mode(dir.resolve("spark"), data, hdfs, canonical, fp, reference, "spark", killExecutor, killDriver, log);
+    ObjectNode peers = mode(dir.resolve("peers"), data, hdfs, canonical, fp, reference, "peers", false, false, log);
     r.set("perHost", perHost);
     r.set("spark", spark);
     r.set("peers", peers);
@@ -109,8 +116,9 @@ public final class DerivedClusterBench {
         .put("peersComputeVsPerHost", peers.path("computeCpuSeconds").asDouble() / base);
     r.put("mismatches", perHost.path("mismatches").asLong() + spark.path("mismatches").asLong()
         + peers.path("mismatches").asLong());
-    r.put("assumes", "one machine: the hosts share its 2 cores, disk and page cache; the dataset and the staging directory"
-        + " are directories of this machine every host reads (a shared mount); Spark standalone, one core per Worker;"
+    r.put("assumes", "one machine: the hosts share its 2 cores, disk and page cache; the dataset is "
+        + (hdfs ? "on an HDFS (a NameNode and three DataNodes as processes of a fourth host)" : "a directory of this machine")
+        + " and the staging directory a directory of this machine, which every host reads (a shared mount); Spark standalone, one core per Worker;"
         + " computing it = CPU of the nodes' threads serving their jobs' requests, plus the Spark job's tasks and driver planning;"
         + " Spark's own processes counted apart (clusterProcessCpuVsPerHost)");
     return r;
@@ -123,16 +131,22 @@ public final class DerivedClusterBench {
   }
 
   /** One way of doing it on three fresh hosts. */
-  private static ObjectNode mode(Path dir, Path data, String spec, String fp, List<byte[]> reference, String way,
-      boolean killExecutor, boolean killDriver, PrintWriter log) throws Exception {
+  private static ObjectNode mode(Path dir, Path localData, boolean hdfs, String spec, String fp, List<byte[]> reference,
+      String way, boolean killExecutor, boolean killDriver, PrintWriter log) throws Exception {
     boolean useSpark = way.equals("spark");
     boolean peers = way.equals("peers");
     String label = way;
     Files.createDirectories(dir);
     Path staging = dir.resolve("staging");
     ObjectNode m = Json.object();
-    try (ClusterLab lab = ClusterLab.create(3);
+    // With HDFS, a fourth host holds it (its NameNode and three DataNodes, a process each).
+    try (ClusterLab lab = ClusterLab.create(hdfs ? 4 : 3);
+        HdfsLab dfs = hdfs ? HdfsLab.start(lab, 4, dir.resolve("hdfs"), 3, 8L << 20, localData, "/shared/events") : null;
         SparkLab spark = useSpark ? SparkLab.start(lab, 1, List.of(2, 3), dir.resolve("spark-cluster")) : null) {
+      Path data = dfs != null ? HadoopFileSystems.path(dfs.uri().resolve("/shared/events")) : localData;
+      if (dfs != null) {
+        log.printf("%s: HDFS at %s, the dataset copied in%n", label, dfs.uri());
+      }
       double sparkOverhead = 0;
       double jobCompute = 0;
       if (spark != null) {

@@ -100,8 +100,11 @@ class ClusterIT {
   void aDerivedFeatureComputedOnceOnSparkIsIngestedByEveryHostThroughAKilledExecutorAndDriver() throws Exception {
     String why = DerivedClusterBench.unavailable();
     Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
-    JsonNode r = DerivedClusterBench.run(dir, 120_000, "zscore(seq_mean(log1p(amount), last=64))", true, true,
+    // The dataset on the HDFS lab host (a fourth host) where one can be started, as the Spark tasks read it there.
+    boolean hdfs = HdfsLab.unavailable() == null;
+    JsonNode r = DerivedClusterBench.run(dir, 120_000, "zscore(seq_mean(log1p(amount), last=64))", true, true, hdfs,
         new PrintWriter(System.out, true, java.nio.charset.Charset.defaultCharset()));
+    assertEquals(hdfs ? "hdfs" : "local", r.path("hdd").asText());
     System.out.println(r.toPrettyString());
     // Every host's stored chunks equal a local promote's, byte for byte, both ways.
     assertEquals(0, r.path("mismatches").asLong(), r.toString());

@@ -10,6 +10,7 @@ import io.strata.store.FeatureStore;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -18,8 +19,10 @@ import java.util.List;
  * its chunks placed on the SSD tier as segments named by the canonical spec. The jobs that run
  * them are {@link DeriveJobs}'.
  *
- * In a cluster, a feature neither stored here nor staged is first asked of the live peers: one
- * whose store holds it complete gives it, chunk by chunk, checked ({@link PeerReads#derived}).
+ * <p>A feature the Spark promotion job staged (the node's {@code featureStaging}) is ingested, not
+ * computed. In a cluster, a feature neither stored here nor staged is first asked of the live
+ * peers: one whose store holds it complete gives it, chunk by chunk, checked ({@link
+ * PeerReads#derived}).
  *
  * <p>Threads and locks: none of its own; the feature store and the promotion queue are
  * thread-safe, and a dataset is leased from the registry for the computation's length.
@@ -40,10 +43,9 @@ final class Derivations {
   /**
    * A derivation's outcome: the stored feature, whether it was there already, where it came from
    * ({@code stored}, {@code computed}, {@code staged} by the Spark job, copied from a {@code
-   * peer}), its wall and CPU
-   * seconds (this derivation's thread: the fingerprint's source checksums, then computing it, or
-   * ingesting it from the staging directory), the CPU seconds placing its segments took, and the
-   * segments placed.
+   * peer}), its wall and CPU seconds (this derivation's thread: the fingerprint's source
+   * checksums, then computing it, or ingesting or copying it), the CPU seconds placing its
+   * segments took, and the segments placed.
    */
   record Derived(FeatureMeta meta, boolean cached, String source, double seconds, double cpuSeconds, double placeCpuSeconds,
       int segmentsWritten) {}
@@ -111,7 +113,7 @@ final class Derivations {
         () -> NodeException.notFound("no complete derived feature " + spec + " of " + dataset + " " + version + " here"));
     FeatureMeta m = features.meta(fp).orElseThrow(() -> NodeException.notFound("feature " + fp + " is gone"));
     if (chunk == null) {
-      return Json.compact(m.toJson()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      return Json.compact(m.toJson()).getBytes(StandardCharsets.UTF_8);
     }
     if (chunk < 0 || chunk >= m.chunks()) {
       throw NodeException.badRequest("chunk " + chunk + " is outside " + spec + " (" + m.chunks() + " chunks)");

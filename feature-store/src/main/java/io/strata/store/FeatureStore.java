@@ -52,13 +52,18 @@ import org.rocksdb.WriteOptions;
  * together with the feature's progress in one synced write batch, so a killed computation leaves
  * a consistent, resumable feature that is never served until complete.
  *
+ * <p>A feature computed elsewhere comes in whole ({@link #ingest}): staged by the Spark promotion
+ * job ({@link Staging}, found by name when {@link #useStaging} names the directory) or copied from
+ * a peer's store; its chunks go into one SST file under {@code ingest/}, which RocksDB takes in.
+ *
  * <p>One process writes (the cache node or a batch job; RocksDB's lock enforces it); others open
  * the store as secondary readers that never block the writer and catch up with it on demand.
  * Jobs in the writer's process that ask for the same fingerprint at the same time wait for one
  * computation ({@link #getOrCompute}).
  *
  * <p>Threads and locks: every call that touches a native handle holds the read side of {@code
- * handles} for that one call (a computation takes it per chunk, not for its whole length); {@link
+ * handles} for that one call (a computation takes it per chunk, not for its whole length; an
+ * ingestion holds it while it writes the SST file and hands it to RocksDB); {@link
  * #close()} takes the write side, waits for the calls in flight and closes every handle in
  * dependency order, after which calls fail with {@link IllegalStateException} naming the store.
  * {@code inflight} (one computation per fingerprint), {@code checksumsInFlight} (one pass per source
