@@ -150,12 +150,21 @@ public final class SparkLaunch {
       pb.environment().putAll(environment());
     }
     Process p = pb.start();
+    // The job is this command's child: a command stopped (Ctrl-C, SIGTERM) stops it too.
+    Thread stop = new Thread(p::destroy, "strata-spark-job-stop");
+    Runtime.getRuntime().addShutdownHook(stop);
     String out;
     try (InputStream in = p.getInputStream()) {
       out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } finally {
       if (!p.waitFor(1, TimeUnit.MINUTES)) {
         p.destroyForcibly();
+        p.waitFor();
+      }
+      try {
+        Runtime.getRuntime().removeShutdownHook(stop);
+      } catch (IllegalStateException e) {
+        // shutting down already: the hook runs
       }
     }
     if (p.exitValue() != 0) {

@@ -36,7 +36,7 @@ import org.apache.spark.api.java.JavaSparkContext;
  * is missing.
  *
  * <p>Run it with {@code spark-submit --class io.strata.spark.PromoteJob strata-spark.jar --staging
- * DIR --feature DATASET SPEC [FINGERPRINT|-] ...}, or through {@code strata features promote
+ * DIR --feature DATASET SPEC FINGERPRINT|- ...}, or through {@code strata features promote
  * --spark MASTER}. It prints one JSON line per feature on standard output (Spark logs on standard
  * error).
  *
