@@ -369,7 +369,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       Dataset ds = d.dataset();
       Optional<Staging.Feature> staged = Staging.byName(from, ds.name(), ds.version(), d.spec().canonical());
       if (staged.isPresent()) {
-        return ingestOnce(from, staged.get(), progress);
+        return ingest(from, staged.get(), progress);
       }
     }
     String fp = fingerprint(d, reader);
@@ -418,25 +418,13 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
   }
 
-  /** Ingests a staged feature once, however many threads ask for it at the same time (as a computation is). */
-  private FeatureMeta ingestOnce(Path from, Staging.Feature f, Progress progress) throws IOException {
-    String fp = f.fingerprint();
-    Optional<FeatureMeta> m = meta(fp);
-    if (m.isPresent() && m.get().complete()) {
-      FeatureMeta used = m.get().used();
-      writeMeta(used);
-      return used;
-    }
-    return once(fp, () -> ingest(from, f, progress));
-  }
-
   /** Computes (or resumes computing) every chunk; each chunk and the progress are one synced write. */
   private FeatureMeta compute(String fp, Derivation d, Derivation.SourceReader reader, Progress progress) throws IOException {
     Path from = staging;
     if (from != null) {
       Optional<Staging.Feature> staged = Staging.feature(from, fp);
       if (staged.isPresent()) {
-        return ingest(from, staged.get(), progress);
+        return ingestNow(described(staged.get()), staged(from, staged.get()), "staged in " + from, progress);
       }
     }
     computations.incrementAndGet();
@@ -488,9 +476,18 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    * file (removed by the next one) and is done again whole.
    */
   public FeatureMeta ingest(Path stagingDir, Staging.Feature f, Progress progress) throws IOException {
-    FeatureMeta described = new FeatureMeta(f.fingerprint(), f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(),
-        f.chunks(), f.chunks(), true, f.bytes(), f.cpuSeconds(), 0, 0, f.statistics());
-    return ingest(described, (c, reuse) -> Staging.readVerified(stagingDir, f, c, reuse), "staged in " + stagingDir, progress);
+    return ingest(described(f), staged(stagingDir, f), "staged in " + stagingDir, progress);
+  }
+
+  /** A staged feature as the store describes a complete one. */
+  private static FeatureMeta described(Staging.Feature f) {
+    return new FeatureMeta(f.fingerprint(), f.spec(), f.dataset(), f.datasetDir(), f.version(), f.type(), f.chunks(),
+        f.chunks(), true, f.bytes(), f.cpuSeconds(), 0, 0, f.statistics());
+  }
+
+  /** A staged feature's chunks, each checked against its header and {@code feature.json}. */
+  private static ChunkSource staged(Path stagingDir, Staging.Feature f) {
+    return (c, reuse) -> Staging.readVerified(stagingDir, f, c, reuse);
   }
 
   /**
@@ -513,7 +510,20 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     String fp = described.fingerprint();
     Optional<FeatureMeta> have = meta(fp);
     if (have.isPresent() && have.get().complete()) {
-      return have.get();
+      FeatureMeta used = have.get().used();
+      writeMeta(used);
+      return used;
+    }
+    // One ingestion (or computation) of a feature at a time in this process: others wait for it.
+    return once(fp, () -> ingestNow(described, source, from, progress));
+  }
+
+  /** The ingestion itself; the caller holds the feature's single flight ({@link #once}). */
+  private FeatureMeta ingestNow(FeatureMeta described, ChunkSource source, String from, Progress progress) throws IOException {
+    String fp = described.fingerprint();
+    Optional<FeatureMeta> have = meta(fp);
+    if (have.isPresent() && have.get().complete()) {
+      return have.get(); // another thread finished it before this one began
     }
     ingested.incrementAndGet();
     int chunks = described.chunks();
