@@ -218,8 +218,13 @@ public final class ClusterBench implements Callable<Integer> {
   }
 
   private static List<String> java() {
+    return java("768m");
+  }
+
+  /** The command line of a {@code strata} JVM of this build with a heap of {@code heap}; its arguments follow. */
+  static List<String> java(String heap) {
     return new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xmx768m", "-cp",
+        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xmx" + heap, "-cp",
         Processes.classPath(), Main.class.getName()));
   }
 

@@ -3,7 +3,6 @@ package io.strata.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.strata.ops.Main;
 import io.strata.ops.Processes;
 import io.strata.ops.Terminal;
 import io.strata.sdk.Progress;
@@ -124,12 +123,6 @@ public final class DerivedClusterBench {
     return r;
   }
 
-  private static List<String> strata() {
-    return new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Xmx512m", "-cp",
-        Processes.classPath(), Main.class.getName()));
-  }
-
   /** One way of doing it on three fresh hosts. */
   private static ObjectNode mode(Path dir, Path localData, boolean hdfs, String spec, String fp, List<byte[]> reference,
       String way, boolean killExecutor, boolean killDriver, PrintWriter log) throws Exception {
@@ -153,7 +146,7 @@ public final class DerivedClusterBench {
         double before = spark.cpuSeconds();
         log.printf("%s: Spark Master on host 1, Workers on hosts 2 and 3; the promotion job on host 1 ...%n", label);
         List<String> cmd = new ArrayList<>(List.of("bash", "-c", "\"$@\"; rc=$?; times >&2; exit $rc", "bash"));
-        cmd.addAll(strata());
+        cmd.addAll(ClusterBench.java("512m"));
         cmd.addAll(List.of("features", "promote", "--spark", spark.masterUrl(), "--staging", staging.toString(), "--dataset",
             data.toString(), "--spec", spec, "--json"));
         Path jobLog = dir.resolve("promote.log");
@@ -230,7 +223,7 @@ public final class DerivedClusterBench {
             members.add(lab.address(k));
           }
         }
-        nodes.add(ClusterBench.startNode(lab, h, c, home, strata(), env));
+        nodes.add(ClusterBench.startNode(lab, h, c, home, ClusterBench.java("512m"), env));
         clients.add(new NodeClient("http://" + lab.address(h) + ":7070", TOKEN));
       }
       for (int h = 1; h <= 3; h++) {

@@ -105,13 +105,7 @@ final class PeerReads implements AutoCloseable {
         throw new IOException("peer sent a segment of " + length + " bytes (at most " + MAX_BYTES + " are taken)");
       }
       gate.admit(length);
-      ScheduledFuture<?> guard = watchdog.schedule(() -> {
-        try {
-          in.close();
-        } catch (IOException ignored) {
-          // The reading thread sees the closed stream.
-        }
-      }, 30 + length / 10_000_000, TimeUnit.SECONDS);
+      ScheduledFuture<?> guard = closeAfter(in, 30 + length / 10_000_000);
       try {
         return store.adopt(expected, length, ch -> copy(in, ch, length));
       } finally {
@@ -120,6 +114,17 @@ final class PeerReads implements AutoCloseable {
     } finally {
       in.close();
     }
+  }
+
+  /** Closes {@code in} after {@code seconds} unless the returned guard is cancelled first: a body that stalls ends. */
+  private ScheduledFuture<?> closeAfter(InputStream in, long seconds) {
+    return watchdog.schedule(() -> {
+      try {
+        in.close();
+      } catch (IOException ignored) {
+        // The reading thread sees the closed stream.
+      }
+    }, seconds, TimeUnit.SECONDS);
   }
 
   private static void copy(InputStream in, FileChannel ch, long length) throws IOException {
@@ -204,13 +209,7 @@ final class PeerReads implements AutoCloseable {
       if (length < 0 || length > limit) {
         throw new IOException("peer sent " + length + " bytes (at most " + limit + " are taken)");
       }
-      ScheduledFuture<?> guard = watchdog.schedule(() -> {
-        try {
-          in.close();
-        } catch (IOException ignored) {
-          // The reading thread sees the closed stream.
-        }
-      }, 60, TimeUnit.SECONDS);
+      ScheduledFuture<?> guard = closeAfter(in, 60);
       try {
         byte[] body = in.readNBytes((int) length);
         if (body.length != length || in.read() >= 0) {

@@ -67,6 +67,14 @@ class ClusterTest {
     }
   }
 
+  /** Starts nodes a and b in cluster {@code cluster} on ports {@code pa} and {@code pb}; returns once a sees both. */
+  void startTwo(String cluster, int pa, int pb) throws Exception {
+    a = CacheNode.start(config("a", cluster, pa, pa, pb));
+    b = CacheNode.start(config("b", cluster, pb, pa, pb));
+    JsonNode t = await(new NodeClient(a.url(), TOKEN), x -> x.path("cluster").path("members").size() == 2, "two members");
+    assertEquals(2, t.path("cluster").path("members").size(), t.toString());
+  }
+
   static JsonNode await(NodeClient c, Predicate<JsonNode> ok, String what) throws Exception {
     long end = System.nanoTime() + 30_000_000_000L;
     JsonNode t = c.tiers();
@@ -88,12 +96,9 @@ class ClusterTest {
     String cluster = "t" + UUID.randomUUID().toString().substring(0, 8);
     int pa = freePort();
     int pb = freePort();
-    a = CacheNode.start(config("a", cluster, pa, pa, pb));
-    b = CacheNode.start(config("b", cluster, pb, pa, pb));
+    startTwo(cluster, pa, pb);
     NodeClient ca = new NodeClient(a.url(), TOKEN);
     NodeClient cb = new NodeClient(b.url(), TOKEN);
-    JsonNode t = await(ca, x -> x.path("cluster").path("members").size() == 2, "two members");
-    assertEquals(2, t.path("cluster").path("members").size(), t.toString());
     ca.registerDataset(ds);
     cb.registerDataset(ds);
     List<String> features;
@@ -198,14 +203,9 @@ class ClusterTest {
     Path ds = dir.resolve("shared/events");
     DatasetGenerator.generate(ds, DatasetGenerator.Options.of("events", 40_000, 5).withFeatures(6).withChunking(10_000, 2),
         Progress.NONE);
-    String cluster = "t" + UUID.randomUUID().toString().substring(0, 8);
-    int pa = freePort();
-    int pb = freePort();
-    a = CacheNode.start(config("a", cluster, pa, pa, pb));
-    b = CacheNode.start(config("b", cluster, pb, pa, pb));
+    startTwo("t" + UUID.randomUUID().toString().substring(0, 8), freePort(), freePort());
     NodeClient ca = new NodeClient(a.url(), TOKEN);
     NodeClient cb = new NodeClient(b.url(), TOKEN);
-    await(ca, x -> x.path("cluster").path("members").size() == 2, "two members");
     await(cb, x -> x.path("cluster").path("members").size() == 2, "two members");
     ca.registerDataset(ds);
     cb.registerDataset(ds);

@@ -58,26 +58,38 @@ public record FeatureMeta(
         .put("version", version).put("type", type).put("chunks", chunks).put("done", done).put("complete", complete)
         .put("bytes", bytes).put("computeSeconds", computeSeconds).put("createdMillis", createdMillis)
         .put("lastUsedMillis", lastUsedMillis);
-    ObjectNode s = o.putObject("statistics");
+    o.set("statistics", statisticsJson(statistics));
+    return o;
+  }
+
+  /** Statistics as JSON: each canonical sub-expression to its numbers (the form the store and the staging keep). */
+  static ObjectNode statisticsJson(Map<String, double[]> statistics) {
+    ObjectNode s = Json.object();
     statistics.forEach((k, v) -> {
       var a = s.putArray(k);
       for (double d : v) {
         a.add(d);
       }
     });
-    return o;
+    return s;
   }
 
-  /** The feature described by {@link #toJson}'s form (a peer's answer, a stored value). */
-  public static FeatureMeta fromJson(JsonNode o) {
+  /** Statistics read back from {@link #statisticsJson}'s form. */
+  static Map<String, double[]> statistics(JsonNode s) {
     Map<String, double[]> stats = new LinkedHashMap<>();
-    o.path("statistics").properties().forEach(e -> {
+    s.properties().forEach(e -> {
       double[] v = new double[e.getValue().size()];
       for (int i = 0; i < v.length; i++) {
         v[i] = e.getValue().get(i).asDouble();
       }
       stats.put(e.getKey(), v);
     });
+    return stats;
+  }
+
+  /** The feature described by {@link #toJson}'s form (a peer's answer, a stored value). */
+  public static FeatureMeta fromJson(JsonNode o) {
+    Map<String, double[]> stats = statistics(o.path("statistics"));
     return new FeatureMeta(o.path("fingerprint").asText(), o.path("spec").asText(), o.path("dataset").asText(),
         o.path("datasetDir").asText(), o.path("version").asText(), o.path("type").asText(), o.path("chunks").asInt(),
         o.path("done").asInt(), o.path("complete").asBoolean(), o.path("bytes").asLong(), o.path("computeSeconds").asDouble(),

@@ -373,13 +373,19 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
     }
     String fp = fingerprint(d, reader);
+    Optional<FeatureMeta> stored = usedIfComplete(fp);
+    return stored.isPresent() ? stored.get() : once(fp, () -> compute(fp, d, reader, progress));
+  }
+
+  /** Feature {@code fp} if the store holds it complete, its last use recorded as now; else empty. */
+  private Optional<FeatureMeta> usedIfComplete(String fp) throws IOException {
     Optional<FeatureMeta> m = meta(fp);
-    if (m.isPresent() && m.get().complete()) {
-      FeatureMeta used = m.get().used();
-      writeMeta(used);
-      return used;
+    if (m.isEmpty() || !m.get().complete()) {
+      return Optional.empty();
     }
-    return once(fp, () -> compute(fp, d, reader, progress));
+    FeatureMeta used = m.get().used();
+    writeMeta(used);
+    return Optional.of(used);
   }
 
   /** The result of another thread's work, its IOException thrown as it was. */
@@ -450,8 +456,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
       double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
       FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
-      byte[] encoded = value;
-      writeChunk(next, (batch, key) -> batch.put(data, key, encoded));
+      writeChunk(next, value);
       m = next;
       progress.update(c + 1, m.chunks(), "chunks");
     }
@@ -508,11 +513,9 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   public FeatureMeta ingest(FeatureMeta described, ChunkSource source, String from, Progress progress) throws IOException {
     requireWriter();
     String fp = described.fingerprint();
-    Optional<FeatureMeta> have = meta(fp);
-    if (have.isPresent() && have.get().complete()) {
-      FeatureMeta used = have.get().used();
-      writeMeta(used);
-      return used;
+    Optional<FeatureMeta> stored = usedIfComplete(fp);
+    if (stored.isPresent()) {
+      return stored.get();
     }
     // One ingestion (or computation) of a feature at a time in this process: others wait for it.
     return once(fp, () -> ingestNow(described, source, from, progress));
@@ -577,18 +580,13 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
   }
 
-  /** What a chunk adds to its write batch, under its key. */
-  private interface ChunkPut {
-    void put(WriteBatch batch, byte[] key) throws RocksDBException;
-  }
-
   /** One chunk (none when {@code value} is null) and the progress it makes, in one synced write. */
-  private void writeChunk(FeatureMeta next, ChunkPut value) throws IOException {
+  private void writeChunk(FeatureMeta next, byte[] value) throws IOException {
     String fp = next.fingerprint();
     guarded("writing chunk " + (next.done() - 1) + " of " + fp, () -> {
       try (WriteBatch batch = new WriteBatch()) {
         if (value != null) {
-          value.put(batch, bytes(dataKey(fp, next.done() - 1)));
+          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
         }
         batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
         if (next.complete()) {

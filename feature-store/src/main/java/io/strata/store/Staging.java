@@ -15,7 +15,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -96,13 +95,10 @@ public final class Staging {
     return ColumnCodec.encode(column);
   }
 
-  /** Stages chunk {@code chunk} of feature {@code fingerprint}, atomically; the same column gives the same file. */
-  public static Chunk writeChunk(Path staging, String fingerprint, int chunk, Column column, double cpuSeconds)
-      throws IOException {
-    return writeChunk(staging, fingerprint, chunk, ColumnCodec.encode(column), cpuSeconds);
-  }
-
-  /** Stages chunk {@code chunk}, already encoded ({@link #encode}). */
+  /**
+   * Stages chunk {@code chunk} of feature {@code fingerprint}, already encoded ({@link #encode}),
+   * atomically; the same column gives the same file.
+   */
   public static Chunk writeChunk(Path staging, String fingerprint, int chunk, byte[] payload, double cpuSeconds)
       throws IOException {
     CRC32C crc = new CRC32C();
@@ -125,9 +121,7 @@ public final class Staging {
     try {
       ByteBuffer b = read(chunkFile(staging, fingerprint, chunk), chunk, null, null);
       return Optional.of(new Chunk(chunk, b.remaining(), b.getInt(8), 0));
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (DamagedChunkException e) {
+    } catch (NoSuchFileException | DamagedChunkException e) {
       return Optional.empty();
     }
   }
@@ -206,7 +200,7 @@ public final class Staging {
   /** Stages the statistics every chunk of the feature is computed with (so a rerun uses the same ones). */
   public static void writeStatistics(Path staging, String fingerprint, Map<String, double[]> statistics) throws IOException {
     AtomicFiles.write(dir(staging, fingerprint).resolve("statistics.json"),
-        Json.compact(statisticsJson(statistics)).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        Json.compact(FeatureMeta.statisticsJson(statistics)).getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 
   /** The statistics staged for the feature, if any. */
@@ -215,7 +209,7 @@ public final class Staging {
     if (!Files.isRegularFile(f)) {
       return Optional.empty();
     }
-    return Optional.of(statistics(Json.parse(Files.readAllBytes(f))));
+    return Optional.of(FeatureMeta.statistics(Json.parse(Files.readAllBytes(f))));
   }
 
   /** Marks the feature complete: {@code feature.json}, listing every chunk, written last and atomically. */
@@ -228,7 +222,7 @@ public final class Staging {
     ObjectNode o = Json.object();
     o.put("format", VERSION).put("fingerprint", f.fingerprint()).put("spec", f.spec()).put("dataset", f.dataset())
         .put("datasetDir", f.datasetDir()).put("version", f.version()).put("type", f.type());
-    o.set("statistics", statisticsJson(f.statistics()));
+    o.set("statistics", FeatureMeta.statisticsJson(f.statistics()));
     ArrayNode chunks = o.putArray("chunks");
     for (Chunk c : f.chunkList()) {
       chunks.addObject().put("bytes", c.bytes()).put("crc32c", Integer.toHexString(c.crc32c())).put("cpuSeconds", c.cpuSeconds());
@@ -283,29 +277,6 @@ public final class Staging {
     }
     return Optional.of(new Feature(fingerprint, o.path("spec").asText(), o.path("dataset").asText(),
         o.path("datasetDir").asText(), o.path("version").asText(), o.path("type").asText(),
-        statistics(o.path("statistics")), chunks));
-  }
-
-  private static ObjectNode statisticsJson(Map<String, double[]> statistics) {
-    ObjectNode s = Json.object();
-    statistics.forEach((k, v) -> {
-      ArrayNode a = s.putArray(k);
-      for (double d : v) {
-        a.add(d);
-      }
-    });
-    return s;
-  }
-
-  private static Map<String, double[]> statistics(JsonNode s) {
-    Map<String, double[]> out = new LinkedHashMap<>();
-    s.properties().forEach(e -> {
-      double[] v = new double[e.getValue().size()];
-      for (int i = 0; i < v.length; i++) {
-        v[i] = e.getValue().get(i).asDouble();
-      }
-      out.put(e.getKey(), v);
-    });
-    return out;
+        FeatureMeta.statistics(o.path("statistics")), chunks));
   }
 }
