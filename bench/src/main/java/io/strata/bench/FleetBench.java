@@ -485,6 +485,10 @@ final class FleetBench implements Callable<Integer> {
               .put("promotionsFromReaders", t.path("hdd").path("promotionsFromReaders").asLong())
               .put("promotionReadBytes", t.path("hdd").path("promotionReadBytes").asLong())
               .put("byteHitRatio", t.path("traffic").path("byteHitRatio").asDouble());
+          // Why the policy admitted or bypassed what it did (StrataPolicy's counts of each kind of decision).
+          r.set("policyDecisions", client.policy().path("decisions"));
+          // Per feature stream, the bytes its reads took from each tier: what the SSD held for whom.
+          r.set("streams", t.path("topStreams"));
         } else if (side.equals("fsspec")) {
           r.put("ssdBytesWritten", Files.exists(sideDir.resolve("fsspec-cache")) ? treeBytes(sideDir.resolve("fsspec-cache")) : 0);
         } else {

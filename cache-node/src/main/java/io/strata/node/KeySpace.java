@@ -34,6 +34,8 @@ final class KeySpace {
   private final List<String> groupNames = new ArrayList<>();
   private KeyInfo[] infos = new KeyInfo[1024];
   private long[] bytes = new long[1024];
+  /** What a miss of each key reads from the slow tier, once {@link SlowCosts} has said (0 until then). */
+  private long[] slowBytes = new long[1024];
   private int size;
 
   private static String name(String dataset, String version, String feature) {
@@ -62,6 +64,7 @@ final class KeySpace {
       int cap = Math.max(infos.length * 2, size + chunks);
       infos = Arrays.copyOf(infos, cap);
       bytes = Arrays.copyOf(bytes, cap);
+      slowBytes = Arrays.copyOf(slowBytes, cap);
     }
     for (int c = 0; c < chunks; c++) {
       infos[base + c] = new KeyInfo(dataset, version, feature, c, group);
@@ -88,6 +91,15 @@ final class KeySpace {
 
   void setBytes(int key, long b) {
     bytes[key] = b;
+  }
+
+  /** The slow-tier bytes a miss of the key reads (0: not known). */
+  long slowBytes(int key) {
+    return slowBytes[key];
+  }
+
+  void setSlowBytes(int key, long b) {
+    slowBytes[key] = b;
   }
 
   /** A group's name: {@code dataset/feature}. */

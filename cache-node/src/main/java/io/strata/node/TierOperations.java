@@ -188,7 +188,7 @@ final class TierOperations {
 
   /**
    * Replaces the policy by a new {@code name} policy with the same settings, told everything the
-   * node knows that a policy keeps: each key's feature stream, pins, chunks other nodes hold, what
+   * node knows that a policy keeps: each key's feature stream and slow-tier bytes, pins, chunks other nodes hold, what
    * is resident or being written (resident for it, whatever its budget says: a smaller budget
    * sheds the excess at the next read or change), the plans in force and each planned job's
    * position. What the old one learned by itself (read histories, frequencies) is not carried over.
@@ -199,6 +199,9 @@ final class TierOperations {
     for (int k = 0; k < state.keys.size(); k++) {
       KeySpace.KeyInfo ki = state.keys.get(k);
       next.group(k, ki.group());
+      if (state.keys.slowBytes(k) > 0) {
+        next.slowBytes(k, state.keys.slowBytes(k), state.keys.bytes(k));
+      }
       if (state.reserved.pinned(ki.dataset(), ki.feature())) {
         next.pin(k, state.keys.bytes(k), true);
       }

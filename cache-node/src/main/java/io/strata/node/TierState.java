@@ -38,7 +38,9 @@ import java.util.function.DoubleSupplier;
  * the node's timer) validate requests against their dataset before they come here, so nothing in
  * here reads a file. It calls out, under its monitor, to the policy, the parts, {@link
  * TraceRecorder} and the queue's non-blocking {@code submit}/{@code unlink}, none of which calls
- * back in, and to the lock-free {@link TierCounters}.
+ * back in, and to the lock-free {@link TierCounters}. What a chunk stores on the slow tier (read
+ * from file footers) is learned by {@link SlowCosts}' thread, handed each new feature without
+ * blocking and reporting back through {@link #slowBytes}.
  */
 final class TierState {
   /** A job's report of one read: {@code bytes} of {@code feature} in {@code chunk}, and the tier that served it. */
@@ -112,6 +114,7 @@ final class TierState {
     }
     int chunks = ds.chunks().size();
     int base = keys.allocate(ds.name(), ds.version(), feature, chunks, c -> KeySpace.estimateBytes(ds, feature, c));
+    slowCosts.request(ds, feature, base);
     boolean pinned = reserved.pinned(ds.name(), feature);
     for (int c = 0; c < chunks; c++) {
       policy.group(base + c, keys.get(base + c).group());
@@ -123,6 +126,26 @@ final class TierState {
       }
     }
     return base + chunk;
+  }
+
+  /** Learns what a miss of each keyed chunk reads from the slow tier, off this monitor (its own thread). */
+  private final SlowCosts slowCosts = new SlowCosts(this);
+
+  /**
+   * {@link SlowCosts}' report: chunk {@code c} of {@code feature}, keyed from {@code base}, stores
+   * {@code stored[c]} bytes on the slow tier (-1: not known). Kept with the key (a replaced policy
+   * is told again) and told to the policy; a report for keys no longer the feature's is dropped.
+   */
+  synchronized void slowBytes(Dataset ds, String feature, int base, long[] stored) {
+    if (closed || keys.find(ds.name(), ds.version(), feature, 0) != base) {
+      return;
+    }
+    for (int c = 0; c < stored.length; c++) {
+      if (stored[c] > 0) {
+        keys.setSlowBytes(base + c, stored[c]);
+        policy.slowBytes(base + c, stored[c], keys.bytes(base + c));
+      }
+    }
   }
 
   /** In a cluster: chunks other nodes hold (kept for keys allocated later too). */
@@ -491,6 +514,7 @@ final class TierState {
   /** Takes no more placements. */
   synchronized void close() {
     closed = true;
+    slowCosts.close();
     residency.close();
   }
 }

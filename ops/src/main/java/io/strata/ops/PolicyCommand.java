@@ -50,7 +50,10 @@ final class PolicyCommand implements Runnable {
       "bypassNoNextUse", "not admitted: no one is expected to read it",
       "bypassNoFlashBudget", "not admitted: flash write budget spent",
       "bypassVictimNeededSooner", "not admitted: what it would evict is needed sooner",
-      "bypassNotWorthTheWrite", "not admitted: what it would evict has as many declared reads left");
+      "bypassNotWorthTheWrite", "not admitted: what it would evict saves the slow tier as many bytes",
+      "admittedForSlowTierBytes", "admitted: its victims save the slow tier far fewer bytes per SSD byte",
+      "bypassBelowWhatFillsTheBudget", "not admitted: worth far less than what fills the budget",
+      "keysWeighedBySlowTierBytes", "chunks weighed by their stored (compressed) bytes");
 
   static void printPolicy(PrintWriter out, JsonNode p) {
     JsonNode src = p.path("sources");

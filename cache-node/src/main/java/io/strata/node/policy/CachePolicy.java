@@ -100,6 +100,15 @@ public interface CachePolicy {
    */
   default void heldElsewhere(int key, boolean held) {}
 
+  /**
+   * What a miss of {@code key} reads from the slow tier: {@code slowBytes}, its stored
+   * (compressed) bytes, where the node can tell them, and {@code ssdBytes}, the node's estimate of
+   * its segment (until a read says). A policy that weighs what an admission saves counts these
+   * instead of the SSD bytes of {@link #access} (a column that compresses 3:1 saves a third of a
+   * slow-tier byte for each SSD byte it fills; an incompressible one a whole one).
+   */
+  default void slowBytes(int key, long slowBytes, long ssdBytes) {}
+
   /** The key must stay resident (pinned) or may be evicted again. */
   default void pin(int key, long bytes, boolean pinned) {}
 

@@ -296,4 +296,81 @@ class PolicyTest {
       assertTrue(aware.decisionCounts().get("bypassNotWorthTheWrite") > 0, aware.decisionCounts().toString());
     }
   }
+
+  /**
+   * Under a write budget, the swap's worth is counted in the slow tier's bytes: two resident
+   * chunks whose columns compress 3:1 give way to an incompressible one of the same size and
+   * passes (it saves the slow tier three times as much), and not the other way round; untold, the
+   * SSD bytes stand in and equal passes keep what is resident.
+   */
+  @Test
+  void withAWriteBudgetTheSlowTiersBytesDecideTheSwap() {
+    assertEquals(CachePolicy.Outcome.MISS_ADMITTED, thirdChunk(new long[] {33, 33, 100}));
+    assertEquals(CachePolicy.Outcome.MISS_BYPASSED, thirdChunk(new long[] {100, 100, 33}));
+    assertEquals(CachePolicy.Outcome.MISS_BYPASSED, thirdChunk(null));
+  }
+
+  /** Reads chunks 0, 1 (admitted) and 2 (the swap) of a plan where 2 comes back soonest; every chunk 100 SSD bytes, two fit. */
+  private static CachePolicy.Outcome thirdChunk(long[] slow) {
+    StrataPolicy p = new StrataPolicy(200, 1e18);
+    // Steps: 0 1 2 | 2 again at once | 0 1 | then each once more: equal passes left for all three.
+    int[] keys = {0, 1, 2, 3, 2, 3, 0, 1, 3, 0, 1, 2};
+    int[] ends = new int[keys.length];
+    for (int i = 0; i < ends.length; i++) {
+      ends[i] = i + 1;
+    }
+    p.plan(1, new CachePolicy.JobPlan(keys, ends, 0, keys.length, false));
+    for (int k = 0; k < 4; k++) {
+      p.group(k, k);
+      if (slow != null && k < slow.length) {
+        p.slowBytes(k, slow[k], 100);
+      }
+    }
+    for (int s = 0; s < 2; s++) {
+      p.progress(1, s, s);
+      assertEquals(CachePolicy.Outcome.MISS_ADMITTED, p.access(s, 1, keys[s], 100, CachePolicy.Evictions.NONE));
+    }
+    p.progress(1, 2, 2);
+    return p.access(2, 1, 2, 100, CachePolicy.Evictions.NONE);
+  }
+
+  /**
+   * Under a write budget, free space is not filled with what the budget's best would displace:
+   * once the policy has weighed the declared chunks (at its first rebuild), a chunk worth far less
+   * per SSD byte than those that fill the budget is not written even with room to spare.
+   */
+  @Test
+  void withAWriteBudgetFreeSpaceIsKeptForWhatFillsTheBudget() {
+    StrataPolicy p = new StrataPolicy(100 * 100, 1e18);
+    // One epoch, twice: even keys compress 20:1 (5 slow-tier bytes for 100 SSD bytes), odd ones not at all.
+    int n = 200;
+    int[] keys = new int[2 * n];
+    int[] ends = new int[keys.length];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = i % n;
+      ends[i] = i + 1;
+    }
+    p.plan(1, new CachePolicy.JobPlan(keys, ends, 0, n, false));
+    for (int k = 0; k < n; k++) {
+      p.group(k, k % 2);
+      p.slowBytes(k, k % 2 == 0 ? 5 : 100, 100);
+    }
+    int lowAdmittedLate = 0;
+    int highAdmittedLate = 0;
+    for (int s = 0; s < 120; s++) {
+      p.progress(1, s, s);
+      CachePolicy.Outcome o = p.access(s, 1, keys[s], 100, CachePolicy.Evictions.NONE);
+      if (s >= 80 && o == CachePolicy.Outcome.MISS_ADMITTED) {
+        if (keys[s] % 2 == 0) {
+          lowAdmittedLate++;
+        } else {
+          highAdmittedLate++;
+        }
+      }
+    }
+    assertTrue(p.residentBytes() < 100 * 100, "room to spare: " + p.residentBytes());
+    assertEquals(0, lowAdmittedLate, p.decisionCounts().toString());
+    assertEquals(20, highAdmittedLate, p.decisionCounts().toString());
+    assertTrue(p.decisionCounts().get("bypassBelowWhatFillsTheBudget") >= 20, p.decisionCounts().toString());
+  }
 }

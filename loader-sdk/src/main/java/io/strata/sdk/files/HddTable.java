@@ -38,6 +38,15 @@ public sealed interface HddTable extends AutoCloseable permits OrcTable, Parquet
   Cursor cursor(List<String> features);
 
   /**
+   * The bytes of {@code feature} in chunk {@code chunk} as the slow tier stores them (its
+   * compressed column chunk, or its ORC streams), which a read of that feature alone fetches; -1
+   * where the table cannot say (ORC without recorded stream checksums). What the SSD tier saves
+   * by holding the chunk: the cache node weighs admissions by it. Reads the file's footer on first
+   * use (kept, as every read keeps it).
+   */
+  long storedBytes(int chunk, String feature) throws IOException;
+
+  /**
    * Reads every byte of every file and checks it against what the manifest recorded (and what
    * the writer recorded inside the files); returns the bytes checked. A {@link
    * io.strata.sdk.CorruptFileException} names the first damage.

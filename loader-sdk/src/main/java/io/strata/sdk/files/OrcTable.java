@@ -184,6 +184,32 @@ public final class OrcTable implements HddTable {
     return HddTables.resolve(manifest, columnIndex, features);
   }
 
+  @Override
+  public long storedBytes(int chunk, String feature) throws IOException {
+    ChunkInfo c = chunkInfo(chunk);
+    List<Integer> cols = resolve(List.of(feature));
+    Reader r = reader(c.file());
+    StreamChecksums s;
+    synchronized (this) {
+      s = sums;
+    }
+    if (s == null) {
+      return -1;
+    }
+    // The streams of the columns a read of this feature includes (its field and the field's children).
+    boolean[] include = projection(c.file(), r, cols).include();
+    StreamChecksums.File f = s.file(c.file());
+    long total = 0;
+    for (int i = 0; i < f.streams(); i++) {
+      long[] st = f.stream(i);
+      int col = f.column(i);
+      if (st[2] == c.stripe() && col > 0 && col < include.length && include[col]) {
+        total += st[1];
+      }
+    }
+    return total;
+  }
+
   /** What a projection of {@code columns} reads from {@code file} (see {@link OrcProjection}). */
   private OrcProjection projection(int file, Reader reader, List<Integer> columns) throws CorruptFileException {
     return OrcProjection.of(manifest, columnIndex, filePath(file), reader.getSchema(), columns);

@@ -126,6 +126,22 @@ public final class ParquetTable implements HddTable {
     return decode(c, features, 0, Math.toIntExact(c.rows()), arena, null);
   }
 
+  @Override
+  public long storedBytes(int chunk, String feature) throws IOException {
+    ChunkInfo c = HddTables.chunk(manifest, chunk);
+    resolve(List.of(feature));
+    ParquetMetadata footer = footer(c.file());
+    org.apache.parquet.hadoop.metadata.ColumnPath want = org.apache.parquet.hadoop.metadata.ColumnPath.get(
+        ParquetTypes.leaf(footer.getFileMetaData().getSchema(), feature).descriptor().getPath());
+    long total = 0;
+    for (ColumnChunkMetaData m : footer.getBlocks().get(c.stripe()).getColumns()) {
+      if (m.getPath().equals(want)) {
+        total += m.getTotalSize();
+      }
+    }
+    return total;
+  }
+
   /**
    * Whether every column chunk of {@code features} in row group {@code c} has an offset index (a
    * page's first row and place), so that a range of its rows reads only the pages that hold them.
