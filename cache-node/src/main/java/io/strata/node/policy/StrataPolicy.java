@@ -91,9 +91,9 @@ import java.util.Map;
  * from the SSD). So, for a chunk whose slow-tier bytes are known, two rules more, under a write
  * budget only: where next use refuses a swap, victims that save at least twice fewer slow-tier
  * bytes per SSD byte over the declared plans are taken instead, least first, whenever they are
- * needed ({@link #victimsByWorth}, a bounded scan of the residents); and free space is not written
+ * needed (a bounded scan of the residents); and free space is not written
  * for a chunk worth less than half what the budget's last byte is worth when the declared chunks,
- * best first, fill it ({@link #updateFillWorth}, with the heap's rebuilds), since that write would
+ * best first, fill it (recomputed with the heap's rebuilds), since that write would
  * be spent again for the chunk that displaces it. In the fleet (2026-11-29) the two took the slow
  * tier's bytes from 4.8 to 4.1 GB and the SSD's writes from 2.9 to 2.1 budgets. Where no slow-tier
  * bytes are told (the simulator's generated traces) neither applies. A stream more jobs read displaces one fewer jobs read;
@@ -145,8 +145,6 @@ public final class StrataPolicy implements CachePolicy {
   private final FlashBudget flash;
 
   private long[] size = new long[256];
-  /** What a miss of each key reads from the slow tier (0: not told; its SSD size stands in). */
-  private long[] slow = new long[256];
   private boolean[] pinned = new boolean[256];
   /** Keys another node of the cluster holds (see {@link #heldElsewhere}). */
   private boolean[] elsewhere = new boolean[256];
@@ -159,22 +157,8 @@ public final class StrataPolicy implements CachePolicy {
   private long bypassVictimSooner;
   /** Admissions refused because the victims' declared reads were worth as much as the chunk's. */
   private long bypassNotWorth;
-  /** Keys whose slow-tier bytes the node told ({@link #slowBytes}). */
-  private long slowTold;
-  /** Admissions whose victims were chosen by worth ({@link #victimsByWorth}) where next use refused. */
-  private long worthSwaps;
-  /** See {@link #updateFillWorth}. */
-  private double fillWorth;
-  /** The highest key whose slow-tier bytes were told (-1: none). */
-  private int maxKey = -1;
-  /** Admissions into free space refused because the chunk's worth was far below what fills the budget. */
-  private long bypassBelowFill;
-  /** Where {@link #victimsByWorth}'s next bounded scan of the residents starts. */
-  private long worthCursor;
-  /** How many times fewer slow-tier bytes per SSD byte a victim chosen by worth must save than the chunk it makes room for. */
-  static final double WORTH_MARGIN = 2.0;
-  /** Residents {@link #victimsByWorth} looks at, at most, per decision. */
-  static final int WORTH_SCAN = 4096;
+  /** What each key costs the slow tier, and the decisions weighed by it. */
+  private final SlowTierWorth worth = new SlowTierWorth();
   /** Whether the last {@link #victims} refused for worth (not for a victim needed sooner). */
   private boolean refusedForWorth;
   private long admittedPlanned;
@@ -220,7 +204,7 @@ public final class StrataPolicy implements CachePolicy {
     if (key >= size.length) {
       int n = Math.max(size.length * 2, key + 1);
       size = Arrays.copyOf(size, n);
-      slow = Arrays.copyOf(slow, n);
+      worth.ensure(n);
       residents.ensure(n);
       pinned = Arrays.copyOf(pinned, n);
       elsewhere = Arrays.copyOf(elsewhere, n);
@@ -369,67 +353,24 @@ public final class StrataPolicy implements CachePolicy {
 
   /** The slow-tier bytes a read of {@code key} from the SSD saves: as told ({@link #slowBytes}), else its size. */
   private long saves(int key) {
-    return slow[key] > 0 ? slow[key] : size[key];
+    return worth.saves(key, size[key]);
   }
 
   @Override
   public void slowBytes(int key, long slowBytes, long ssdBytes) {
     ensure(key);
-    if (slow[key] == 0 && slowBytes > 0) {
-      slowTold++;
-    }
-    slow[key] = Math.max(0, slowBytes);
+    worth.set(key, slowBytes);
     if (size[key] == 0 && ssdBytes > 0) {
       size[key] = ssdBytes; // an estimate until the key's first read or placement says
-    }
-    maxKey = Math.max(maxKey, key);
-  }
-
-  /**
-   * Under a write budget: the worth (declared passes times slow-tier bytes, per SSD byte) at which
-   * the declared chunks whose slow-tier bytes are known, best first, fill the budget; 0 where they
-   * do not fill it. Estimated from at most {@link #WORTH_SCAN} of the keys (a sample spread over
-   * them), each standing for its share of the rest; recomputed with the next-use heap.
-   */
-  private void updateFillWorth() {
-    fillWorth = 0;
-    if (flash.perHour() <= 0 || maxKey < 0) {
-      return;
-    }
-    int keys = maxKey + 1;
-    int stride = Math.max(1, keys / WORTH_SCAN);
-    double[] worth = new double[Math.min(keys, WORTH_SCAN + 1)];
-    long[] bytes = new long[worth.length];
-    int n = 0;
-    for (int k = 0; k < keys && n < worth.length; k += stride) {
-      if (slow[k] > 0 && size[k] > 0) {
-        int passes = plans.futurePasses(k);
-        if (passes > 0) {
-          worth[n] = (double) passes * slow[k] / size[k];
-          bytes[n++] = size[k];
-        }
-      }
-    }
-    Integer[] order = new Integer[n];
-    for (int i = 0; i < n; i++) {
-      order[i] = i;
-    }
-    double[] w = worth;
-    Arrays.sort(order, (a, b) -> Double.compare(w[b], w[a]));
-    double filled = 0;
-    for (Integer i : order) {
-      filled += (double) bytes[i] * stride;
-      if (filled >= budget) {
-        fillWorth = worth[i];
-        return;
-      }
     }
   }
 
   /** Rebuilds the next-use heap from the resident chunks (drops stale entries, corrects drifted ones). */
   private void rebuild(double now) {
     rebuiltAt = accesses;
-    updateFillWorth();
+    if (flash.perHour() > 0) {
+      worth.updateFill(budget, size, plans);
+    }
     heap.clear();
     for (int s = 0; s < residents.count(); s++) {
       int k = residents.key(s);
@@ -500,59 +441,6 @@ public final class StrataPolicy implements CachePolicy {
     return Arrays.copyOf(victims, nv);
   }
 
-  /**
-   * Under a write budget, for a chunk whose slow-tier bytes are known: victims that would save the
-   * slow tier far fewer bytes per SSD byte over the declared plans ({@link #WORTH_MARGIN} times
-   * fewer), least first, whenever they are needed, and together less than the chunk would; null
-   * (refused for worth) when too few such residents free {@code need} bytes. Scans at most {@link
-   * #WORTH_SCAN} residents (from a point that moves on with every call), so a decision stays
-   * bounded on a large tier. See "Worth the write" in the class essay.
-   */
-  private int[] victimsByWorth(int key, long need, int reads, double now) {
-    double want = (double) reads * saves(key) / size[key];
-    int n = residents.count();
-    int scan = Math.min(n, WORTH_SCAN);
-    int[] cand = new int[scan];
-    double[] worth = new double[scan];
-    int nc = 0;
-    for (int i = 0; i < scan; i++) {
-      int k = residents.key((int) ((worthCursor + i) % n));
-      if (pinned[k] || k == key) {
-        continue;
-      }
-      double real = nextUse(k, now);
-      int left = real == NEVER ? 0 : plans.futurePasses(k);
-      double w = (double) left * saves(k) / size[k];
-      if (w * WORTH_MARGIN < want) {
-        cand[nc] = k;
-        worth[nc++] = w;
-      }
-    }
-    worthCursor = n == 0 ? 0 : (worthCursor + scan) % n;
-    Integer[] order = new Integer[nc];
-    for (int i = 0; i < nc; i++) {
-      order[i] = i;
-    }
-    Arrays.sort(order, (a, b) -> Double.compare(worth[a], worth[b]));
-    long free = budget - residents.bytes();
-    double lost = 0;
-    int[] victims = new int[nc];
-    int nv = 0;
-    for (int i = 0; i < nc && free < need; i++) {
-      int k = cand[order[i]];
-      victims[nv++] = k;
-      free += size[k];
-      lost += worth[order[i]] * size[k];
-    }
-    if (free < need || lost * WORTH_MARGIN >= (double) reads * saves(key)) {
-      refusedForWorth = true;
-      return null;
-    }
-    refusedForWorth = false;
-    worthSwaps++;
-    return Arrays.copyOf(victims, nv);
-  }
-
   private boolean admit(double now, int key, long bytes, Evictions evictions) {
     if (bytes > budget) {
       return false;
@@ -567,18 +455,17 @@ public final class StrataPolicy implements CachePolicy {
       bypassNoTokens++;
       return false;
     }
-    if (!pin && fillWorth > 0 && slow[key] > 0
-        && (double) plans.futurePasses(key) * slow[key] / bytes * WORTH_MARGIN < fillWorth) {
-      // Free space too: under a write budget, a write for a chunk far below what will fill the
-      // budget is a write spent twice (again for the chunk that displaces it).
-      bypassBelowFill++;
-      return false;
+    if (!pin && flash.perHour() > 0 && worth.belowFill(key, plans.futurePasses(key), bytes)) {
+      return false; // free space too: a write spent twice (again for the chunk that displaces it)
     }
     if (budget - residents.bytes() < bytes) {
       int reads = pin || flash.perHour() <= 0 ? 0 : plans.futurePasses(key);
       int[] victims = victims(key, bytes, pin ? Double.NEGATIVE_INFINITY : now + (eta - now) * HYSTERESIS, now, reads, bytes);
-      if (victims == null && reads > 0 && slow[key] > 0) {
-        victims = victimsByWorth(key, bytes, reads, now);
+      if (victims == null && reads > 0 && worth.known(key)) {
+        // Where next use refuses: residents saving the slow tier far fewer bytes per SSD byte.
+        victims = worth.victims(key, bytes, budget - residents.bytes(), reads, size, pinned, residents,
+            k -> nextUse(k, now), plans);
+        refusedForWorth = victims == null;
       }
       if (victims == null) {
         if (refusedForWorth) {
@@ -743,9 +630,9 @@ public final class StrataPolicy implements CachePolicy {
     m.put("bypassNoFlashBudget", bypassNoTokens);
     m.put("bypassVictimNeededSooner", bypassVictimSooner);
     m.put("bypassNotWorthTheWrite", bypassNotWorth);
-    m.put("keysWeighedBySlowTierBytes", slowTold);
-    m.put("admittedForSlowTierBytes", worthSwaps);
-    m.put("bypassBelowWhatFillsTheBudget", bypassBelowFill);
+    m.put("keysWeighedBySlowTierBytes", worth.told);
+    m.put("admittedForSlowTierBytes", worth.swaps);
+    m.put("bypassBelowWhatFillsTheBudget", worth.belowFill);
     return m;
   }
 
