@@ -43,7 +43,7 @@ public final class DeviceBatch implements AutoCloseable {
       int childRows, int childNulls) {}
 
   private final GpuShipper shipper;
-  private final GpuShipper.Slot slot;
+  private final DeviceSlot slot;
   private final long token;
   private final Map<String, Buffers> buffers;
   private final Map<String, FeatureType> types = new HashMap<>();
@@ -54,7 +54,7 @@ public final class DeviceBatch implements AutoCloseable {
   private Batch host;
   private boolean released;
 
-  DeviceBatch(GpuShipper shipper, GpuShipper.Slot slot, long token, Batch host, Map<String, Buffers> buffers, long bytes,
+  DeviceBatch(GpuShipper shipper, DeviceSlot slot, long token, Batch host, Map<String, Buffers> buffers, long bytes,
       long dmaBytes, boolean direct) {
     this.shipper = shipper;
     this.slot = slot;

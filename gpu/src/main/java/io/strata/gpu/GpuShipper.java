@@ -7,16 +7,13 @@ import io.strata.sdk.loader.Batch;
 import io.strata.sdk.loader.BatchMemory;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.Predicate;
 import org.bytedeco.cuda.cudart.CUevent_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
-import org.bytedeco.javacpp.Pointer;
 
 /**
  * Ships batches to a CUDA device with one copy per byte: the loader assembles each batch
@@ -55,96 +52,23 @@ import org.bytedeco.javacpp.Pointer;
  * reason and the job keeps using host batches.
  */
 public final class GpuShipper implements AutoCloseable {
-  private static final long ALIGN = 64;
+  static final long ALIGN = 64;
   /** Device slots used in turn: copy, consume and assemble overlap with three. */
   public static final int DEFAULT_SLOTS = 3;
-
-  /** One device buffer, the staging buffer for batches not in pinned memory, and their events. */
-  static final class Slot {
-    long device;
-    long deviceBytes;
-    long staging;
-    long stagingBytes;
-    final CUevent_st copied = new CUevent_st();
-    final CUevent_st released = new CUevent_st();
-    /** The token of the batch last copied into this slot, or -1. */
-    long lastCopy = -1;
-    boolean releaseRecorded;
-    boolean stagingInFlight;
-    /** The device gather's table of ranges, pinned: the kernel reads it over the bus. */
-    long rangesHost;
-    long rangesBytes;
-    boolean rangesInFlight;
-
-    Slot(long bytes) throws IOException {
-      Cuda.check(cudart.cudaEventCreateWithFlags(copied, cudart.cudaEventDisableTiming), "cudaEventCreate");
-      Cuda.check(cudart.cudaEventCreateWithFlags(released, cudart.cudaEventDisableTiming), "cudaEventCreate");
-      growDevice(bytes);
-    }
-
-    void growDevice(long bytes) throws IOException {
-      if (device != 0) {
-        cudart.cudaFree(Cuda.at(device)); // synchronizes with the device: nothing in flight uses it
-        device = 0;
-      }
-      Pointer d = new Pointer();
-      Cuda.check(cudart.cudaMalloc(d, bytes), "cudaMalloc(" + bytes + ")");
-      device = d.address();
-      deviceBytes = bytes;
-    }
-
-    void growStaging(long bytes) throws IOException {
-      if (staging != 0) {
-        cudart.cudaFreeHost(Cuda.at(staging));
-        staging = 0;
-      }
-      Pointer h = new Pointer();
-      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocDefault), "cudaHostAlloc(" + bytes + ")");
-      staging = h.address();
-      stagingBytes = bytes;
-    }
-
-    void growRanges(long bytes) throws IOException {
-      if (rangesHost != 0) {
-        cudart.cudaFreeHost(Cuda.at(rangesHost)); // its last gather is done (the caller waited)
-        rangesHost = 0;
-      }
-      rangesBytes = 0;
-      Pointer h = new Pointer();
-      Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable | cudart.cudaHostAllocMapped),
-          "cudaHostAlloc(" + bytes + ")");
-      rangesHost = h.address();
-      rangesBytes = bytes;
-    }
-
-    void free() {
-      cudart.cudaEventDestroy(copied);
-      cudart.cudaEventDestroy(released);
-      if (rangesHost != 0) {
-        cudart.cudaFreeHost(Cuda.at(rangesHost));
-      }
-      if (device != 0) {
-        cudart.cudaFree(Cuda.at(device));
-      }
-      if (staging != 0) {
-        cudart.cudaFreeHost(Cuda.at(staging));
-      }
-    }
-  }
 
   private final int device;
   private final long initialBytes;
   private final CUstream_st stream = new CUstream_st();
-  private final Slot[] slots;
-  /** Pinned slabs handed to loaders: base address to {size, the address the device reads the base at}. */
-  private final ConcurrentSkipListMap<Long, long[]> pinned = new ConcurrentSkipListMap<>();
+  private final DeviceSlot[] slots;
+  /** Pinned slabs handed to loaders. */
+  private final PinnedSlabs pinned = new PinnedSlabs();
   /** The device gather (null: batches are assembled whole on the host and copied by DMA). */
   private final GatherKernel gather;
   private final MappedPages pages;
   private final String hostGatherReason;
   private long deviceGatheredBytes;
   private long gatherLaunches;
-  private Slot lastGather;
+  private DeviceSlot lastGather;
   private int lastGatherRanges;
   private long lastGatherBytes;
   /** Shipped batches whose host memory is still held, oldest first. */
@@ -159,7 +83,7 @@ public final class GpuShipper implements AutoCloseable {
   private GpuShipper(int device, long initialBytes, int slotCount, Gather mode) throws IOException {
     this.device = device;
     this.initialBytes = initialBytes;
-    this.slots = new Slot[slotCount];
+    this.slots = new DeviceSlot[slotCount];
     Cuda.check(cudart.cudaSetDevice(device), "cudaSetDevice(" + device + ")");
     Cuda.check(cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking), "cudaStreamCreate");
     boolean ok = false;
@@ -168,7 +92,7 @@ public final class GpuShipper implements AutoCloseable {
     String why = mode == Gather.HOST ? "asked for host gather" : null;
     try {
       for (int i = 0; i < slotCount; i++) {
-        slots[i] = new Slot(initialBytes);
+        slots[i] = new DeviceSlot(initialBytes);
       }
       if (why == null) {
         why = deviceGatherMissing(device);
@@ -348,21 +272,7 @@ public final class GpuShipper implements AutoCloseable {
         if (closed) {
           throw new IOException("the GPU shipper is closed: no more pinned memory");
         }
-        Pointer h = new Pointer();
-        Cuda.check(cudart.cudaHostAlloc(h, bytes, cudart.cudaHostAllocPortable | cudart.cudaHostAllocMapped),
-            "cudaHostAlloc(" + bytes + ")");
-        long base = h.address();
-        Pointer d = new Pointer();
-        int rc = cudart.cudaHostGetDevicePointer(d, h, 0);
-        if (rc != cudart.cudaSuccess) {
-          cudart.cudaFreeHost(h);
-          Cuda.check(rc, "cudaHostGetDevicePointer");
-        }
-        pinned.put(base, new long[] {bytes, d.address()});
-        return BatchMemory.Slab.of(Cuda.segment(base, bytes), () -> {
-          pinned.remove(base);
-          cudart.cudaFreeHost(Cuda.at(base));
-        });
+        return pinned.allocate(bytes);
       }
 
       @Override
@@ -389,13 +299,13 @@ public final class GpuShipper implements AutoCloseable {
       holding.peekFirst().copyDone(true);
     }
     long token = shipped;
-    Slot slot = slots[(int) (token % slots.length)];
+    DeviceSlot slot = slots[(int) (token % slots.length)];
     Map<String, MemorySegment[]> parts = new LinkedHashMap<>();
     long lo = Long.MAX_VALUE;
     long hi = 0;
     long data = 0;
     for (Map.Entry<String, Column> e : batch.columns().entrySet()) {
-      MemorySegment[] p = parts(e.getValue());
+      MemorySegment[] p = BatchParts.parts(e.getValue());
       parts.put(e.getKey(), p);
       for (MemorySegment s : p) {
         if (s != null && s.byteSize() > 0) {
@@ -405,13 +315,13 @@ public final class GpuShipper implements AutoCloseable {
         }
       }
     }
-    boolean direct = data > 0 && inOnePinnedSlab(lo, hi);
+    boolean direct = data > 0 && pinned.holds(lo, hi);
     DeviceCopies deviceCopies = batch.deviceCopies();
     if (deviceCopies != null && (gather == null || !direct)) {
       batch.completeOnHost(); // not in one pinned slab (or no device gather): the host makes the copies
       deviceCopies = null;
     }
-    long span = direct ? hi - lo : packedSize(parts);
+    long span = direct ? hi - lo : BatchParts.packedSize(parts);
     if (span > slot.deviceBytes) {
       waitForSlot(slot);
       slot.growDevice(Math.max(span + span / 4, initialBytes));
@@ -438,8 +348,8 @@ public final class GpuShipper implements AutoCloseable {
     long at = 0;
     for (Map.Entry<String, MemorySegment[]> e : parts.entrySet()) {
       MemorySegment[] p = e.getValue();
-      long[] place = new long[PARTS];
-      for (int i = 0; i < PARTS; i++) {
+      long[] place = new long[BatchParts.PARTS];
+      for (int i = 0; i < BatchParts.PARTS; i++) {
         if (p[i] == null || p[i].byteSize() == 0) {
           place[i] = -1;
         } else if (direct) {
@@ -451,7 +361,7 @@ public final class GpuShipper implements AutoCloseable {
           at += p[i].byteSize();
         }
       }
-      buffers.put(e.getKey(), buffers(batch.columns().get(e.getKey()), place));
+      buffers.put(e.getKey(), BatchParts.buffers(batch.columns().get(e.getKey()), place));
     }
     if (!direct) {
       span = at;
@@ -477,15 +387,6 @@ public final class GpuShipper implements AutoCloseable {
     return d;
   }
 
-  /** Whether every buffer of the batch lies in one pinned slab. */
-  private boolean inOnePinnedSlab(long lo, long hi) {
-    Map.Entry<Long, long[]> slab = pinned.floorEntry(lo);
-    return slab != null && hi <= slab.getKey() + slab.getValue()[0];
-  }
-
-  /** Ranges longer than this are split, so that one thread block does not copy a long range alone. */
-  private static final long PIECE = 64 << 10;
-
   /**
    * Starts the device gather of a batch that lies in one pinned slab (from {@code lo}): the
    * buffers the host assembled are read from the slab, the ranges left to the device from the
@@ -493,20 +394,10 @@ public final class GpuShipper implements AutoCloseable {
    * relative to {@code lo} kept). The table of ranges is written into the slot's pinned buffer
    * (once the slot's previous gather is done with it), where the kernel reads it.
    */
-  private void gatherOnDevice(Slot slot, Map<String, MemorySegment[]> parts, DeviceCopies copies, long lo)
+  private void gatherOnDevice(DeviceSlot slot, Map<String, MemorySegment[]> parts, DeviceCopies copies, long lo)
       throws IOException {
-    long slabDevice = pinned.floorEntry(lo).getValue()[1] - pinned.floorKey(lo);
-    long ranges = 0;
-    for (MemorySegment[] p : parts.values()) {
-      for (MemorySegment s : p) {
-        if (s != null && s.byteSize() > 0 && !copies.covers(s)) {
-          ranges += (s.byteSize() + PIECE - 1) / PIECE;
-        }
-      }
-    }
-    for (int k = 0; k < copies.count(); k++) {
-      ranges += (copies.length(k) + PIECE - 1) / PIECE;
-    }
+    long slabDevice = pinned.deviceOffset(lo);
+    long ranges = BatchParts.ranges(parts, copies);
     if (ranges > Integer.MAX_VALUE / 24) {
       throw new IllegalStateException("a batch of " + ranges + " ranges is too many for one gather");
     }
@@ -519,17 +410,7 @@ public final class GpuShipper implements AutoCloseable {
       slot.growRanges(Math.max(bytes + bytes / 4, 64 << 10));
     }
     MemorySegment table = Cuda.segment(slot.rangesHost, bytes);
-    long at = 0;
-    for (MemorySegment[] p : parts.values()) {
-      for (MemorySegment s : p) {
-        if (s != null && s.byteSize() > 0 && !copies.covers(s)) {
-          at = put(table, at, s.address() + slabDevice, slot.device + (s.address() - lo), s.byteSize());
-        }
-      }
-    }
-    for (int k = 0; k < copies.count(); k++) {
-      at = put(table, at, pages.deviceAddress(copies.source(k)), slot.device + (copies.target(k) - lo), copies.length(k));
-    }
+    BatchParts.writeRanges(table, parts, copies, slabDevice, slot.device, lo, pages);
     // The kernel reads the table where it is (pinned, at the same address for the device): a copy
     // of it first would put one more operation a batch in series on the stream (measured slower).
     gather.launch(slot.rangesHost, (int) ranges, stream);
@@ -540,31 +421,8 @@ public final class GpuShipper implements AutoCloseable {
     lastGatherBytes = copies.bytes();
   }
 
-  /** Writes one range as pieces of at most {@link #PIECE} bytes at {@code at}; returns the next position. */
-  private static long put(MemorySegment table, long at, long src, long dst, long length) {
-    for (long off = 0; off < length; off += PIECE) {
-      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at, src + off);
-      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, dst + off);
-      table.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 16, Math.min(PIECE, length - off));
-      at += 24;
-    }
-    return at;
-  }
-
-  private static long packedSize(Map<String, MemorySegment[]> parts) {
-    long at = 0;
-    for (MemorySegment[] p : parts.values()) {
-      for (MemorySegment s : p) {
-        if (s != null && s.byteSize() > 0) {
-          at = ((at + ALIGN - 1) & -ALIGN) + s.byteSize();
-        }
-      }
-    }
-    return at;
-  }
-
   /** Waits on the host until the slot's last copy is done and its consumer has let go. */
-  private void waitForSlot(Slot slot) throws IOException {
+  private void waitForSlot(DeviceSlot slot) throws IOException {
     Cuda.check(cudart.cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     if (slot.releaseRecorded) {
       Cuda.check(cudart.cudaEventSynchronize(slot.released), "cudaEventSynchronize");
@@ -618,50 +476,6 @@ public final class GpuShipper implements AutoCloseable {
     return deliveredBytes == 0 ? 1.0 : 1.0 + (double) packedBytes / deliveredBytes;
   }
 
-  private static final int PARTS = 5;
-
-  private static DeviceBatch.Buffers buffers(Column c, long[] place) {
-    Column child = c.child();
-    return new DeviceBatch.Buffers(place[0], place[1], place[2], place[3], c.length(), c.nullCount(), place[4],
-        child == null ? 0 : child.length(), child == null ? 0 : child.nullCount());
-  }
-
-  /**
-   * The buffers of a column in device order: validity, offsets, values (a list's element
-   * values), a list's element offsets, a list's element validity.
-   */
-  private static MemorySegment[] parts(Column c) {
-    if (c.offset() != 0 || (c.child() != null && c.child().offset() != 0)) {
-      throw new IllegalArgumentException("only unsliced columns (as in batches) can be shipped");
-    }
-    int n = c.length();
-    MemorySegment validity = c.hasNulls() ? c.validity().asSlice(0, (n + 7L) / 8) : null;
-    if (c.type().isFixedWidth()) {
-      return new MemorySegment[] {validity, null, fixedValues(c), null, null};
-    }
-    MemorySegment offsets = c.offsets().asSlice(0, 4L * (n + 1));
-    if (c.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, usedBytes(c), null, null};
-    }
-    Column child = c.child();
-    MemorySegment childValidity = child.hasNulls() ? child.validity().asSlice(0, (child.length() + 7L) / 8) : null;
-    if (child.type().isVariableWidth()) {
-      return new MemorySegment[] {validity, offsets, usedBytes(child), child.offsets().asSlice(0, 4L * (child.length() + 1)),
-          childValidity};
-    }
-    return new MemorySegment[] {validity, offsets, fixedValues(child), null, childValidity};
-  }
-
-  /** The bytes a string or binary column's rows use (its buffer may be larger: a builder's capacity). */
-  private static MemorySegment usedBytes(Column c) {
-    return c.values().asSlice(0, c.length() == 0 ? 0 : c.end(c.length() - 1));
-  }
-
-  private static MemorySegment fixedValues(Column c) {
-    int width = c.type().kind().width();
-    return width == 0 ? c.values().asSlice(0, (c.length() + 7L) / 8) : c.values().asSlice(0, (long) c.length() * width);
-  }
-
   /**
    * Waits for every copy in flight, closes the host batches still held, then frees the device
    * buffers, staging buffers and the stream. Pinned slabs of loaders are freed by the loaders.
@@ -683,7 +497,7 @@ public final class GpuShipper implements AutoCloseable {
     if (gather != null) {
       gather.close();
     }
-    for (Slot s : slots) {
+    for (DeviceSlot s : slots) {
       if (s != null) {
         s.free();
       }
