@@ -32,7 +32,7 @@ import picocli.CommandLine.Spec;
     description = "Side-by-side benchmarks against peers; 'bench all' runs every one and writes BENCHMARKS.md's results and charts.",
     subcommands = {BenchAll.class, SampleBench.class, ScanBench.class, BenchCommand.Memory.class, PolicyBench.class,
       BenchCommand.Derived.class, BenchCommand.Restart.class, ApiBench.class, GpuBench.class, BenchPython.class, PeersBench.class,
-      BenchPolicyLive.class, RelayoutBench.class, ClusterBench.class, FleetBench.class})
+      BenchPolicyLive.class, RelayoutBench.class, ClusterBench.class, FleetBench.class, BenchSetup.class})
 public final class BenchCommand implements Runnable {
   @Spec CommandSpec spec;
 

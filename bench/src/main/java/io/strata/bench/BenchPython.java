@@ -237,7 +237,7 @@ final class BenchPython implements Callable<Integer> {
     if (!p.waitFor(30, TimeUnit.MINUTES) || p.exitValue() != 0) {
       p.destroyForcibly();
       throw new IOException("the Python peer (" + mode + ") failed; it needs " + py
-          + " with numpy, pyarrow and torch (.ci/run makes target/pyvenv): " + outText.strip());
+          + " with numpy, pyarrow and torch (./strata bench setup makes target/pyvenv): " + outText.strip());
     }
     JsonNode r = Processes.jsonResult(outText);
     if (r == null) {

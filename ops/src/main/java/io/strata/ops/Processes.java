@@ -86,7 +86,7 @@ public final class Processes {
       Process p = new ProcessBuilder(py, "-c", "import numpy, pyarrow, torch").redirectErrorStream(true).start();
       String o = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
       return p.waitFor() == 0 ? null : py + " lacks numpy, pyarrow or torch (" + o.lines().reduce((a, b) -> b).orElse("")
-          + "); .ci/run makes target/pyvenv with them";
+          + "); ./strata bench setup makes target/pyvenv with them";
     } catch (IOException | InterruptedException e) {
       return "no " + py + " (" + e.getMessage() + ")";
     }

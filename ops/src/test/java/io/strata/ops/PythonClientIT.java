@@ -36,7 +36,7 @@ class PythonClientIT {
       String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
       if (p.waitFor() != 0) {
         why[0] = py + " lacks the client's dependencies (" + out.lines().reduce((a, b) -> b).orElse("") + "); "
-            + ".ci/run makes target/pyvenv with them";
+            + "./strata bench setup makes target/pyvenv with them";
         return null;
       }
       return py;

@@ -209,7 +209,7 @@ public final class Loader implements AutoCloseable, Iterable<Batch> {
   /**
    * Whether this loader's assemblers order each next batch of shuffled single rows on a thread of
    * their own while they gather the current one (chosen at build: a core to spare, no substitutable
-   * reads; see ARCHITECTURE.md, "Planning ahead").
+   * reads; see {@code PlanAhead}).
    */
   public boolean plansAhead() {
     return shared.planAhead() && plan.singleRowUnits();

@@ -140,7 +140,7 @@ class ArrowCDeviceTest {
       }
       Path venv = Path.of(System.getProperty("strata.pyvenv", "../target/pyvenv")).toAbsolutePath().normalize();
       Path exe = venv.resolve("bin/python");
-      assumeTrue(Files.isExecutable(exe), "no Python venv at " + venv + " (.ci/run makes one)");
+      assumeTrue(Files.isExecutable(exe), "no Python venv at " + venv + " (./strata bench setup makes one)");
       Process p = new ProcessBuilder(exe.toString(), "-c", String.join(";",
           "import sysconfig, site, os, pyarrow",
           "d = sysconfig.get_config_var('LIBDIR') or ''",
