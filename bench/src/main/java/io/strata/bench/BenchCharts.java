@@ -131,6 +131,20 @@ final class BenchCharts {
         return bars("Strata vs the tools a PyTorch user would pick: ratios (1 = even; memory: lower is leaner)", "ratio", labels,
             values, false);
       }
+      case "fleet" -> {
+        List<String> labels = new ArrayList<>();
+        List<Double> values = new ArrayList<>();
+        r.path("sides").properties().forEach(e -> {
+          if (e.getValue().has("firstEpochUnitsPerSecond")) {
+            labels.add(e.getKey() + ", epoch 1");
+            values.add(e.getValue().path("firstEpochUnitsPerSecond").asDouble() / 1e6);
+            labels.add(e.getKey() + ", epochs 2-3");
+            values.add(e.getValue().path("laterEpochsUnitsPerSecond").asDouble() / 1e6);
+          }
+        });
+        return labels.isEmpty() ? null
+            : bars("4 jobs, data 3x memory, a slow disk: M units/s (samples or rows)", "M/s", labels, values, false);
+      }
       case "cluster" -> {
         if (!r.path("available").asBoolean()) {
           return null;

@@ -116,6 +116,9 @@ final class FleetBench implements Callable<Integer> {
   @Option(names = "--json", description = "Print the figures as one JSON object.")
   boolean json;
 
+  @Option(names = "--svg", paramLabel = "FILE", description = "Also draw the run's units/s, side by side, as an SVG chart in FILE.")
+  Path svg;
+
   /**
    * The JVM options of Strata's one JVM on the host (the node, hosting the loader service of the Python jobs): the
    * service's own (python/strata/_service.py) — a serial collector with a small young generation that gives memory
@@ -192,6 +195,10 @@ final class FleetBench implements Callable<Integer> {
     Files.createDirectories(dir);
     try {
       ObjectNode result = run(dir, py, harness, log);
+      String chart = svg == null ? null : BenchCharts.chart("fleet", result);
+      if (chart != null) {
+        io.strata.sdk.internal.AtomicFiles.write(svg.toAbsolutePath(), chart.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
       if (json) {
         out.println(Json.compact(result));
       } else {

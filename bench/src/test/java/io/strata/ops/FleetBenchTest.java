@@ -21,7 +21,8 @@ class FleetBenchTest {
 
   @Test
   void everySideRunsEveryEpochWithItsValuesChecked() throws Exception {
-    Cli.Result r = Cli.run("bench", "fleet", "--quick", "--work", tmp.toString(), "--json");
+    Path svg = tmp.resolve("fleet.svg");
+    Cli.Result r = Cli.run("bench", "fleet", "--quick", "--work", tmp.toString(), "--json", "--svg", svg.toString());
     assertEquals(0, r.code(), r.out() + r.err());
     JsonNode j = r.json();
     if (!j.path("available").asBoolean(true)) {
@@ -44,6 +45,10 @@ class FleetBenchTest {
       assertTrue(j.path("ratios").path(k).isNumber(), k + ": " + j.path("ratios"));
     }
     assertTrue(j.path("sides").path("strata").path("promotions").asLong() > 0, "the node promoted what the jobs read");
+    String chart = java.nio.file.Files.readString(svg);
+    for (String side : List.of("strata", "pyarrow", "numpy", "fsspec")) {
+      assertTrue(chart.contains(side + ", epoch 1") && chart.contains(side + ", epochs 2-3"), side + ": " + chart);
+    }
   }
 
   /**
