@@ -91,13 +91,15 @@ import java.util.Map;
  * from the SSD). So, for a chunk whose slow-tier bytes are known, two rules more, under a write
  * budget only: where next use refuses a swap, victims that save at least twice fewer slow-tier
  * bytes per SSD byte over the declared plans are taken instead, least first, whenever they are
- * needed (a bounded scan of the residents); and free space is not written
- * for a chunk worth less than half what the budget's last byte is worth when the declared chunks,
- * best first, fill it (recomputed with the heap's rebuilds), since that write would
- * be spent again for the chunk that displaces it. In the fleet (2026-11-29) the two took the slow
+ * needed (a bounded scan of the residents); and free space is not written for a chunk worth less
+ * than half what the budget's last byte is worth when the declared chunks, best first, fill it
+ * (recomputed with the heap's rebuilds), since that write would be spent again for the chunk that
+ * displaces it. Both are {@code SlowTierWorth}'s. In the fleet (2026-11-29) the two took the slow
  * tier's bytes from 4.8 to 4.1 GB and the SSD's writes from 2.9 to 2.1 budgets. Where no slow-tier
- * bytes are told (the simulator's generated traces) neither applies. A stream more jobs read displaces one fewer jobs read;
- * chunks of equal worth stay where they are. Chunks no plan declares (guesses from popularity or
+ * bytes are told (the simulator's generated traces) neither applies.
+ *
+ * <p>A stream more jobs read displaces one fewer jobs read; chunks of equal worth stay where they
+ * are. Chunks no plan declares (guesses from popularity or
  * history) keep the next-use rule alone. Without a write budget, writes are free and Belady's
  * rule alone decides: on the generated traces of {@code bench policy} (where an admission is
  * instant, so a swap's reads are never lost to the write) the worth rule keeps 0.88–0.89 of the
