@@ -57,7 +57,7 @@ final class BenchSetup implements Callable<Integer> {
           : " cannot make a virtual environment (Debian: apt-get install python3-venv)"));
       return Main.FAILURE;
     }
-    deleteTree(venv);
+    Processes.deleteTree(venv);
     boolean done = false;
     try {
       err.println("bench setup: making " + venv + " (the pinned peers are some GiB; this takes minutes)");
@@ -76,7 +76,7 @@ final class BenchSetup implements Callable<Integer> {
       done = true;
     } finally {
       if (!done) {
-        deleteTree(venv);
+        Processes.deleteTree(venv);
       }
     }
     out.println("made " + venv + ": the benchmarks and the Python client's tests use it");
@@ -97,17 +97,6 @@ final class BenchSetup implements Callable<Integer> {
       return p.waitFor();
     } catch (IOException e) {
       return 127;
-    }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    try (var walk = Files.walk(dir)) {
-      for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }
