@@ -12,6 +12,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import software.amazon.awssdk.core.ResponseInputStream;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 
@@ -62,13 +63,22 @@ final class S3Channel extends RemoteChannel {
       long t0 = System.nanoTime();
       try (ResponseInputStream<GetObjectResponse> in = c.getObject(r.build())) {
         long t1 = System.nanoTime();
-        int got = in.readNBytes(b, off, n);
+        int got;
+        try {
+          got = in.readNBytes(b, off, n);
+        } catch (IOException e) {
+          // The connection died under the body (a store killed mid-answer): the store's failure, as
+          // the SDK's are, so that it is waited out and the range asked again, never decoded as it is.
+          throw SdkClientException.create("reading the body of " + path + " at " + at + ": " + e, e);
+        }
         bucket.model.firstByte(t1 - t0);
         bucket.model.body(got, System.nanoTime() - t1);
         GETS.incrementAndGet();
         BYTES.addAndGet(got);
         if (got < n) {
-          throw new EOFException(path + " is shorter than the " + size + " bytes it had when opened (read at " + at + ")");
+          // The ETag pins the object, so a short body is an answer cut off, not a shorter object.
+          throw SdkClientException.create(path + " answered " + got + " of " + n + " bytes at " + at,
+              new EOFException(path + " is shorter than the " + size + " bytes it had when opened (read at " + at + ")"));
         }
       }
       return null;
