@@ -18,15 +18,12 @@ import io.strata.sdk.internal.Json;
 import io.strata.sdk.node.NodeClient;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -280,24 +277,24 @@ public final class ClusterBench implements Callable<Integer> {
             members.add(lab.address(k));
           }
         }
-        nodes.add(startNode(lab, h, c, home, java(), env));
+        nodes.add(LabProcesses.startNode(lab, h, c, home, java(), env));
         clients.add(new NodeClient("http://" + lab.address(h) + ":7070", TOKEN));
       }
       for (int h = 1; h <= 3; h++) {
-        awaitHealth(clients.get(h - 1), nodes.get(h - 1), dir.resolve("h" + h + "/node.log"));
+        LabProcesses.awaitHealth(clients.get(h - 1), nodes.get(h - 1), dir.resolve("h" + h + "/node.log"));
         clients.get(h - 1).registerDataset(data);
       }
       if (clustered) {
         for (NodeClient c : clients) {
-          await(() -> c.tiers().path("cluster").path("members").size() == 3, 120, "three members");
+          LabProcesses.await(() -> c.tiers().path("cluster").path("members").size() == 3, 120, "three members");
         }
       }
       log.printf("%s: nodes up; job A on host 1 ...%n", label);
       ArrayNode results = m.putArray("jobs");
       Process a = job(lab, 1, "job-a", data, truth, jobs.get(0), stepMs, env, dir);
-      finish(a, "job-a");
-      results.add(jobResult(dir, "job-a", a));
-      await(() -> clients.get(0).tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "host 1's promotions");
+      LabProcesses.finish(a, "job-a");
+      results.add(LabProcesses.jobResult(dir, "job-a", a));
+      LabProcesses.await(() -> clients.get(0).tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "host 1's promotions");
       JsonNode node1 = clients.get(0).tiers();
       log.printf("%s: jobs B and C on hosts 2 and 3 ...%n", label);
       // On HDFS, B and C train slower (at least 500 ms a batch), so that they still read when the
@@ -307,7 +304,7 @@ public final class ClusterBench implements Callable<Integer> {
       Process c = job(lab, 3, "job-c", data, truth, jobs.get(2), stepBC, env, dir);
       double noticed = Double.NaN;
       if (dfs != null) {
-        await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
+        LabProcesses.await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
             "host 2's first reads");
         boolean during = b.isAlive() && c.isAlive();
         dfs.killDataNode(0);
@@ -322,7 +319,7 @@ public final class ClusterBench implements Callable<Integer> {
             .put("nameNodeRestartedDuringJobs", b.isAlive() && c.isAlive()).put("nameNodeRestartSeconds", restart);
       }
       if (store != null) {
-        await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
+        LabProcesses.await(() -> !b.isAlive() || clients.get(1).tiers().path("traffic").path("reads").asLong() > 0, 120,
             "host 2's first reads");
         boolean during = b.isAlive() && c.isAlive();
         double gone = store.restart();
@@ -331,23 +328,23 @@ public final class ClusterBench implements Callable<Integer> {
             .put("restartedDuringJobs", during && b.isAlive() && c.isAlive()).put("restartSeconds", gone);
       }
       if (clustered && killDuring) {
-        await(() -> !b.isAlive() || clients.get(1).tiers().path("cluster").path("peerReads").asLong() > 0, 120,
+        LabProcesses.await(() -> !b.isAlive() || clients.get(1).tiers().path("cluster").path("peerReads").asLong() > 0, 120,
             "host 2's first peer read");
         node1 = clients.get(0).tiers();
         long t0 = System.nanoTime();
         nodes.get(0).destroyForcibly();
         nodes.get(0).waitFor();
         log.printf("%s: host 1's node killed (SIGKILL) while B and C run%n", label);
-        await(() -> clients.get(1).tiers().path("cluster").path("members").size() == 2, 120, "host 2 to drop host 1");
+        LabProcesses.await(() -> clients.get(1).tiers().path("cluster").path("members").size() == 2, 120, "host 2 to drop host 1");
         noticed = (System.nanoTime() - t0) / 1e9;
       }
-      finish(b, "job-b");
-      finish(c, "job-c");
-      results.add(jobResult(dir, "job-b", b));
-      results.add(jobResult(dir, "job-c", c));
+      LabProcesses.finish(b, "job-b");
+      LabProcesses.finish(c, "job-c");
+      results.add(LabProcesses.jobResult(dir, "job-b", b));
+      results.add(LabProcesses.jobResult(dir, "job-c", c));
       for (int h = 2; h <= 3; h++) {
         NodeClient cl = clients.get(h - 1);
-        await(() -> cl.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "promotions");
+        LabProcesses.await(() -> cl.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 120, "promotions");
       }
       List<JsonNode> status = new ArrayList<>(List.of(node1, clients.get(1).tiers(), clients.get(2).tiers()));
       if (clustered && !killDuring) {
@@ -363,12 +360,12 @@ public final class ClusterBench implements Callable<Integer> {
         long t0 = System.nanoTime();
         nodes.get(2).destroyForcibly();
         nodes.get(2).waitFor();
-        await(() -> clients.get(0).tiers().path("cluster").path("members").size() == 2, 120, "host 1 to drop host 3");
+        LabProcesses.await(() -> clients.get(0).tiers().path("cluster").path("members").size() == 2, 120, "host 1 to drop host 3");
         noticed = (System.nanoTime() - t0) / 1e9;
         // A partition kills nothing and closes no connection: only the missing heartbeats tell.
         t0 = System.nanoTime();
         lab.partition(2);
-        await(() -> clients.get(0).tiers().path("cluster").path("members").size() == 1, 120, "host 1 to drop host 2");
+        LabProcesses.await(() -> clients.get(0).tiers().path("cluster").path("members").size() == 1, 120, "host 1 to drop host 2");
         m.put("partitionNoticedSeconds", (System.nanoTime() - t0) / 1e9);
       }
       long loaderOrc = 0;
@@ -459,11 +456,11 @@ public final class ClusterBench implements Callable<Integer> {
    */
   private static double[] timedPromote(NodeClient c, List<String> features, String counter) throws Exception {
     c.evict("events", features, null);
-    await(() -> c.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 60, "evictions");
+    LabProcesses.await(() -> c.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 60, "evictions");
     long before = c.tiers().path("cluster").path(counter).asLong();
     long t0 = System.nanoTime();
     int scheduled = c.promote("events", features, null).path("scheduled").asInt();
-    await(() -> c.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 300, "promotions");
+    LabProcesses.await(() -> c.tiers().path("ssd").path("pendingPromotions").asInt() == 0, 300, "promotions");
     double seconds = (System.nanoTime() - t0) / 1e9;
     long grew = c.tiers().path("cluster").path(counter).asLong() - before;
     if (scheduled == 0 || grew == 0) {
@@ -482,79 +479,5 @@ public final class ClusterBench implements Callable<Integer> {
     Path out = dir.resolve(name + ".log");
     Files.deleteIfExists(out);
     return lab.start(host, cmd, env, out);
-  }
-
-  /** Waits for a job (at most 10 minutes; then it is killed and counts as failed). */
-  private static void finish(Process p, String name) throws InterruptedException {
-    if (!p.waitFor(10, TimeUnit.MINUTES)) {
-      p.destroyForcibly();
-      p.waitFor();
-      throw new IllegalStateException(name + " did not finish within 10 minutes");
-    }
-  }
-
-  private static ObjectNode jobResult(Path dir, String name, Process p) throws IOException {
-    String output = Files.readString(dir.resolve(name + ".log"), StandardCharsets.UTF_8);
-    JsonNode j = Processes.jsonResult(output);
-    ObjectNode o = j == null ? Json.object().put("error", clip(output)) : (ObjectNode) j.deepCopy();
-    o.remove("epochs");
-    return o.put("job", name).put("exit", p.exitValue());
-  }
-
-  private static String clip(String s) {
-    return s.length() > 2000 ? s.substring(s.length() - 2000) : s;
-  }
-
-  private interface Check {
-    boolean ok() throws Exception;
-  }
-
-  private static void await(Check c, int seconds, String what) throws Exception {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (true) {
-      try {
-        if (c.ok()) {
-          return;
-        }
-      } catch (IOException e) {
-        // Not up yet.
-      }
-      if (System.nanoTime() > end) {
-        throw new IllegalStateException("timed out after " + seconds + " s waiting for " + what);
-      }
-      Thread.sleep(100);
-    }
-  }
-
-  /**
-   * Writes {@code config} as host {@code h}'s node configuration ({@code home/node.conf.json},
-   * 0600: it holds the token) and starts {@code strata node start} there with the command {@code
-   * java} ends in; its log is {@code home/node.log}.
-   */
-  static Process startNode(ClusterLab lab, int h, ObjectNode config, Path home, List<String> java, Map<String, String> env)
-      throws IOException {
-    Path conf = home.resolve("node.conf.json");
-    Files.writeString(conf, Json.compact(config), StandardCharsets.UTF_8);
-    Files.setPosixFilePermissions(conf, PosixFilePermissions.fromString("rw-------"));
-    List<String> cmd = new ArrayList<>(java);
-    cmd.addAll(List.of("node", "start", "--config", conf.toString(), "--foreground"));
-    return lab.start(h, cmd, env, home.resolve("node.log"));
-  }
-
-  /** Waits up to two minutes for the node at {@code c} (process {@code p}, logging to {@code log}) to answer. */
-  static void awaitHealth(NodeClient c, Process p, Path log) throws Exception {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (true) {
-      try {
-        c.health();
-        return;
-      } catch (IOException e) {
-        if (!p.isAlive() || System.nanoTime() > end) {
-          String tail = Files.exists(log) ? clip(Files.readString(log, StandardCharsets.UTF_8)) : "";
-          throw new IllegalStateException("node at " + c.url() + " did not come up: " + tail);
-        }
-        Thread.sleep(200);
-      }
-    }
   }
 }

@@ -223,11 +223,11 @@ public final class DerivedClusterBench {
             members.add(lab.address(k));
           }
         }
-        nodes.add(ClusterBench.startNode(lab, h, c, home, ClusterBench.java("512m"), env));
+        nodes.add(LabProcesses.startNode(lab, h, c, home, ClusterBench.java("512m"), env));
         clients.add(new NodeClient("http://" + lab.address(h) + ":7070", TOKEN));
       }
       for (int h = 1; h <= 3; h++) {
-        ClusterBench.awaitHealth(clients.get(h - 1), nodes.get(h - 1), dir.resolve("h" + h + "/node.log"));
+        LabProcesses.awaitHealth(clients.get(h - 1), nodes.get(h - 1), dir.resolve("h" + h + "/node.log"));
         clients.get(h - 1).registerDataset(data);
       }
       if (peers) {

@@ -24,10 +24,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -202,7 +200,7 @@ final class FleetBench implements Callable<Integer> {
       if (json) {
         out.println(Json.compact(result));
       } else {
-        printTable(out, result);
+        FleetResults.printTable(out, result, jobs, epochs);
       }
       return 0;
     } finally {
@@ -233,7 +231,7 @@ final class FleetBench implements Callable<Integer> {
     long orcBytes = Manifest.read(orc).fileBytes();
     boolean root = PrivateDirs.uid() == 0;
     try (SlowTier slow = SlowTier.open(data, orcBytes * 3 + (256L << 20), !quick && root, log)) {
-      Cleanup cleanup = new Cleanup(slow);
+      FleetCleanup cleanup = new FleetCleanup(slow);
       try {
         return measure(slow, data, orc, py, harness, log);
       } finally {
@@ -276,7 +274,7 @@ final class FleetBench implements Callable<Integer> {
     long third = (long) (datasetBytes * memoryFraction);
     long memoryLimit = quick ? Math.max(third, 2L << 30) : third;
     long ssdBudget = datasetBytes / 4;
-    List<Job> plan = jobs();
+    List<FleetJob> plan = FleetJob.draw(jobs);
     ObjectNode result = Json.object().put("benchmark", "fleet").put("quick", quick)
         .put("rows", reference.path("rows").asLong()).put("samples", reference.path("samples").asLong())
         .put("datasetBytes", datasetBytes).put("chunks", reference.path("rowGroups").size())
@@ -296,7 +294,7 @@ final class FleetBench implements Callable<Integer> {
     reference.path("columnBytes").properties().forEach(e -> colBytes.merge(e.getKey().split("\\.", 2)[0], e.getValue().asLong(),
         Long::sum));
     long stored = colBytes.values().stream().mapToLong(Long::longValue).sum();
-    for (Job j : plan) {
+    for (FleetJob j : plan) {
       long mine = j.features().stream().mapToLong(f -> colBytes.getOrDefault(f, 0L)).sum();
       js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()))
           .put("shareOfStoredBytes", stored == 0 ? 0 : (double) mine / stored);
@@ -320,70 +318,8 @@ final class FleetBench implements Callable<Integer> {
         bySide.set(side, runSide(side, layout, ds, base, plan, py, harness, slow, memoryLimit, ssdBudget, store, log));
       }
     }
-    result.set("ratios", ratios(bySide, ssdBudget));
+    result.set("ratios", FleetResults.ratios(bySide, ssdBudget));
     return result;
-  }
-
-  /**
-   * Unmounts the slow tier and ends the side's processes when the bench itself is stopped (Ctrl-C,
-   * SIGTERM), which would otherwise leave the loop device mounted and the cgroups populated; the
-   * next run cleans up either way.
-   */
-  private static final class Cleanup implements AutoCloseable {
-    private final Thread hook;
-
-    Cleanup(SlowTier slow) {
-      hook = Thread.ofPlatform().name("strata-fleet-cleanup").unstarted(() -> {
-        ProcessHandle.current().descendants().forEach(ProcessHandle::destroyForcibly);
-        try {
-          slow.close();
-        } catch (IOException ignored) {
-          // the next run unmounts what is left
-        }
-      });
-      Runtime.getRuntime().addShutdownHook(hook);
-    }
-
-    @Override
-    public void close() {
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException shuttingDown) {
-        // the hook runs
-      }
-    }
-  }
-
-  /** One job: its name, batching mode and features. */
-  record Job(String name, String mode, List<String> features, long seed) {}
-
-  /** The jobs: half sample batches, half rows; each 3 or 4 features drawn without replacement by Zipf popularity (exponent 1). */
-  private List<Job> jobs() {
-    Random r = new Random(58);
-    List<Job> out = new ArrayList<>();
-    for (int k = 0; k < jobs; k++) {
-      int n = 3 + (k % 2);
-      List<String> pool = new ArrayList<>(FEATURES);
-      List<String> mine = new ArrayList<>();
-      while (mine.size() < n) {
-        double total = 0;
-        for (int i = 0; i < pool.size(); i++) {
-          total += 1.0 / (FEATURES.indexOf(pool.get(i)) + 1);
-        }
-        double x = r.nextDouble() * total;
-        int pick = pool.size() - 1;
-        for (int i = 0; i < pool.size(); i++) {
-          x -= 1.0 / (FEATURES.indexOf(pool.get(i)) + 1);
-          if (x <= 0) {
-            pick = i;
-            break;
-          }
-        }
-        mine.add(pool.remove(pick));
-      }
-      out.add(new Job("fleet-" + k, k % 2 == 0 ? "samples" : "rows", mine, k + 1));
-    }
-    return out;
   }
 
   /** The dataset's directory as an object prefix of the store: {@code s3://<mount's name>/<path in the mount>}. */
@@ -391,7 +327,7 @@ final class FleetBench implements Callable<Integer> {
     return "s3://" + slow.mount().getFileName() + "/" + slow.mount().relativize(ds);
   }
 
-  private ObjectNode runSide(String side, Path data, Path ds, ObjectNode base, List<Job> plan, String py, Path harness,
+  private ObjectNode runSide(String side, Path data, Path ds, ObjectNode base, List<FleetJob> plan, String py, Path harness,
       SlowTier slow, long memoryLimit, long ssdBudget, S3Lab store, PrintWriter log) throws Exception {
     // What the side reads: the dataset's directory, or the bucket the store serves it as.
     String dataset = store == null ? ds.toString() : bucketPath(slow, ds);
@@ -408,7 +344,7 @@ final class FleetBench implements Callable<Integer> {
       Process node = null;
       NodeClient client = null;
       List<Process> procs = new ArrayList<>();
-      Sampler sampler = new Sampler(group, slow);
+      FleetSampler sampler = new FleetSampler(group, slow);
       Thread sampling = Thread.ofPlatform().name("strata-fleet-sampler").daemon(true).start(sampler);
       long t0 = System.nanoTime();
       long cpu0 = group.cpuNanos();
@@ -439,14 +375,14 @@ final class FleetBench implements Callable<Integer> {
           node = pb.start();
           group.track(node);
           client = new NodeClient("http://127.0.0.1:" + port, null);
-          ClusterBench.awaitHealth(client, node, sideDir.resolve("node.log"));
+          LabProcesses.awaitHealth(client, node, sideDir.resolve("node.log"));
           client.registerDataset(store == null ? ds : io.strata.sdk.files.Locations.dataset(dataset));
           if (flashWritesPerHour > 0) {
             client.setPolicy(Json.object().put("flashWriteBudgetBytesPerHour", (long) (flashWritesPerHour * ssdBudget)));
           }
           r.put("nodeJavaOpts", nodeJavaOpts).put("loaderService", separateService ? "a JVM of its own" : "in the node's JVM");
         }
-        for (Job j : plan) {
+        for (FleetJob j : plan) {
           ObjectNode s = base.deepCopy().put("side", side).put("name", j.name()).put("mode", j.mode()).put("epochs", epochs)
               .put("seed", j.seed()).put("batchRows", 8192).put("batchSamples", 32).put("blockChunks", blockChunks)
               .put("dataset", dataset).put("fsspecCache", sideDir.resolve("fsspec-cache").toString());
@@ -523,140 +459,12 @@ final class FleetBench implements Callable<Integer> {
       r.set("exitCodes", Json.MAPPER.valueToTree(codes));
       r.put("seconds", seconds).put("slowTierBytes", sampler.slowBytes()).put("peakPssBytes", sampler.peakPss())
           .put("cgroupPeakBytes", group.peakBytes()).put("oomKills", group.oomKills()).put("cpuSeconds", cpu / 1e9);
-      collect(r, plan, sideDir, sampler, cpu);
+      FleetResults.collect(r, plan, epochs, sideDir, sampler, cpu);
       log.printf("fleet: %s: %s, %s read from the slow tier, peak PSS %s, values %s%n", side, Terminal.seconds(seconds),
           Terminal.bytes(r.path("slowTierBytes").asLong()), Terminal.bytes(r.path("peakPssBytes").asLong()),
           r.path("valuesChecked").asBoolean() ? "checked" : "NOT all checked");
       return r;
     }
-  }
-
-  /** Reads the jobs' JSON lines: per job its epochs, per epoch the side's aggregate. */
-  private void collect(ObjectNode r, List<Job> plan, Path sideDir, Sampler sampler, long cpuNanos)
-      throws IOException {
-    ArrayNode js = r.putArray("jobs");
-    boolean valuesOk = true;
-    long units = 0;
-    double[] eStart = new double[epochs];
-    double[] eEnd = new double[epochs];
-    long[] eUnits = new long[epochs];
-    long[] eRows = new long[epochs];
-    long[] eSamples = new long[epochs];
-    int[] eJobs = new int[epochs];
-    java.util.Arrays.fill(eStart, Double.MAX_VALUE);
-    for (Job j : plan) {
-      ObjectNode o = js.addObject().put("name", j.name()).put("mode", j.mode()).put("features", String.join(",", j.features()));
-      double started = Double.NaN;
-      double first = Double.NaN;
-      ArrayNode es = o.putArray("epochs");
-      Path f = sideDir.resolve(j.name() + ".out");
-      for (String line : Files.exists(f) ? Files.readAllLines(f) : List.<String>of()) {
-        if (!line.startsWith("{")) {
-          continue;
-        }
-        JsonNode l = Json.parse(line.getBytes(StandardCharsets.UTF_8));
-        if (l.has("started")) {
-          started = l.path("started").asDouble();
-        } else if (l.has("first")) {
-          first = l.path("first").asDouble();
-        } else if (l.path("stats").isObject()) {
-          o.set("loaderStats", l.path("stats")); // a Strata job's: bytes per tier, chunk columns read ahead and released
-        } else if (l.has("epoch")) {
-          es.add(l);
-          int e = l.path("epoch").asInt();
-          if (e < epochs) {
-            eStart[e] = Math.min(eStart[e], l.path("start").asDouble());
-            eEnd[e] = Math.max(eEnd[e], l.path("end").asDouble());
-            long u = j.mode().equals("rows") ? l.path("rows").asLong() : l.path("samples").asLong();
-            eUnits[e] += u;
-            eRows[e] += l.path("rows").asLong();
-            eSamples[e] += l.path("samples").asLong();
-            eJobs[e]++;
-            units += u;
-          }
-          valuesOk &= l.path("valuesChecked").asBoolean();
-        }
-      }
-      valuesOk &= es.size() == epochs;
-      o.put("firstBatchSeconds", first - started);
-      if (es.size() != epochs) {
-        Path err = sideDir.resolve(j.name() + ".err");
-        o.put("error", Files.exists(err) ? tail(Files.readString(err)) : "no output");
-      }
-    }
-    ArrayNode ep = r.putArray("epochs");
-    for (int e = 0; e < epochs; e++) {
-      double secs = eJobs[e] == 0 ? 0 : eEnd[e] - eStart[e];
-      ep.addObject().put("epoch", e).put("jobsDone", eJobs[e]).put("seconds", secs)
-          .put("unitsPerSecond", secs <= 0 ? 0 : eUnits[e] / secs).put("rowsPerSecond", secs <= 0 ? 0 : eRows[e] / secs)
-          .put("samplesPerSecond", secs <= 0 ? 0 : eSamples[e] / secs)
-          .put("slowTierBytesToEnd", sampler.slowBytesAt(eEnd[e]));
-    }
-    double laterStart = epochs > 1 ? eStart[1] : Double.NaN;
-    double laterEnd = eEnd[epochs - 1];
-    long laterUnits = 0;
-    for (int e = 1; e < epochs; e++) {
-      laterUnits += eUnits[e];
-    }
-    r.put("firstEpochUnitsPerSecond", ep.get(0).path("unitsPerSecond").asDouble())
-        .put("laterEpochsUnitsPerSecond", epochs > 1 && laterEnd > laterStart ? laterUnits / (laterEnd - laterStart) : 0)
-        .put("cpuSecondsPerUnit", units == 0 ? 0 : cpuNanos / 1e9 / units).put("valuesChecked", valuesOk);
-  }
-
-  private static ObjectNode ratios(ObjectNode sides, long ssdBudget) {
-    ObjectNode q = Json.object();
-    JsonNode s = sides.path("strata");
-    if (s.isMissingNode()) {
-      return q;
-    }
-    double bestFirst = 0;
-    double bestLater = 0;
-    double leastBytes = Double.MAX_VALUE;
-    double leastMemory = Double.MAX_VALUE;
-    boolean valuesAll = true;
-    for (var it = sides.properties().iterator(); it.hasNext(); ) {
-      var e = it.next();
-      valuesAll &= e.getValue().path("valuesChecked").asBoolean();
-      if (e.getKey().equals("strata")) {
-        continue;
-      }
-      bestFirst = Math.max(bestFirst, e.getValue().path("firstEpochUnitsPerSecond").asDouble());
-      bestLater = Math.max(bestLater, e.getValue().path("laterEpochsUnitsPerSecond").asDouble());
-      leastBytes = Math.min(leastBytes, e.getValue().path("slowTierBytes").asDouble());
-      leastMemory = Math.min(leastMemory, e.getValue().path("peakPssBytes").asDouble());
-    }
-    if (bestFirst > 0) {
-      q.put("fleetVsBestPeerFirstEpoch", s.path("firstEpochUnitsPerSecond").asDouble() / bestFirst);
-    }
-    if (bestLater > 0) {
-      q.put("fleetVsBestPeerLaterEpochs", s.path("laterEpochsUnitsPerSecond").asDouble() / bestLater);
-    }
-    if (leastBytes > 0 && leastBytes < Double.MAX_VALUE) {
-      q.put("slowTierBytesVsBestPeer", s.path("slowTierBytes").asDouble() / leastBytes);
-    }
-    if (leastMemory > 0 && leastMemory < Double.MAX_VALUE) {
-      q.put("memoryVsBestPeer", s.path("peakPssBytes").asDouble() / leastMemory);
-    }
-    q.put("ssdBytesWrittenVsBudget", s.path("ssdBytesWritten").asDouble() / Math.max(1, ssdBudget));
-    q.put("valuesChecked", valuesAll);
-    return q;
-  }
-
-  private void printTable(PrintWriter out, ObjectNode r) {
-    out.printf("fleet: %d jobs x %d epochs, %s rows (%s), memory %s, SSD budget %s, slow tier %s%n", jobs, epochs,
-        Terminal.count(r.path("rows").asLong()), Terminal.bytes(r.path("datasetBytes").asLong()),
-        Terminal.bytes(r.path("memoryLimitBytes").asLong()), Terminal.bytes(r.path("ssdBudgetBytes").asLong()),
-        r.path("slowTier").path("device").asText());
-    out.printf("%-8s %12s %12s %12s %12s %10s %8s%n", "side", "epoch 1 u/s", "later u/s", "slow bytes", "peak PSS", "ssd wr", "values");
-    for (var it = r.path("sides").properties().iterator(); it.hasNext(); ) {
-      var e = it.next();
-      JsonNode s = e.getValue();
-      out.printf("%-8s %12.0f %12.0f %12s %12s %10s %8s%n", e.getKey(), s.path("firstEpochUnitsPerSecond").asDouble(),
-          s.path("laterEpochsUnitsPerSecond").asDouble(), Terminal.bytes(s.path("slowTierBytes").asLong()),
-          Terminal.bytes(s.path("peakPssBytes").asLong()), Terminal.bytes(s.path("ssdBytesWritten").asLong()),
-          s.path("valuesChecked").asBoolean() ? "ok" : "WRONG");
-    }
-    out.println("ratios: " + Json.compact(r.path("ratios")));
   }
 
   private static void runPython(String py, Path harness, String what, Path specFile, Path logFile, int seconds) throws Exception {
@@ -671,7 +479,7 @@ final class FleetBench implements Callable<Integer> {
     }
   }
 
-  private static String tail(String s) {
+  static String tail(String s) {
     String t = s.strip();
     return t.length() > 600 ? "..." + t.substring(t.length() - 600) : t;
   }
@@ -699,80 +507,5 @@ final class FleetBench implements Callable<Integer> {
   /** Where Strata's jobs find their loader service (the node's, unless --separate-service). */
   private static Path serviceSocket(Path sideDir) throws IOException {
     return PrivateDirs.ensure(sideDir.resolve("svc")).resolve("loader.sock");
-  }
-
-  /** Reads the side's processes' PSS and the slow tier's read bytes every quarter second. */
-  private static final class Sampler implements Runnable {
-    private final SideGroup group;
-    private final SlowTier slow;
-    private final long bytes0;
-    private final AtomicLong peakPss = new AtomicLong();
-    private volatile boolean stopped;
-    /** (wall-clock seconds, slow-tier bytes since the start) samples; written by the sampler only, read after it ends. */
-    private final List<double[]> timeline = new ArrayList<>();
-
-    Sampler(SideGroup group, SlowTier slow) throws IOException {
-      this.group = group;
-      this.slow = slow;
-      this.bytes0 = slow.readBytes();
-    }
-
-    @Override
-    public void run() {
-      while (!stopped) {
-        sample();
-        try {
-          Thread.sleep(250);
-        } catch (InterruptedException e) {
-          return;
-        }
-      }
-      sample();
-    }
-
-    private void sample() {
-      long pss = 0;
-      for (long pid : group.pids()) {
-        try {
-          pss += BenchCommand.smapsRollup(pid).getOrDefault("Pss", 0L) * 1024;
-        } catch (IOException gone) {
-          // exited between the listing and the read
-        }
-      }
-      peakPss.accumulateAndGet(pss, Math::max);
-      try {
-        synchronized (timeline) {
-          timeline.add(new double[] {System.currentTimeMillis() / 1e3, slow.readBytes() - bytes0});
-        }
-      } catch (IOException ignored) {
-        // the device's counters could not be read this time
-      }
-    }
-
-    void stop() {
-      stopped = true;
-    }
-
-    long peakPss() {
-      return peakPss.get();
-    }
-
-    long slowBytes() {
-      synchronized (timeline) {
-        return timeline.isEmpty() ? 0 : (long) timeline.getLast()[1];
-      }
-    }
-
-    /** The slow-tier bytes read by wall-clock time {@code t} (the first sample at or after it). */
-    long slowBytesAt(double t) {
-      synchronized (timeline) {
-        for (double[] s : timeline) {
-          if (s[0] >= t) {
-            return (long) s[1];
-          }
-        }
-        return timeline.isEmpty() ? 0 : (long) timeline.getLast()[1];
-      }
-    }
   }
 }

@@ -5,7 +5,6 @@ import io.strata.sdk.files.Manifest;
 import io.strata.sdk.files.OrcIo;
 import io.strata.sdk.files.FileTails;
 import io.strata.sdk.files.StreamChecksums;
-import io.strata.sdk.files.StripeFooters;
 import io.strata.sdk.files.VersionLeases;
 import io.strata.sdk.CorruptFileException;
 import io.strata.sdk.FeatureInfo;
@@ -15,7 +14,6 @@ import io.strata.sdk.internal.Json;
 import io.strata.sdk.internal.SafePaths;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -351,86 +349,7 @@ public final class Relayout {
    * that the manifest no longer references.
    */
   public static void cleanUp(Path dir) throws IOException {
-    if (!Files.exists(dir.resolve(Manifest.FILE_NAME))) {
-      return;
-    }
-    dir = SafePaths.trusted(dir);
-    finishRollback(dir); // a rollback a crash interrupted: its swap first, so both versions stay referenced
-    Manifest m = Manifest.read(dir);
-    Set<String> referenced = new HashSet<>();
-    Set<String> layouts = new HashSet<>();
-    Manifest previous = previous(dir, m);
-    for (Manifest version : previous == null ? List.of(m) : List.of(m, previous)) {
-      for (Manifest.OrcFileInfo f : version.files()) {
-        referenced.add(f.path());
-        int slash = f.path().indexOf('/');
-        if (slash > 0) {
-          layouts.add(f.path().substring(0, slash));
-        }
-      }
-    }
-    Path pending = dir.resolve(PENDING);
-    if (Files.exists(pending)) {
-      // Each entry: a replaced version and its files no manifest names any more, removed once no
-      // process reads that version (VersionLeases); kept listed, and its files kept, until then.
-      // (A bare path is an entry of an older build: removed at once.)
-      var still = Json.array();
-      for (var n : Json.parse(Files.readAllBytes(pending))) {
-        String version = n.isObject() ? n.path("version").asText("") : null;
-        if (version != null && VersionLeases.inUse(dir, version)) {
-          still.add(n);
-          n.path("paths").forEach(p -> {
-            int slash = p.asText().indexOf('/');
-            if (slash > 0) {
-              layouts.add(p.asText().substring(0, slash));
-            }
-          });
-          continue;
-        }
-        for (var p : n.isObject() ? n.path("paths") : Json.array().add(n)) {
-          removeOldFile(dir, p.asText(), referenced);
-        }
-        if (version != null && !version.isEmpty()) {
-          VersionLeases.forget(dir, version);
-        }
-      }
-      if (still.isEmpty()) {
-        Files.delete(pending);
-      } else {
-        AtomicFiles.write(pending, Json.pretty(still).getBytes(StandardCharsets.UTF_8));
-      }
-    }
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-      for (Path p : ds) {
-        String name = p.getFileName().toString();
-        boolean staleLayout = name.startsWith(LAYOUT_PREFIX) && !layouts.contains(name);
-        if ((name.startsWith(TMP_PREFIX) || staleLayout) && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
-          AtomicFiles.deleteTree(p);
-        }
-      }
-    }
-  }
-
-  /**
-   * Removes a file of a replaced version (and its sidecar, and its layout directory once empty)
-   * unless a manifest names it. Every directory on the way below {@code dir} is opened without
-   * following links ({@link SafePaths#deleteInside}): a name in {@code relayout.pending} that
-   * passes through a link is refused, never followed.
-   */
-  private static void removeOldFile(Path dir, String p, Set<String> referenced) throws IOException {
-    if (referenced.contains(p)) {
-      return;
-    }
-    String what = "a file listed in " + PENDING;
-    SafePaths.deleteInside(dir, p, what);
-    SafePaths.deleteInside(dir, p + StripeFooters.SUFFIX, what);
-    int slash = p.lastIndexOf('/');
-    if (slash > 0 && p.indexOf('/') == slash && p.startsWith(LAYOUT_PREFIX)) {
-      Path parent = dir.resolve(p.substring(0, slash));
-      if (Files.isDirectory(parent, LinkOption.NOFOLLOW_LINKS) && isEmpty(parent)) {
-        SafePaths.deleteInside(dir, p.substring(0, slash), what);
-      }
-    }
+    RelayoutCleanup.run(dir);
   }
 
   /**
@@ -442,7 +361,7 @@ public final class Relayout {
   }
 
   /** As above, {@code current} being the dataset's manifest as the caller read it. */
-  private static Manifest previous(Path dir, Manifest current) throws IOException {
+  static Manifest previous(Path dir, Manifest current) throws IOException {
     Path file = dir.resolve(PREVIOUS);
     if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
       return null;
@@ -517,7 +436,7 @@ public final class Relayout {
    * journal removed. A journal that does not parse is one a crash cut short before it was whole
    * (it is written atomically, so it cannot be): it is refused, naming it.
    */
-  private static void finishRollback(Path dir) throws IOException {
+  static void finishRollback(Path dir) throws IOException {
     Path journal = dir.resolve(ROLLBACK_JOURNAL);
     if (!Files.isRegularFile(journal, LinkOption.NOFOLLOW_LINKS)) {
       return;
@@ -550,12 +469,6 @@ public final class Relayout {
       for (var p : n.isObject() ? n.path("paths") : Json.array().add(n)) {
         SafePaths.inside(dir, p.asText(), "a file listed in " + PENDING);
       }
-    }
-  }
-
-  private static boolean isEmpty(Path d) throws IOException {
-    try (DirectoryStream<Path> ds = Files.newDirectoryStream(d)) {
-      return !ds.iterator().hasNext();
     }
   }
 }

@@ -27,20 +27,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
 import java.util.stream.Stream;
-import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.CompressionType;
-import org.rocksdb.EnvOptions;
-import org.rocksdb.IngestExternalFileOptions;
-import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
-import org.rocksdb.SstFileWriter;
-import org.rocksdb.WriteBatch;
-import org.rocksdb.WriteOptions;
 
 /**
  * Derived features computed once and shared by every job, in RocksDB.
@@ -61,69 +50,34 @@ import org.rocksdb.WriteOptions;
  * Jobs in the writer's process that ask for the same fingerprint at the same time wait for one
  * computation ({@link #getOrCompute}).
  *
- * <p>Threads and locks: every call that touches a native handle holds the read side of {@code
- * handles} for that one call (a computation takes it per chunk, not for its whole length; an
+ * <p>Threads and locks: every call that touches a native handle holds the read side of {@link
+ * StoreRocks}' handles lock for that one call (a computation takes it per chunk, not for its whole length; an
  * ingestion holds it while it writes the SST file and hands it to RocksDB); {@link
  * #close()} takes the write side, waits for the calls in flight and closes every handle in
  * dependency order, after which calls fail with {@link IllegalStateException} naming the store.
- * {@code inflight} (one computation per fingerprint), {@code checksumsInFlight} (one pass per source
- * column) and the checksum cache are concurrent maps.
+ * {@code inflight} (one computation per fingerprint), {@link SourceChecksums}' maps are
+ * concurrent.
  */
 public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final Path dir;
   private final boolean writer;
-  /** The RocksDB instance and its handles, closed together ({@link RocksHandles}). */
-  private final RocksHandles rocks;
-  private final RocksDB db;
-  private final ColumnFamilyHandle meta;
-  private final ColumnFamilyHandle data;
-  private final WriteOptions syncWrites;
+  /** The RocksDB instance, its layout and the lock that guards its handles ({@link StoreRocks}). */
+  private final StoreRocks rocks;
   private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
-  private final Map<String, Long> checksumCache = new ConcurrentHashMap<>();
-  /** Source checksums being computed now, so that threads asking for one at once wait for one pass ({@link #columnChecksum}). */
-  private final Map<String, CompletableFuture<Long>> checksumsInFlight = new ConcurrentHashMap<>();
+  /** Source columns' checksums, cached, one pass a column at a time ({@link #columnChecksum}). */
+  private final SourceChecksums checksums;
   private final AtomicLong computations = new AtomicLong();
   private final AtomicLong ingested = new AtomicLong();
   /** Where a batch job stages features this store ingests instead of computing ({@link #useStaging}); null: nowhere. */
   private volatile Path staging;
   /** What jobs computed on the fly, for promotion ({@code usage/}). */
   private final UsageLog usage;
-  private volatile long lastCatchUp;
-  private volatile boolean closed;
-  /**
-   * Every native call holds the read side; {@link #close()} takes the write side, so it waits for
-   * calls in flight and later calls fail with a message instead of touching freed handles.
-   */
-  private final ReentrantReadWriteLock handles = new ReentrantReadWriteLock();
-
-  /** One use of the native handles. */
-  private interface NativeCall<T> {
-    T call() throws RocksDBException, IOException;
-  }
-
-  /** Runs {@code call} while the handles stay open; a RocksDB failure becomes an IOException saying {@code what} failed. */
-  private <T> T guarded(String what, NativeCall<T> call) throws IOException {
-    var read = handles.readLock();
-    read.lock();
-    try {
-      checkOpen();
-      return call.call();
-    } catch (RocksDBException e) {
-      throw new IOException("feature store " + dir + ": " + what + " failed: " + e.getMessage(), e);
-    } finally {
-      read.unlock();
-    }
-  }
-
   private FeatureStore(Path dir, boolean writer, RocksHandles rocks) {
     this.dir = dir;
     this.usage = new UsageLog(dir.resolve("usage"));
     this.writer = writer;
-    this.rocks = rocks;
-    this.db = rocks.db();
-    this.meta = rocks.meta();
-    this.data = rocks.data();
-    this.syncWrites = rocks.syncWrites();
+    this.rocks = new StoreRocks(dir, writer, rocks);
+    this.checksums = new SourceChecksums(this.rocks, writer);
   }
 
   /**
@@ -169,44 +123,15 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     return writer;
   }
 
-  private void checkOpen() {
-    if (closed) {
-      throw new IllegalStateException("feature store " + dir + " is already closed");
-    }
-  }
-
   private void requireWriter() {
     if (!writer) {
       throw new IllegalStateException("feature store " + dir + " is open for reading only");
     }
   }
 
-  /** A reader sees the writer's latest writes (at most every 100 ms). */
-  private void catchUp() throws IOException {
-    if (writer) {
-      return;
-    }
-    long now = System.currentTimeMillis();
-    if (now - lastCatchUp < 100) {
-      return;
-    }
-    lastCatchUp = now;
-    guarded("catching up with the writer", () -> {
-      db.tryCatchUpWithPrimary();
-      return null;
-    });
-  }
-
-  private static byte[] bytes(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  private byte[] get(ColumnFamilyHandle cf, String key) throws IOException {
-    return guarded("read of " + key, () -> db.get(cf, bytes(key)));
-  }
-
+  /** The key of chunk {@code chunk} of feature {@code fingerprint} in the data family. */
   static String dataKey(String fingerprint, int chunk) {
-    return fingerprint + ":" + String.format("%08d", chunk);
+    return StoreRocks.dataKey(fingerprint, chunk);
   }
 
   // ---------------------------------------------------------------- identity
@@ -217,37 +142,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    * feature together read its sources once, not once each).
    */
   public long columnChecksum(Dataset ds, String column, Derivation.SourceReader reader) throws IOException {
-    String key = "c:" + ds.name() + "\0" + ds.version() + "\0" + column;
-    Long cached = checksumCache.get(key);
-    if (cached != null) {
-      return cached;
-    }
-    CompletableFuture<Long> mine = new CompletableFuture<>();
-    CompletableFuture<Long> running = checksumsInFlight.putIfAbsent(key, mine);
-    if (running != null) {
-      return join(running);
-    }
-    try {
-      catchUp();
-      byte[] stored = get(meta, key);
-      long sum;
-      if (stored != null) {
-        sum = Long.parseUnsignedLong(new String(stored, StandardCharsets.UTF_8), 16);
-      } else {
-        sum = Derivation.columnChecksum(ds, column, reader);
-        if (writer) {
-          put(meta, key, bytes(Long.toHexString(sum)));
-        }
-      }
-      checksumCache.put(key, sum);
-      mine.complete(sum);
-      return sum;
-    } catch (IOException | RuntimeException e) {
-      mine.completeExceptionally(e);
-      throw e;
-    } finally {
-      checksumsInFlight.remove(key);
-    }
+    return checksums.of(ds, column, reader);
   }
 
   /** The fingerprint of a derivation (computing and caching source checksums as needed). */
@@ -259,25 +154,18 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     return d.fingerprint(sums);
   }
 
-  private void put(ColumnFamilyHandle cf, String key, byte[] value) throws IOException {
-    guarded("write", () -> {
-      db.put(cf, bytes(key), value);
-      return null;
-    });
-  }
-
   // ---------------------------------------------------------------- reads
 
   public Optional<FeatureMeta> meta(String fingerprint) throws IOException {
-    catchUp();
-    byte[] v = get(meta, "f:" + fingerprint);
+    rocks.catchUp();
+    byte[] v = rocks.get(rocks.meta(), "f:" + fingerprint);
     return v == null ? Optional.empty() : Optional.of(FeatureMeta.fromJson(Json.parse(v)));
   }
 
   /** The fingerprint of a complete feature for (dataset, version, canonical spec), if any. */
   public Optional<String> lookup(String dataset, String version, String canonicalSpec) throws IOException {
-    catchUp();
-    byte[] v = get(meta, "n:" + dataset + "\0" + version + "\0" + canonicalSpec);
+    rocks.catchUp();
+    byte[] v = rocks.get(rocks.meta(), "n:" + dataset + "\0" + version + "\0" + canonicalSpec);
     if (v == null) {
       return Optional.empty();
     }
@@ -307,7 +195,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     if (chunk < 0 || chunk >= m.chunks()) {
       throw new IllegalArgumentException("chunk " + chunk + " is outside feature " + fingerprint + " (" + m.chunks() + " chunks)");
     }
-    byte[] v = get(data, dataKey(fingerprint, chunk));
+    byte[] v = rocks.get(rocks.data(), dataKey(fingerprint, chunk));
     if (v == null) {
       throw new IOException("feature " + fingerprint + " lacks chunk " + chunk + " although it is marked complete");
     }
@@ -328,7 +216,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     if (chunk < 0 || chunk >= m.chunks()) {
       throw new IllegalArgumentException("chunk " + chunk + " is outside feature " + fingerprint + " (" + m.chunks() + " chunks)");
     }
-    byte[] v = get(data, dataKey(fingerprint, chunk));
+    byte[] v = rocks.get(rocks.data(), dataKey(fingerprint, chunk));
     if (v == null) {
       throw new IOException("feature " + fingerprint + " lacks chunk " + chunk + " although it is marked complete");
     }
@@ -337,20 +225,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   /** Every feature the store knows, complete or not. */
   public List<FeatureMeta> list() throws IOException {
-    catchUp();
-    return guarded("listing features", () -> {
-      List<FeatureMeta> out = new ArrayList<>();
-      try (RocksIterator it = db.newIterator(meta)) {
-        for (it.seek(bytes("f:")); it.isValid(); it.next()) {
-          String k = new String(it.key(), StandardCharsets.UTF_8);
-          if (!k.startsWith("f:")) {
-            break;
-          }
-          out.add(FeatureMeta.fromJson(Json.parse(it.value())));
-        }
-      }
-      return out;
-    });
+    return rocks.list();
   }
 
   // ---------------------------------------------------------------- get-or-compute
@@ -389,7 +264,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
   }
 
   /** The result of another thread's work, its IOException thrown as it was. */
-  private static <T> T join(CompletableFuture<T> running) throws IOException {
+  static <T> T join(CompletableFuture<T> running) throws IOException {
     try {
       return running.join();
     } catch (CompletionException e) {
@@ -456,7 +331,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       }
       double seconds = (threads.getCurrentThreadCpuTime() - t0) / 1e9;
       FeatureMeta next = m.withProgress(c + 1, value.length, seconds);
-      writeChunk(next, value);
+      rocks.writeChunk(next, value);
       m = next;
       progress.update(c + 1, m.chunks(), "chunks");
     }
@@ -533,38 +408,18 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     Path sst = dir.resolve("ingest").resolve(fp + ".sst");
     Files.createDirectories(sst.getParent());
     Files.deleteIfExists(sst);
-    long[] bytes = {0};
+    long bytes = 0;
     try {
       if (chunks > 0) {
-        guarded("ingesting feature " + fp + " " + from, () -> {
-          try (EnvOptions env = new EnvOptions();
-              Options options = new Options().setCompressionType(CompressionType.NO_COMPRESSION);
-              SstFileWriter writer = new SstFileWriter(env, options)) {
-            writer.open(sst.toString());
-            ByteBuffer buffer = null;
-            for (int c = 0; c < chunks; c++) {
-              ByteBuffer value = source.chunk(c, buffer);
-              buffer = value;
-              bytes[0] += value.remaining();
-              byte[] k = bytes(dataKey(fp, c));
-              writer.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), value);
-              progress.update(c + 1, chunks, "chunks");
-            }
-            writer.finish();
-          }
-          try (IngestExternalFileOptions ingest = new IngestExternalFileOptions().setMoveFiles(true)) {
-            db.ingestExternalFile(data, List.of(sst.toString()), ingest);
-          }
-          return null;
-        });
+        bytes = rocks.ingestSst(sst, fp, from, chunks, source, progress);
       }
     } finally {
       Files.deleteIfExists(sst);
     }
     long now = System.currentTimeMillis();
     FeatureMeta done = new FeatureMeta(fp, described.spec(), described.dataset(), described.datasetDir(), described.version(),
-        described.type(), chunks, chunks, true, bytes[0], described.computeSeconds(), now, now, described.statistics());
-    writeChunk(done, null);
+        described.type(), chunks, chunks, true, bytes, described.computeSeconds(), now, now, described.statistics());
+    rocks.writeChunk(done, null);
     return done;
   }
 
@@ -580,24 +435,6 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
   }
 
-  /** One chunk (none when {@code value} is null) and the progress it makes, in one synced write. */
-  private void writeChunk(FeatureMeta next, byte[] value) throws IOException {
-    String fp = next.fingerprint();
-    guarded("writing chunk " + (next.done() - 1) + " of " + fp, () -> {
-      try (WriteBatch batch = new WriteBatch()) {
-        if (value != null) {
-          batch.put(data, bytes(dataKey(fp, next.done() - 1)), value);
-        }
-        batch.put(meta, bytes("f:" + fp), bytes(Json.compact(next.toJson())));
-        if (next.complete()) {
-          batch.put(meta, bytes("n:" + next.dataset() + "\0" + next.version() + "\0" + next.spec()), bytes(fp));
-        }
-        db.write(syncWrites, batch);
-      }
-      return null;
-    });
-  }
-
   /** Whether the staging directory ({@link #useStaging}) holds {@code spec} (canonical) of this version of {@code ds} complete. */
   public boolean hasStaged(Dataset ds, String spec) throws IOException {
     Path from = staging;
@@ -611,7 +448,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
 
   private void writeMeta(FeatureMeta m) throws IOException {
     if (writer) {
-      put(meta, "f:" + m.fingerprint(), bytes(Json.compact(m.toJson())));
+      rocks.putMeta(m);
     }
   }
 
@@ -638,23 +475,11 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       boolean abandoned = !m.complete() && now - m.lastUsedMillis() > staleAfter.toMillis() && !inflight.containsKey(m.fingerprint());
       boolean unused = m.complete() && now - m.lastUsedMillis() > unusedFor.toMillis();
       if (stale || abandoned || unused) {
-        delete(m);
+        rocks.delete(m);
         deleted.add(m.fingerprint());
       }
     }
     return deleted;
-  }
-
-  private void delete(FeatureMeta m) throws IOException {
-    guarded("deleting " + m.fingerprint(), () -> {
-      try (WriteBatch batch = new WriteBatch()) {
-        batch.deleteRange(data, bytes(m.fingerprint() + ":"), bytes(m.fingerprint() + ";"));
-        batch.delete(meta, bytes("f:" + m.fingerprint()));
-        batch.delete(meta, bytes("n:" + m.dataset() + "\0" + m.version() + "\0" + m.spec()));
-        db.write(syncWrites, batch);
-      }
-      return null;
-    });
   }
 
   // ---------------------------------------------------------------- usage log
@@ -676,16 +501,6 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
    */
   @Override
   public void close() {
-    var write = handles.writeLock();
-    write.lock();
-    try {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      rocks.close();
-    } finally {
-      write.unlock();
-    }
+    rocks.close();
   }
 }

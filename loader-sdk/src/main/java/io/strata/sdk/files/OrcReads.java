@@ -446,6 +446,22 @@ public final class OrcReads {
     }
   }
 
+  /**
+   * Waits up to {@code millis} for the read-ahead thread to finish what it was given (tests: a
+   * stripe being read when its table closed "finishes unseen", its reads counted in whatever
+   * recording is open by then); whether it did.
+   */
+  static boolean awaitAheadIdle(long millis) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    while (AHEAD_THREAD.getActiveCount() > 0 || !AHEAD_THREAD.getQueue().isEmpty()) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(5);
+    }
+    return true;
+  }
+
   /** Stripes of the file at {@code path} read ahead and waiting to be taken (tests). */
   static int aheadWaiting(java.nio.file.Path path) {
     String prefix = path.toAbsolutePath().normalize() + "|";

@@ -128,7 +128,7 @@ final class ParquetColumns {
     int maxDef = d.getMaxDefinitionLevel();
     b.reserve(rows, 0);
     int done = 0;
-    Values bulk = bulk(leaf.decode()) ? new Values(leaf.decode()) : null;
+    ParquetPageValues bulk = bulk(leaf.decode()) ? new ParquetPageValues(leaf.decode()) : null;
     int[] rep = new int[0];
     int[] def = new int[0];
     Hybrid.Decoded fast = new Hybrid.Decoded();
@@ -165,7 +165,7 @@ final class ParquetColumns {
     return seen;
   }
 
-  /** Whether values of this kind decode a page at a time into arrays ({@link Values}): the fixed-width numbers, scalars and list elements alike. */
+  /** Whether values of this kind decode a page at a time into arrays ({@link ParquetPageValues}): the fixed-width numbers, scalars and list elements alike. */
   static boolean bulk(ParquetTypes.Decode decode) {
     return decode == ParquetTypes.Decode.INT32 || decode == ParquetTypes.Decode.INT64
         || decode == ParquetTypes.Decode.FLOAT || decode == ParquetTypes.Decode.DOUBLE;
@@ -189,7 +189,7 @@ final class ParquetColumns {
     ColumnBuilder child = b.child();
     b.reserve(rows, 0);
     child.reserve((int) Math.min(Integer.MAX_VALUE - 2, pages.getTotalValueCount()), 0); // no element list grows and copies
-    Values elements = new Values(leaf.decode());
+    ParquetPageValues elements = new ParquetPageValues(leaf.decode());
     int done = 0;
     boolean open = false;
     for (org.apache.parquet.column.page.DataPage page = pages.readPage(); page != null; page = pages.readPage()) {
@@ -254,119 +254,10 @@ final class ParquetColumns {
   }
 
   /**
-   * One data page of a column of fixed-width numbers ({@link #bulk}) decoded into arrays: its
-   * levels, and a value for each entry at or past an element level (0 for a null one), so that a
-   * run of them is appended to a builder in one call. Reused page after page; one thread's.
-   */
-  private static final class Values {
-    private final ParquetTypes.Decode decode;
-    final boolean integers;
-    int[] rep = new int[0];
-    int[] def = new int[0];
-    long[] longs = new long[0];
-    private int[] floats = new int[0];
-    private double[] doubles = new double[0];
-    private boolean[] isNull = new boolean[0];
-    private boolean anyNull;
-    /** The page's levels and values decoded in bulk where {@link Hybrid} takes them. */
-    private final Hybrid.Decoded fast = new Hybrid.Decoded();
-
-    Values(ParquetTypes.Decode decode) {
-      this.decode = decode;
-      this.integers = decode == ParquetTypes.Decode.INT32 || decode == ParquetTypes.Decode.INT64;
-    }
-
-    /**
-     * Decodes {@code page}'s {@code n} entries: each at or past {@code elementDef} an element, null
-     * below {@code valueDef}; where {@code seen} is given, its nulls and integer bounds are counted.
-     * Returns the elements.
-     */
-    int page(org.apache.parquet.column.page.DataPage page, org.apache.parquet.column.ColumnDescriptor d,
-        org.apache.parquet.column.Dictionary dict, int n, int elementDef, int valueDef, Seen seen) throws java.io.IOException {
-      if (rep.length < n) {
-        rep = new int[n];
-        def = new int[n];
-        isNull = new boolean[n];
-        switch (decode) {
-          case INT32, INT64 -> longs = new long[n];
-          case FLOAT -> floats = new int[n];
-          default -> doubles = new double[n];
-        }
-      }
-      org.apache.parquet.column.values.ValuesReader values = levels(page, d, dict, n, rep, def, fast);
-      int m = 0;
-      boolean nulls = false;
-      switch (decode) {
-        case INT32, INT64 -> {
-          boolean ints = decode == ParquetTypes.Decode.INT32;
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= elementDef) {
-              boolean valid = def[i] >= valueDef;
-              long v = valid ? (ints ? values.readInteger() : values.readLong()) : 0L;
-              if (seen != null) {
-                if (valid) {
-                  seen.value(v);
-                } else {
-                  seen.nulls++;
-                }
-              }
-              longs[m] = v;
-              isNull[m++] = !valid;
-              nulls |= !valid;
-            }
-          }
-        }
-        case FLOAT -> {
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= elementDef) {
-              boolean valid = def[i] >= valueDef;
-              // By their bits: a conversion through double would quiet a signalling NaN.
-              floats[m] = valid ? Float.floatToRawIntBits(values.readFloat()) : 0;
-              if (seen != null && !valid) {
-                seen.nulls++;
-              }
-              isNull[m++] = !valid;
-              nulls |= !valid;
-            }
-          }
-        }
-        default -> { // DOUBLE
-          for (int i = 0; i < n; i++) {
-            if (def[i] >= elementDef) {
-              boolean valid = def[i] >= valueDef;
-              doubles[m] = valid ? values.readDouble() : 0.0;
-              if (seen != null && !valid) {
-                seen.nulls++;
-              }
-              isNull[m++] = !valid;
-              nulls |= !valid;
-            }
-          }
-        }
-      }
-      anyNull = nulls;
-      return m;
-    }
-
-    /** Appends elements {@code [from, from + count)} of the last page decoded to {@code b}. */
-    void append(ColumnBuilder b, int from, int count) {
-      if (count == 0) {
-        return;
-      }
-      boolean[] mask = anyNull ? isNull : null;
-      switch (decode) {
-        case INT32, INT64 -> b.appendLongs(longs, mask, from, count);
-        case FLOAT -> b.appendFloatBits(floats, mask, from, count);
-        default -> b.appendDoubles(doubles, mask, from, count);
-      }
-    }
-  }
-
-  /**
    * Decodes a data page's {@code n} repetition and definition levels into {@code rep} and {@code
    * def}; returns its values reader, positioned at its first value.
    */
-  private static org.apache.parquet.column.values.ValuesReader levels(org.apache.parquet.column.page.DataPage page,
+  static org.apache.parquet.column.values.ValuesReader levels(org.apache.parquet.column.page.DataPage page,
       org.apache.parquet.column.ColumnDescriptor d, org.apache.parquet.column.Dictionary dict, int n, int[] rep, int[] def,
       Hybrid.Decoded fast) throws java.io.IOException {
     if (page instanceof org.apache.parquet.column.page.DataPageV1 v1) {

@@ -23,27 +23,31 @@ import java.util.Objects;
  * {@link #appendRange} record its bulk copies from such segments in a {@link DeviceCopies} instead
  * of making them; the builder's values are then either all recorded or all written on the host
  * (its first host write makes the recorded copies), and a truncation forgets the dropped rows'.
+ *
+ * <p>The builder holds the buffers and the appends of single values and arrays; {@link
+ * ColumnCopies} appends other columns' rows (ranges and gathered single rows) through the
+ * package-private state below.
  */
 public final class ColumnBuilder {
   private static final long ALIGN = 64;
 
-  private final FeatureType type;
+  final FeatureType type;
   private final SegmentAllocator arena;
-  private final int width;
-  private final ColumnBuilder child;
-  private final boolean fixed;
-  private MemorySegment values = MemorySegment.NULL;
-  private MemorySegment offsets = MemorySegment.NULL;
-  private MemorySegment validity = MemorySegment.NULL;
-  private long dataBytes;
-  private int rows;
-  private int nulls;
+  final int width;
+  final ColumnBuilder child;
+  final boolean fixed;
+  MemorySegment values = MemorySegment.NULL;
+  MemorySegment offsets = MemorySegment.NULL;
+  MemorySegment validity = MemorySegment.NULL;
+  long dataBytes;
+  int rows;
+  int nulls;
   /** Where copies from device-readable segments are recorded instead of made (null: never). */
-  private DeviceCopies copies;
+  DeviceCopies copies;
   /** Whether {@link #appendRange} records its copies now ({@link #deferTo}). */
-  private boolean deferring;
+  boolean deferring;
   /** Whether anything was written into the values on the host since copies were first recorded. */
-  private boolean hostValues;
+  boolean hostValues;
 
   /**
    * A builder for {@code type} that expects about {@code expectedRows} rows; call {@link
@@ -101,7 +105,7 @@ public final class ColumnBuilder {
   }
 
   /** Values are about to be written on the host: the recorded copies into them are made first. */
-  private void hostWrite() {
+  void hostWrite() {
     if (copies != null && !hostValues) {
       copies.flush(values);
       hostValues = true;
@@ -157,7 +161,7 @@ public final class ColumnBuilder {
     }
   }
 
-  private void ensureRows(int more) {
+  void ensureRows(int more) {
     long total = (long) rows + more;
     long need = fixed ? (width == 0 ? (total + 7) >>> 3 : total * width) : 4 * (total + 1);
     MemorySegment buf = fixed ? values : offsets;
@@ -167,7 +171,7 @@ public final class ColumnBuilder {
     }
   }
 
-  private void ensureBytes(long more) {
+  void ensureBytes(long more) {
     if (dataBytes + more > values.byteSize()) {
       hostWrite();
       values = grow(arena, values, dataBytes, Math.max(dataBytes + more, values.byteSize() * 2));
@@ -175,7 +179,7 @@ public final class ColumnBuilder {
   }
 
   /** Creates the validity bitmap on the first null, with every earlier row valid. */
-  private void materializeValidity(int extraRows) {
+  void materializeValidity(int extraRows) {
     if (validity == MemorySegment.NULL) {
       long cap = Math.max((long) rows + extraRows, 64);
       if (type.isFixedWidth()) {
@@ -425,68 +429,7 @@ public final class ColumnBuilder {
 
   /** Appends rows {@code [from, from + count)} of {@code src}, which must have this builder's type. */
   public void appendRange(Column src, int from, int count) {
-    if (!src.type().equals(type)) {
-      throw new IllegalArgumentException("cannot append a " + src.type() + " column to a " + type + " builder");
-    }
-    if (from < 0 || count < 0 || from + count > src.length()) {
-      throw new IndexOutOfBoundsException(
-          "range [" + from + ", " + (from + count) + ") of a column of " + src.length() + " rows");
-    }
-    if (count == 0) {
-      return;
-    }
-    ensureRows(count);
-    long srcRow = (long) src.offset() + from;
-    if (src.validity() != MemorySegment.NULL) {
-      int srcNulls = Bits.countZeros(src.validity(), srcRow, count);
-      if (srcNulls > 0) {
-        materializeValidity(count);
-      }
-      if (validity != MemorySegment.NULL) {
-        Bits.copy(src.validity(), srcRow, validity, rows, count);
-      }
-      nulls += srcNulls;
-    } else if (validity != MemorySegment.NULL) {
-      Bits.fill(validity, rows, count);
-    }
-    if (fixed) {
-      if (width == 0) {
-        hostWrite();
-        Bits.copy(src.values(), srcRow, values, rows, count);
-      } else if (!deferring || hostValues
-          || !copies.take(src.values(), srcRow * width, values, (long) rows * width, (long) count * width)) {
-        hostWrite();
-        MemorySegment.copy(src.values(), srcRow * width, values, (long) rows * width, (long) count * width);
-      }
-    } else {
-      MemorySegment srcOffsets = src.offsets();
-      int first = srcOffsets.get(Le.INT, srcRow * 4);
-      int last = srcOffsets.get(Le.INT, (srcRow + count) * 4);
-      long limit = type.kind() == FeatureType.Kind.LIST ? src.child().length() : src.values().byteSize();
-      if (first < 0 || last < first || last > limit) {
-        // Checked before anything is sized by them: a damaged source must not make us allocate.
-        throw new IndexOutOfBoundsException("offsets [" + first + ", " + last + "] of rows [" + from + ", " + (from + count)
-            + ") are outside the column's " + limit + (type.kind() == FeatureType.Kind.LIST ? " elements" : " bytes"));
-      }
-      long base = type.kind() == FeatureType.Kind.LIST ? child.rows : dataBytes;
-      long delta = base - first;
-      if (base + (last - first) > Integer.MAX_VALUE) {
-        throw new IllegalStateException(
-            "a " + type + " column holds at most 2 GiB of data per column; split it into chunks");
-      }
-      CopyLoops.rebaseOffsets(srcOffsets, srcRow + 1, offsets, rows + 1L, count, (int) delta);
-      if (type.kind() == FeatureType.Kind.LIST) {
-        child.appendRange(src.child(), first, last - first);
-      } else {
-        ensureBytes(last - first);
-        if (last > first && (!deferring || hostValues || !copies.take(src.values(), first, values, dataBytes, last - first))) {
-          hostWrite();
-          MemorySegment.copy(src.values(), first, values, dataBytes, last - first);
-        }
-        dataBytes += last - first;
-      }
-    }
-    rows += count;
+    ColumnCopies.appendRange(this, src, from, count);
   }
 
   /**
@@ -497,108 +440,7 @@ public final class ColumnBuilder {
    * run), and written to their batch positions.
    */
   public void appendGathered(Column[] cols, GatherOrder order) {
-    boolean anyNulls = beginGathered(cols, order);
-    if (order.size() == 0) {
-      return;
-    }
-    long at = rows;
-    int[] local = order.local();
-    int[] pos = order.positions();
-    for (int r = 0; r < order.runs(); r++) {
-      Column c = cols[order.runChunk(r)];
-      gather(c.values(), c.offset(), local, pos, order.runStart(r), order.runStart(r + 1), at);
-    }
-    endGathered(cols, order, anyNulls);
-  }
-
-  /**
-   * The checks of {@link #appendGathered} and room for its rows; returns whether a column of a run
-   * has nulls. Then the values go to {@link #gatherTarget} ({@link FusedGather}: several builders'
-   * in one pass), then {@link #endGathered}.
-   */
-  boolean beginGathered(Column[] cols, GatherOrder order) {
-    if (!fixed) {
-      throw new IllegalStateException("gathering single rows needs a fixed-width type, not " + type);
-    }
-    boolean anyNulls = false;
-    for (int r = 0; r < order.runs(); r++) {
-      Column c = cols[order.runChunk(r)];
-      if (!c.type().equals(type)) {
-        throw new IllegalArgumentException("cannot append a " + c.type() + " column to a " + type + " builder");
-      }
-      // Every row of the run lies within its chunk: a column as long as its chunk holds them all.
-      if (order.runChunkRows(r) > c.length()) {
-        throw new IndexOutOfBoundsException("a chunk of " + order.runChunkRows(r) + " rows but a column of " + c.length() + " rows");
-      }
-      anyNulls |= c.validity() != MemorySegment.NULL && c.nullCount() > 0; // a validity buffer without nulls says nothing
-    }
-    if (order.size() > 0) {
-      ensureRows(order.size());
-    }
-    hostWrite();
-    return anyNulls;
-  }
-
-  /** Bytes a value of this builder's type takes (0: a bit). */
-  int width() {
-    return width;
-  }
-
-  /** Where the next row's value goes (room made by {@link #beginGathered}): values from the current end on. */
-  MemorySegment gatherTarget() {
-    return values.asSlice((long) rows * width);
-  }
-
-  /** Ends {@link #beginGathered}: the rows' validity, and the rows counted. */
-  void endGathered(Column[] cols, GatherOrder order, boolean anyNulls) {
-    int n = order.size();
-    if (n == 0) {
-      return;
-    }
-    long at = rows;
-    int[] local = order.local();
-    int[] pos = order.positions();
-    if (anyNulls) {
-      if (validity == MemorySegment.NULL) {
-        materializeValidity(n);
-      }
-      Bits.fill(validity, at, n);
-      for (int r = 0; r < order.runs(); r++) {
-        Column c = cols[order.runChunk(r)];
-        MemorySegment v = c.validity();
-        if (v == MemorySegment.NULL || c.nullCount() == 0) {
-          continue;
-        }
-        nulls += CopyLoops.clearInvalid(v, c.offset(), validity, at, local, pos, order.runStart(r), order.runStart(r + 1));
-      }
-    } else if (validity != MemorySegment.NULL) {
-      Bits.fill(validity, at, n);
-    }
-    rows += n;
-  }
-
-
-  /**
-   * Copies rows {@code row[j]} of {@code src} (values from element {@code base} on) to positions
-   * {@code at + pos[j]} of this builder's values, for {@code j} in {@code [from, to)}.
-   */
-  private void gather(MemorySegment src, long base, int[] row, int[] pos, int from, int to, long at) {
-    // One small method per width: each is compiled on its own with its memory accesses inlined
-    // and constant-folded. In one method with a case per width the JIT sometimes ran out of
-    // inlining budget and left every access on the generic path (alignment checked per access,
-    // 2.5x slower), by chance, from one process start to the next.
-    switch (width) {
-      case 0 -> CopyLoops.gatherBits(src, base, values, at, row, pos, from, to);
-      case 1 -> CopyLoops.gather1(src.asSlice(base), values.asSlice(at), row, pos, from, to);
-      case 2 -> CopyLoops.gather2(src.asSlice(base * 2), values.asSlice(at * 2), row, pos, from, to);
-      case 4 -> CopyLoops.gather4(src.asSlice(base * 4), values.asSlice(at * 4), row, pos, from, to);
-      case 8 -> CopyLoops.gather8(src.asSlice(base * 8), values.asSlice(at * 8), row, pos, from, to);
-      default -> {
-        for (int j = from; j < to; j++) {
-          MemorySegment.copy(src, (base + row[j]) * width, values, (at + pos[j]) * width, width);
-        }
-      }
-    }
+    ColumnCopies.appendGathered(this, cols, order);
   }
 
   private void requireKind(FeatureType.Kind kind) {

@@ -53,7 +53,7 @@ public final class FusedGather {
       return false;
     }
     for (ColumnBuilder b : out) {
-      if (!b.type().isFixedWidth() || !layoutWidth(b.width())) {
+      if (!b.type().isFixedWidth() || !layoutWidth(b.width)) {
         return false;
       }
     }
@@ -79,15 +79,15 @@ public final class FusedGather {
     boolean[] anyNulls = new boolean[k];
     int[] widths = new int[k];
     for (int i = 0; i < k; i++) {
-      anyNulls[i] = out.get(i).beginGathered(cols[i], order);
-      widths[i] = out.get(i).width();
+      anyNulls[i] = ColumnCopies.begin(out.get(i), cols[i], order);
+      widths[i] = out.get(i).width;
     }
     if (order.size() == 0) {
       return;
     }
     MemorySegment[] dst = new MemorySegment[k];
     for (int i = 0; i < k; i++) {
-      dst[i] = out.get(i).gatherTarget();
+      dst[i] = ColumnCopies.target(out.get(i));
     }
     Loop loop = loop(widths);
     MemorySegment[] src = new MemorySegment[k];
@@ -102,7 +102,7 @@ public final class FusedGather {
       loop.gather(src, dst, local, pos, order.runStart(r), order.runStart(r + 1));
     }
     for (int i = 0; i < k; i++) {
-      out.get(i).endGathered(cols[i], order, anyNulls[i]);
+      ColumnCopies.end(out.get(i), cols[i], order, anyNulls[i]);
     }
   }
 

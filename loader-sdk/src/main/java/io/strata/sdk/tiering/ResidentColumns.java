@@ -1,5 +1,6 @@
 package io.strata.sdk.tiering;
 
+import io.strata.sdk.ChunkInfo;
 import io.strata.sdk.Column;
 import io.strata.sdk.SegmentLease;
 import io.strata.sdk.dataset.Dataset;
@@ -7,6 +8,7 @@ import io.strata.sdk.tier.SegmentSource;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A {@link TieredReader}'s view of the SSD tier: for each of its features and each chunk, whether
@@ -162,6 +164,65 @@ final class ResidentColumns {
         }
         columns[i][c] = null;
         looked[i][c] = false;
+      }
+    }
+  }
+
+  /**
+   * Adds to {@code dataBytes[i]} the string or binary bytes, and to {@code childRows[i]} and
+   * {@code childBytes[i]} the list elements (and their bytes), that rows {@code [start, start +
+   * count)} of feature {@code i} hold where they are resident on the SSD tier, so that builders
+   * can be sized exactly before {@link TieredReader#appendRows}. Data read from ORC is not counted (its size
+   * is known only after decoding).
+   */
+  void measure(long start, int count, long[] dataBytes, long[] childRows, long[] childBytes) throws IOException {
+    long row = start;
+    long end = start + count;
+    while (row < end) {
+      ChunkInfo c = dataset.chunks().get(dataset.chunkOf(row));
+      int n = (int) (Math.min(end, c.endRow()) - row);
+      int local = (int) (row - c.firstRow());
+      for (int i = 0; i < storage.size(); i++) {
+        Column col = column(i, c.index());
+        if (col == null || col.type().isFixedWidth() || n == 0) {
+          continue;
+        }
+        try {
+          int s = col.start(local);
+          int e = col.end(local + n - 1);
+          if (col.type().isVariableWidth()) {
+            dataBytes[i] += e - s;
+          } else {
+            childRows[i] += e - s;
+            Column child = col.child();
+            if (child.type().isVariableWidth() && e > s) {
+              childBytes[i] += child.end(e - 1) - child.start(s);
+            }
+          }
+        } catch (IndexOutOfBoundsException | InternalError fault) {
+          damaged(i, c.index(), fault); // read from ORC by the append that follows
+        }
+      }
+      row += n;
+    }
+  }
+
+  /** Calls {@code action} with each resident column of {@code chunks} of the features not {@code derived}. */
+  void forEachStored(int[] chunks, DerivedChunkSource[] derived, Consumer<Column> action) {
+    for (int c : chunks) {
+      for (int i = 0; i < storage.size(); i++) {
+        if (derived[i] != null) {
+          continue;
+        }
+        Column col;
+        try {
+          col = column(i, c);
+        } catch (IOException | RuntimeException e) {
+          continue; // found damaged or gone: the batch that reads it says so
+        }
+        if (col != null) {
+          action.accept(col);
+        }
       }
     }
   }

@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SegmentAllocator;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,9 +31,14 @@ import java.util.SequencedMap;
  * is read a row group at a time; decoded row groups are kept (within {@link
  * #DEFAULT_ORC_BLOCK_BUDGET}) for the next reads. A batch whose chunks are resident for some
  * features and not others is still assembled feature by feature: the chunks not resident are
- * decoded whole from the slow tier and gathered from as segments are ({@link #sources}). Bytes
+ * decoded whole from the slow tier and gathered from as segments are ({@link SlowSources}). Bytes
  * count what reaches the batches from each tier (ORC decoding apart, {@link
  * TierStats#orcDecodedBytes()}). Not thread-safe: one reader per thread.
+ *
+ * <p>Its parts, each its reader's alone: {@link ResidentColumns} (leases and residency), {@link
+ * RangePieces} (a batch's ranges cut at chunk boundaries), {@link SlowSources} (chunks decoded
+ * whole from the slow tier), {@link FeatureMajorPass} (one pass a feature, reads counted), {@link
+ * ColdReads} (read-ahead of cold batches) and {@link OrcBlockCache} (decoded ORC kept).
  */
 public final class TieredReader implements AutoCloseable {
   /** Decoded ORC data kept per reader for reuse by nearby reads. */
@@ -55,8 +59,10 @@ public final class TieredReader implements AutoCloseable {
   private final int[] blockFirst = new int[1];
   /** Whether a batch is cold, and reading it ahead, over this reader's resident columns. */
   private final ColdReads coldReads;
-  /** Estimated decoded bytes a row of each feature (its width; a guess for strings and lists), for {@link #sources}. */
-  private final long[] rowBytes;
+  /** What a feature-major pass reads from: resident segments, and chunks decoded whole from the slow tier. */
+  private final SlowSources slowSources;
+  /** A batch assembled feature by feature from {@link #slowSources}, its reads counted. */
+  private final FeatureMajorPass byFeature;
 
   /**
    * A reader of {@code features} of {@code dataset}; {@code store} (a local segment store or a
@@ -102,11 +108,13 @@ public final class TieredReader implements AutoCloseable {
     this.resident = new ResidentColumns(dataset, store, storage);
     this.columns = resident.columns();
     this.coldReads = new ColdReads(columns, features.size());
-    this.rowBytes = new long[features.size()];
+    long[] rowBytes = new long[features.size()];
     for (int i = 0; i < features.size(); i++) {
       rowBytes[i] = estimatedRowBytes(this.derived[i] != null ? this.derived[i].type() : dataset.feature(features.get(i)).type());
     }
     this.orcBlocks = new OrcBlockCache(dataset, Math.max(1, orcBlockBudget));
+    this.slowSources = new SlowSources(dataset, this.features, columns, rowBytes, orcBlocks, stats);
+    this.byFeature = new FeatureMajorPass(dataset, store, this.features, columns, stats, slowSources);
   }
 
   /** Estimated decoded bytes a row of a {@code t} feature: its width, or a guess for strings (16) and lists (64). */
@@ -152,35 +160,7 @@ public final class TieredReader implements AutoCloseable {
    * is known only after decoding).
    */
   public void measure(long start, int count, long[] dataBytes, long[] childRows, long[] childBytes) throws IOException {
-    long row = start;
-    long end = start + count;
-    while (row < end) {
-      ChunkInfo c = dataset.chunks().get(dataset.chunkOf(row));
-      int n = (int) (Math.min(end, c.endRow()) - row);
-      int local = (int) (row - c.firstRow());
-      for (int i = 0; i < features.size(); i++) {
-        Column col = resident.column(i, c.index());
-        if (col == null || col.type().isFixedWidth() || n == 0) {
-          continue;
-        }
-        try {
-          int s = col.start(local);
-          int e = col.end(local + n - 1);
-          if (col.type().isVariableWidth()) {
-            dataBytes[i] += e - s;
-          } else {
-            childRows[i] += e - s;
-            Column child = col.child();
-            if (child.type().isVariableWidth() && e > s) {
-              childBytes[i] += child.end(e - 1) - child.start(s);
-            }
-          }
-        } catch (IndexOutOfBoundsException | InternalError fault) {
-          resident.damaged(i, c.index(), fault); // read from ORC by the append that follows
-        }
-      }
-      row += n;
-    }
+    resident.measure(start, count, dataBytes, childRows, childBytes);
   }
 
   /** Appends rows {@code [start, start + count)} of every feature to {@code out} (one builder per feature, in order). */
@@ -210,64 +190,6 @@ public final class TieredReader implements AutoCloseable {
     return coldBatches;
   }
 
-  /** A batch's ranges as pieces of one chunk each, in order, and the chunks they touch. */
-  private record Pieces(int n, int[] chunk, int[] local, int[] count, int[] touched, int touchedCount) {}
-
-  /**
-   * The ranges as pieces of one chunk each, in order (a range across a chunk boundary, a sample
-   * whose rows two chunks hold, is two pieces, as appendRows would read it); null when a range is
-   * out of bounds or a derived feature is not resident in a chunk a range touches (then the
-   * ranges are read one by one). Residency is looked up for every feature and touched chunk.
-   */
-  private Pieces pieces(long[] starts, int[] offsets, int units) throws IOException {
-    List<ChunkInfo> chunks = dataset.chunks();
-    int[] chunk = new int[units];
-    int[] local = new int[units];
-    int[] count = new int[units];
-    int pieces = 0;
-    boolean[] touched = new boolean[chunks.size()];
-    boolean byFeature = true;
-    for (int k = 0; k < units && byFeature; k++) {
-      long s = starts[k];
-      int n = offsets[k + 1] - offsets[k];
-      if (s < 0 || n < 0 || s + n > dataset.rows()) {
-        byFeature = false; // appendRows names the bad range
-        break;
-      }
-      while (n > 0) {
-        ChunkInfo c = chunks.get(dataset.chunkOf(s));
-        int take = (int) Math.min(n, c.endRow() - s);
-        if (pieces == chunk.length) {
-          int cap = pieces + pieces / 2 + 8;
-          chunk = Arrays.copyOf(chunk, cap);
-          local = Arrays.copyOf(local, cap);
-          count = Arrays.copyOf(count, cap);
-        }
-        chunk[pieces] = c.index();
-        local[pieces] = (int) (s - c.firstRow());
-        count[pieces++] = take;
-        touched[c.index()] = true;
-        s += take;
-        n -= take;
-      }
-    }
-    int[] list = new int[8];
-    int listed = 0;
-    for (int c = 0; c < touched.length && byFeature; c++) {
-      if (!touched[c]) {
-        continue;
-      }
-      if (listed == list.length) {
-        list = Arrays.copyOf(list, listed * 2);
-      }
-      list[listed++] = c;
-      for (int i = 0; i < features.size() && byFeature; i++) {
-        byFeature = resident.column(i, c) != null || derived[i] == null;
-      }
-    }
-    return byFeature ? new Pieces(pieces, chunk, local, count, list, listed) : null;
-  }
-
   /**
    * Before a batch of row ranges is measured and appended ({@link #measure}, {@link #appendRanges}):
    * when a sample of the ranges finds the segments' pages not in memory (a cold batch), asks the
@@ -275,12 +197,12 @@ public final class TieredReader implements AutoCloseable {
    */
   public boolean readAheadIfCold(long[] starts, int[] offsets, int units) throws IOException {
     resident.recheckAbsent();
-    Pieces ps = pieces(starts, offsets, units);
-    if (ps == null || ps.n == 0 || !coldReads.cold(ps.n, ps.chunk, ps.local, ps.count)) {
+    RangePieces ps = RangePieces.of(dataset, resident, derived, starts, offsets, units);
+    if (ps == null || ps.n() == 0 || !coldReads.cold(ps.n(), ps.chunk(), ps.local(), ps.count())) {
       return false;
     }
     try {
-      coldReads.readAhead(ps.n, ps.chunk, ps.local, ps.count);
+      coldReads.readAhead(ps.n(), ps.chunk(), ps.local(), ps.count());
     } catch (IndexOutOfBoundsException | InternalError fault) {
       // A segment went bad after it was mapped (offsets out of range, a truncated file): the copy
       // finds it and reads the chunk from ORC; advice is all this was.
@@ -295,7 +217,7 @@ public final class TieredReader implements AutoCloseable {
    * {@code k} in {@code [0, units)}, in this order, as {@link #appendRows} for each range would.
    * Unless a derived feature is not resident in a chunk the ranges touch, the batch is assembled
    * feature by feature (a range across a chunk boundary as one piece per chunk) from {@link
-   * #sources}: each feature's ranges are copied in one pass into its builder (one source column and
+   * SlowSources}: each feature's ranges are copied in one pass into its builder (one source column and
    * one destination streamed at a time instead of every feature's in turn), and its reads are
    * counted once per chunk.
    */
@@ -311,18 +233,18 @@ public final class TieredReader implements AutoCloseable {
   public void appendRanges(long[] starts, int[] offsets, int units, List<ColumnBuilder> out, DeviceCopies deviceCopies)
       throws IOException {
     resident.recheckAbsent();
-    Pieces ps = pieces(starts, offsets, units);
-    Column[][] src = ps == null || units == 0 ? null : sources(ps.touched, ps.touchedCount);
+    RangePieces ps = RangePieces.of(dataset, resident, derived, starts, offsets, units);
+    Column[][] src = ps == null || units == 0 ? null : slowSources.of(ps.touched(), ps.touchedCount());
     if (src == null) {
       appendEachRange(starts, offsets, units, out);
       return;
     }
-    int pieces = ps.n;
-    int[] chunk = ps.chunk;
-    int[] local = ps.local;
-    int[] count = ps.count;
+    int pieces = ps.n();
+    int[] chunk = ps.chunk();
+    int[] local = ps.local();
+    int[] count = ps.count();
     DeviceCopies device = deviceCopies;
-    boolean done = byFeature(out, (i, into, read) -> {
+    boolean done = byFeature.run(out, (i, into, read) -> {
       Column[] cols = src[i];
       for (int p = 0; p < pieces; p++) {
         Column col = cols[chunk[p]];
@@ -366,7 +288,7 @@ public final class TieredReader implements AutoCloseable {
    * as {@link #appendRows}{@code (rows[k], 1, out)} for each {@code k} would. {@code order} is the
    * rows' gather order ({@link GatherOrder#compute}; the parts of one batch share it). When every
    * feature is fixed-width and stored (not derived), each feature's rows are gathered in that order
-   * ({@link ColumnBuilder#appendGathered}) from {@link #sources} and its reads counted once per chunk.
+   * ({@link ColumnBuilder#appendGathered}) from {@link SlowSources} and its reads counted once per chunk.
    */
   public void appendSingleRows(long[] rows, int n, GatherOrder order, List<ColumnBuilder> out) throws IOException {
     if (order.size() != n) {
@@ -377,7 +299,7 @@ public final class TieredReader implements AutoCloseable {
     for (int i = 0; i < features.size() && gather; i++) {
       gather = derived[i] == null && out.get(i).type().isFixedWidth();
       for (int r = 0; r < order.runs() && gather; r++) {
-        resident.column(i, order.runChunk(r)); // looked up before sources() copies a feature's row
+        resident.column(i, order.runChunk(r)); // looked up before SlowSources copies a feature's row
       }
     }
     if (!gather) {
@@ -404,7 +326,7 @@ public final class TieredReader implements AutoCloseable {
     for (int k = 0; k < listed; k++) {
       listedChunk[touched[k]] = false;
     }
-    Column[][] src = sources(touched, listed);
+    Column[][] src = slowSources.of(touched, listed);
     if (src == null) {
       appendEachRow(rows, n, out);
       return;
@@ -412,7 +334,7 @@ public final class TieredReader implements AutoCloseable {
     // Several features of 1, 2, 4 or 8 bytes a value: one pass a run copies them all (FusedGather),
     // made with the first feature's part; each feature's reads are reported as for a pass of its own.
     boolean oneLoop = FusedGather.fits(out);
-    boolean done = byFeature(out, (i, into, read) -> {
+    boolean done = byFeature.run(out, (i, into, read) -> {
       if (!oneLoop) {
         into.appendGathered(src[i], order);
       } else if (i == 0) {
@@ -426,146 +348,6 @@ public final class TieredReader implements AutoCloseable {
     if (!done) {
       appendEachRow(rows, n, out);
     }
-  }
-
-  /**
-   * What a feature-major pass does for feature {@code i}: append its part of the batch to {@code
-   * into} (or, where one loop fills every builder, leave it to the first feature's call), adding
-   * what it read of each chunk to {@code read}.
-   */
-  @FunctionalInterface
-  private interface FeaturePass {
-    void append(int i, ColumnBuilder into, ChunkBytes read);
-  }
-
-  private ChunkBytes chunkBytes;
-
-  /** Nanoseconds the last {@link #sources} spent decoding from the slow tier (recorded with the HDD bytes of its pass). */
-  private long slowNanos;
-
-  /**
-   * What a feature-major pass over chunks {@code touched[0..n)} reads from: per feature, its
-   * resident columns by chunk ({@link #columns}' own row where every touched chunk is resident),
-   * else a copy of that row with each touched chunk not resident filled with the chunk decoded whole
-   * from the slow tier ({@link OrcBlockCache#chunk}: one decode a chunk for every feature it lacks,
-   * kept while the reader's block budget allows and always for the rest of this batch). A batch of
-   * rows shuffled within blocks of chunks gathers from these as it does from mapped segments,
-   * instead of row by row (issue 58: 36 % of a fleet node's CPU was single rows appended one by one
-   * through the slow tier's block lookups). Null (the unit-by-unit path then) where the chunks to
-   * decode would take more than twice the block budget (a global shuffle's batch touches every
-   * chunk: decoding them all at once is not bounded by the budget; a block shuffle's batch that
-   * straddles two blocks is). Residency must have been looked up for every feature and touched
-   * chunk; no feature is derived and not resident.
-   */
-  private Column[][] sources(int[] touched, int n) throws IOException {
-    List<ChunkInfo> chunks = dataset.chunks();
-    long estimate = 0;
-    for (int k = 0; k < n; k++) {
-      int c = touched[k];
-      for (int i = 0; i < features.size(); i++) {
-        if (columns[i][c] == null) {
-          estimate += chunks.get(c).rows() * rowBytes[i];
-        }
-      }
-    }
-    if (estimate > 2 * orcBlocks.budgetBytes()) {
-      return null;
-    }
-    orcBlocks.beginBatch();
-    Column[][] src = new Column[features.size()][];
-    long t0 = System.nanoTime();
-    long before = orcBlocks.decodedBytes();
-    boolean decoded = false;
-    for (int k = 0; k < n; k++) {
-      int c = touched[k];
-      List<String> missing = null;
-      for (int i = 0; i < features.size(); i++) {
-        if (columns[i][c] == null) {
-          if (missing == null) {
-            missing = new ArrayList<>(features.size());
-          }
-          missing.add(features.get(i));
-        }
-      }
-      if (missing == null) {
-        continue;
-      }
-      Map<String, Column> block = orcBlocks.chunk(chunks.get(c), missing);
-      decoded = true;
-      for (int i = 0; i < features.size(); i++) {
-        if (columns[i][c] == null) {
-          if (src[i] == null) {
-            src[i] = columns[i].clone();
-          }
-          src[i][c] = block.get(features.get(i));
-        }
-      }
-    }
-    for (int i = 0; i < features.size(); i++) {
-      if (src[i] == null) {
-        src[i] = columns[i];
-      }
-    }
-    slowNanos = decoded ? System.nanoTime() - t0 : 0;
-    if (decoded) {
-      stats.recordOrcDecoded(orcBlocks.decodedBytes() - before);
-    }
-    return src;
-  }
-
-  /**
-   * The one loop of a batch assembled feature by feature from resident segments (ranges or single
-   * rows): each feature's part appended by {@code pass}, its reads reported to the store once per
-   * chunk, the whole timed as one SSD read. A segment that went bad after it was mapped (an
-   * access out of its bounds, or the JVM's InternalError on a truncated mapping) undoes every
-   * append of the batch and returns false: the caller then takes the unit-by-unit path, which finds
-   * the damaged chunk and reads it from ORC.
-   */
-  private boolean byFeature(List<ColumnBuilder> out, FeaturePass pass) {
-    long t0 = System.nanoTime();
-    long bytes = 0;
-    long slowBytes = 0;
-    int[] before = new int[features.size()];
-    for (int i = 0; i < features.size(); i++) {
-      before[i] = out.get(i).rows();
-    }
-    if (chunkBytes == null) {
-      chunkBytes = new ChunkBytes(dataset.chunks().size());
-    }
-    ChunkBytes read = chunkBytes;
-    for (int i = 0; i < features.size(); i++) {
-      read.clear();
-      try {
-        pass.append(i, out.get(i), read);
-      } catch (IndexOutOfBoundsException | InternalError fault) {
-        for (int j = 0; j < features.size(); j++) { // every builder: one pass may append to several
-          out.get(j).truncate(before[j]);
-        }
-        read.clear();
-        return false;
-      }
-      for (int k = 0; k < read.n; k++) {
-        int c = read.touched[k];
-        Tier tier = columns[i][c] != null ? Tier.SSD : Tier.HDD; // HDD: decoded by sources()
-        if (tier == Tier.SSD) {
-          bytes += read.bytes[c];
-        } else {
-          slowBytes += read.bytes[c];
-        }
-        if (store != null) {
-          store.read(dataset, features.get(i), c, read.bytes[c], tier);
-        }
-      }
-    }
-    read.clear();
-    if (bytes > 0 || slowBytes == 0) {
-      stats.record(Tier.SSD, bytes, System.nanoTime() - t0);
-    }
-    if (slowBytes > 0) {
-      stats.record(Tier.HDD, slowBytes, slowNanos);
-    }
-    slowNanos = 0;
-    return true;
   }
 
   private void appendFromChunk(ChunkInfo c, long row, int n, List<ColumnBuilder> out) throws IOException {
@@ -657,30 +439,10 @@ public final class TieredReader implements AutoCloseable {
    * tier was read twice (issue 58, BENCHMARKS.md). Called on this reader's thread.
    */
   public void readAheadChunks(int[] chunks) {
-    forEachResident(chunks, col -> {
+    resident.forEachStored(chunks, derived, col -> {
       ColdReads.readAheadWhole(col);
       stats.recordReadAhead();
     });
-  }
-
-  /** Calls {@code action} with each resident column of {@code chunks} of this reader's stored features. */
-  private void forEachResident(int[] chunks, java.util.function.Consumer<Column> action) {
-    for (int c : chunks) {
-      for (int i = 0; i < features.size(); i++) {
-        if (derived[i] != null) {
-          continue;
-        }
-        Column col;
-        try {
-          col = resident.column(i, c);
-        } catch (IOException | RuntimeException e) {
-          continue; // found damaged or gone: the batch that reads it says so
-        }
-        if (col != null) {
-          action.accept(col);
-        }
-      }
-    }
   }
 
   /**
@@ -691,7 +453,7 @@ public final class TieredReader implements AutoCloseable {
    * thread.
    */
   public void releaseChunks(int[] chunks) {
-    forEachResident(chunks, col -> {
+    resident.forEachStored(chunks, derived, col -> {
       ColdReads.releaseWhole(col);
       stats.recordReleased();
     });
