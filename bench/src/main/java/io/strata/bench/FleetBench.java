@@ -283,6 +283,7 @@ final class FleetBench implements Callable<Integer> {
         .put("cores", Runtime.getRuntime().availableProcessors());
     result.putObject("slowTier").put("device", slow.describe()).put("throttled", slow.throttled())
         .put("bytesPerSecond", slow.bytesPerSecond()).put("iops", slow.iops()).put("model", DiskModel.HDD.name())
+        .put("readAheadKb", slow.queueSetting("read_ahead_kb")).put("maxSectorsKb", slow.queueSetting("max_sectors_kb"))
         .put("why", slow.why());
     result.putObject("shuffle").put("kind", "block shuffle over whole chunks (MosaicML Streaming's py1b, blocks aligned to chunks)")
         .put("blockChunks", blockChunks).put("chunkRows", rowGroupRows())
@@ -348,6 +349,9 @@ final class FleetBench implements Callable<Integer> {
       Thread sampling = Thread.ofPlatform().name("strata-fleet-sampler").daemon(true).start(sampler);
       long t0 = System.nanoTime();
       long cpu0 = group.cpuNanos();
+      long sys0 = group.cpuSystemNanos();
+      long majors0 = group.memoryStat("pgmajfault");
+      long requests0 = slow.readRequests();
       try {
         if (side.equals("strata")) {
           int port;
@@ -452,6 +456,10 @@ final class FleetBench implements Callable<Integer> {
       }
       double seconds = (System.nanoTime() - t0) / 1e9;
       long cpu = group.cpuNanos() - cpu0;
+      // Kernel time and page faults that read from a device: where a side's CPU went besides its own code.
+      r.put("cpuSystemSeconds", (group.cpuSystemNanos() - sys0) / 1e9).put("majorFaults", group.memoryStat("pgmajfault") - majors0);
+      // The slow tier's requests (as the device completed them): under its IOPS limit, their size sets what it delivers.
+      r.put("slowTierRequests", slow.readRequests() - requests0);
       List<Integer> codes = new ArrayList<>();
       for (Process p : procs) {
         codes.add(p.exitValue());

@@ -117,6 +117,24 @@ final class SideGroup implements AutoCloseable {
     return dirs.isEmpty() ? 0 : Long.parseLong(Files.readString(dirs.get(3).resolve("cpuacct.usage")).strip());
   }
 
+  /** A counter of the memory cgroup's {@code memory.stat} (its {@code total_} form: the group's and below), or -1. */
+  long memoryStat(String key) throws IOException {
+    if (dirs.isEmpty()) {
+      return -1;
+    }
+    for (String l : Files.readAllLines(dirs.get(0).resolve("memory.stat"))) {
+      if (l.startsWith("total_" + key + " ")) {
+        return Long.parseLong(l.substring(key.length() + 7).strip());
+      }
+    }
+    return -1;
+  }
+
+  /** Kernel-mode CPU time of the side's processes (cpuacct), in nanoseconds; 0 without cgroups. */
+  long cpuSystemNanos() throws IOException {
+    return dirs.isEmpty() ? 0 : Long.parseLong(Files.readString(dirs.get(3).resolve("cpuacct.usage_sys")).strip());
+  }
+
   /** The memory cgroup's peak (processes and page cache), or -1. */
   long peakBytes() throws IOException {
     return dirs.isEmpty() ? -1 : Long.parseLong(Files.readString(dirs.get(0).resolve("memory.max_usage_in_bytes")).strip());

@@ -141,6 +141,27 @@ final class SlowTier implements AutoCloseable {
     return Long.parseLong(f[2]) * 512;
   }
 
+  /** Read requests the tier's device completed so far (after the block layer merged them; 0 without a loop device). */
+  long readRequests() throws IOException {
+    if (loop == null) {
+      return 0;
+    }
+    String[] f = Files.readString(Path.of("/sys/block", Path.of(loop).getFileName().toString(), "stat")).strip().split("\\s+");
+    return Long.parseLong(f[0]);
+  }
+
+  /** The device's queue setting {@code name} ({@code read_ahead_kb}, {@code max_sectors_kb}), or -1. */
+  long queueSetting(String name) {
+    if (loop == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(Files.readString(Path.of("/sys/block", Path.of(loop).getFileName().toString(), "queue", name)).strip());
+    } catch (IOException | NumberFormatException e) {
+      return -1;
+    }
+  }
+
   private static long major(long dev) {
     return ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
   }

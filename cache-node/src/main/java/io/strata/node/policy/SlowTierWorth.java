@@ -5,7 +5,8 @@ import java.util.function.IntToDoubleFunction;
 
 /**
  * The part of {@link StrataPolicy} that weighs chunks by what they cost the slow tier: each key's
- * stored, compressed bytes as the node tells them ({@link CachePolicy#slowBytes}), and the two
+ * cost as the node tells it ({@link CachePolicy#slowBytes}: stored bytes and one read's
+ * positioning, in bytes), and the two
  * decisions made with them under a flash write budget (see "Worth the write" in the policy's
  * note): victims by worth where next use refuses a swap ({@link #victims}), and free space kept
  * for what fills the budget ({@link #belowFill}, against {@link #updateFill}). A key not told
