@@ -124,15 +124,11 @@ public final class StrataPolicy implements CachePolicy {
   public static final double DEFAULT_POPULARITY_DISCOUNT = 2.0;
 
   private long budget;
-  private double popularityDiscount;
   private final FlashBudget flash;
 
   private long[] size = new long[256];
   private boolean[] pinned = new boolean[256];
-  /** Keys another node of the cluster holds (see {@link #heldElsewhere}). */
-  private boolean[] elsewhere = new boolean[256];
   private final ReadHistory history = new ReadHistory();
-  private int[] groupOf = new int[256];
   private final ResidentKeys residents = new ResidentKeys();
   private long accesses;
   private long bypassNoNextUse;
@@ -149,6 +145,8 @@ public final class StrataPolicy implements CachePolicy {
   private final NextUseHeap heap = new NextUseHeap();
   private final DeclaredPlans plans = new DeclaredPlans();
   private final StreamStats streams = new StreamStats();
+  /** When each key is expected to be read next, from the plans, the streams and its history. */
+  private final NextUses next = new NextUses(plans, streams, history);
   /** Whether key {@code k} may be evicted (the heap hands out only these as victims): resident and not pinned. */
   private boolean evictable(int k) {
     return residents.contains(k) && !pinned[k];
@@ -172,8 +170,7 @@ public final class StrataPolicy implements CachePolicy {
     if (!(popularityDiscount >= 1)) {
       throw new IllegalArgumentException("popularity discount must be at least 1, got " + popularityDiscount);
     }
-    Arrays.fill(groupOf, -1);
-    this.popularityDiscount = popularityDiscount;
+    next.setDiscount(popularityDiscount);
     this.budget = budgetBytes;
     this.flash = new FlashBudget(flashBytesPerHour);
   }
@@ -190,13 +187,10 @@ public final class StrataPolicy implements CachePolicy {
       worth.ensure(n);
       residents.ensure(n);
       pinned = Arrays.copyOf(pinned, n);
-      elsewhere = Arrays.copyOf(elsewhere, n);
       history.ensure(n);
       streams.ensureKeys(n);
       plans.ensureKeys(n);
-      int old = groupOf.length;
-      groupOf = Arrays.copyOf(groupOf, n);
-      Arrays.fill(groupOf, old, n, -1);
+      next.ensure(n);
     }
   }
 
@@ -221,21 +215,7 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public void group(int key, int group) {
     ensure(key);
-    groupOf[key] = group;
-  }
-
-  /**
-   * When a job not yet declared is expected to read {@code key}: the next job of its feature
-   * stream plus half an epoch (a new job reaches a given chunk half way through its epoch on
-   * average), its distance discounted. Infinite until two jobs have read the stream.
-   */
-  private double popularNextUse(int key, double now) {
-    double arrival = streams.nextArrival(groupOf[key], now);
-    if (arrival == NEVER) {
-      return NEVER;
-    }
-    double eta = arrival + plans.typicalEpochSeconds(accesses) / 2;
-    return now + (eta - now) * popularityDiscount;
+    next.group(key, group);
   }
 
   @Override
@@ -264,10 +244,9 @@ public final class StrataPolicy implements CachePolicy {
   @Override
   public void heldElsewhere(int key, boolean held) {
     ensure(key);
-    if (elsewhere[key] == held) {
+    if (!next.heldElsewhere(key, held)) {
       return;
     }
-    elsewhere[key] = held;
     if (residents.contains(key) && !pinned[key]) {
       push(key, nextUse(key, flash.now()));
     }
@@ -284,26 +263,9 @@ public final class StrataPolicy implements CachePolicy {
     }
   }
 
-  /**
-   * When {@code key} is expected to be read next, from declared plans or its own history. Several
-   * jobs' reads combine as rates: a chunk that two jobs will read in ten seconds each is worth
-   * what one read in five seconds is (with one job this is Belady's next use).
-   */
+  /** When {@code key} is expected to be read next ({@link NextUses#of}). */
   double nextUse(int key, double now) {
-    double rate = plans.rate(key, accesses);
-    rate += streams.passRate(key, groupOf[key], now);
-    double popular = elsewhere[key] ? NEVER : popularNextUse(key, now);
-    double best;
-    if (rate > 0) {
-      // Expected reads per second from every source; a popularity guess adds its own rate.
-      best = popular < NEVER ? now + 1 / (rate + 1 / Math.max(1e-9, popular - now)) : now + 1 / rate;
-    } else {
-      best = popular;
-    }
-    if (best == NEVER && !plans.planned(key) && !elsewhere[key]) {
-      best = history.expected(key, now, NEVER);
-    }
-    return best;
+    return next.of(key, now, accesses);
   }
 
   @Override
@@ -314,10 +276,11 @@ public final class StrataPolicy implements CachePolicy {
       history.decay();
     }
     history.read(key, time);
-    if (groupOf[key] >= 0) {
-      streams.noteGroup(groupOf[key], job, time);
+    int group = next.groupOf(key);
+    if (group >= 0) {
+      streams.noteGroup(group, job, time);
       if (plans.get(job) == null) {
-        streams.notePass(job, key, groupOf[key], time);
+        streams.notePass(job, key, group, time);
       }
     }
     plans.consume(job, key, time);
@@ -541,7 +504,7 @@ public final class StrataPolicy implements CachePolicy {
   }
 
   public double popularityDiscount() {
-    return popularityDiscount;
+    return next.discount();
   }
 
   /**
@@ -596,7 +559,7 @@ public final class StrataPolicy implements CachePolicy {
     if (!(discount >= 1)) {
       throw new IllegalArgumentException("popularity discount must be at least 1, got " + discount);
     }
-    popularityDiscount = discount;
+    next.setDiscount(discount);
   }
 
   /**
