@@ -102,9 +102,8 @@ final class SlowCosts implements AutoCloseable {
    * DiskModel#HDD}'s command overhead, average seek and half a turn at its transfer rate.
    */
   static long requestBytes(Dataset ds) {
-    java.nio.file.Path dir = ds.directory();
-    if ("s3".equals(dir.getFileSystem().provider().getScheme())) {
-      double[] m = S3FileSystems.model(dir);
+    if (S3FileSystems.isS3(ds.directory())) {
+      double[] m = S3FileSystems.model(ds.directory());
       return Math.round(m[0] * m[1]);
     }
     return Math.round(DiskModel.HDD.firstRequestSeconds(0) * DiskModel.HDD.bytesPerSecond());

@@ -23,9 +23,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -55,15 +52,16 @@ import org.rocksdb.RocksDB;
  * ingestion holds it while it writes the SST file and hands it to RocksDB); {@link
  * #close()} takes the write side, waits for the calls in flight and closes every handle in
  * dependency order, after which calls fail with {@link IllegalStateException} naming the store.
- * {@code inflight} (one computation per fingerprint), {@link SourceChecksums}' maps are
- * concurrent.
+ * {@code inflight} (one computation per fingerprint) and {@link SourceChecksums} are {@link
+ * SingleFlight}s over concurrent maps.
  */
 public final class FeatureStore implements DerivedStore, AutoCloseable {
   private final Path dir;
   private final boolean writer;
   /** The RocksDB instance, its layout and the lock that guards its handles ({@link StoreRocks}). */
   private final StoreRocks rocks;
-  private final Map<String, CompletableFuture<FeatureMeta>> inflight = new ConcurrentHashMap<>();
+  /** One computation or ingestion a fingerprint at a time in this process. */
+  private final SingleFlight<FeatureMeta> inflight = new SingleFlight<>();
   /** Source columns' checksums, cached, one pass a column at a time ({@link #columnChecksum}). */
   private final SourceChecksums checksums;
   private final AtomicLong computations = new AtomicLong();
@@ -249,7 +247,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     }
     String fp = fingerprint(d, reader);
     Optional<FeatureMeta> stored = usedIfComplete(fp);
-    return stored.isPresent() ? stored.get() : once(fp, () -> compute(fp, d, reader, progress));
+    return stored.isPresent() ? stored.get() : inflight.run(fp, () -> compute(fp, d, reader, progress));
   }
 
   /** Feature {@code fp} if the store holds it complete, its last use recorded as now; else empty. */
@@ -261,42 +259,6 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     FeatureMeta used = m.get().used();
     writeMeta(used);
     return Optional.of(used);
-  }
-
-  /** The result of another thread's work, its IOException thrown as it was. */
-  static <T> T join(CompletableFuture<T> running) throws IOException {
-    try {
-      return running.join();
-    } catch (CompletionException e) {
-      if (e.getCause() instanceof IOException io) {
-        throw io;
-      }
-      throw e;
-    }
-  }
-
-  /** Work on one feature that only one thread of this process does at a time. */
-  private interface FeatureWork {
-    FeatureMeta run() throws IOException;
-  }
-
-  /** Runs {@code work} for {@code fp}, or waits for the thread already running work for it and returns its result. */
-  private FeatureMeta once(String fp, FeatureWork work) throws IOException {
-    CompletableFuture<FeatureMeta> mine = new CompletableFuture<>();
-    CompletableFuture<FeatureMeta> running = inflight.putIfAbsent(fp, mine);
-    if (running != null) {
-      return join(running);
-    }
-    try {
-      FeatureMeta done = work.run();
-      mine.complete(done);
-      return done;
-    } catch (IOException | RuntimeException e) {
-      mine.completeExceptionally(e);
-      throw e;
-    } finally {
-      inflight.remove(fp);
-    }
   }
 
   /** Computes (or resumes computing) every chunk; each chunk and the progress are one synced write. */
@@ -393,10 +355,10 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
       return stored.get();
     }
     // One ingestion (or computation) of a feature at a time in this process: others wait for it.
-    return once(fp, () -> ingestNow(described, source, from, progress));
+    return inflight.run(fp, () -> ingestNow(described, source, from, progress));
   }
 
-  /** The ingestion itself; the caller holds the feature's single flight ({@link #once}). */
+  /** The ingestion itself; the caller holds the feature's single flight ({@link SingleFlight}). */
   private FeatureMeta ingestNow(FeatureMeta described, ChunkSource source, String from, Progress progress) throws IOException {
     String fp = described.fingerprint();
     Optional<FeatureMeta> have = meta(fp);
@@ -472,7 +434,7 @@ public final class FeatureStore implements DerivedStore, AutoCloseable {
     for (FeatureMeta m : list()) {
       Optional<String> v = currentVersion.apply(m.dataset());
       boolean stale = v.isEmpty() || !v.get().equals(m.version());
-      boolean abandoned = !m.complete() && now - m.lastUsedMillis() > staleAfter.toMillis() && !inflight.containsKey(m.fingerprint());
+      boolean abandoned = !m.complete() && now - m.lastUsedMillis() > staleAfter.toMillis() && !inflight.running(m.fingerprint());
       boolean unused = m.complete() && now - m.lastUsedMillis() > unusedFor.toMillis();
       if (stale || abandoned || unused) {
         rocks.delete(m);

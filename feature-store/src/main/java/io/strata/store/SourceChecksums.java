@@ -5,22 +5,21 @@ import io.strata.sdk.derive.Derivation;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The content checksums of a {@link FeatureStore}'s source columns ({@link #of}): computed once per
  * dataset version, kept in the store ({@code c:} keys; the writer writes them) and in memory.
  *
- * <p>Threads: any; threads asking for the same column at once wait for one pass ({@code inFlight}),
- * and both maps are concurrent.
+ * <p>Threads: any; threads asking for the same column at once wait for one pass ({@link SingleFlight}),
+ * and the cache is a concurrent map.
  */
 final class SourceChecksums {
   private final StoreRocks rocks;
   private final boolean writer;
   private final Map<String, Long> cache = new ConcurrentHashMap<>();
   /** Source checksums being computed now, so that threads asking for one at once wait for one pass. */
-  private final Map<String, CompletableFuture<Long>> inFlight = new ConcurrentHashMap<>();
+  private final SingleFlight<Long> inFlight = new SingleFlight<>();
 
   SourceChecksums(StoreRocks rocks, boolean writer) {
     this.rocks = rocks;
@@ -38,12 +37,7 @@ final class SourceChecksums {
     if (cached != null) {
       return cached;
     }
-    CompletableFuture<Long> mine = new CompletableFuture<>();
-    CompletableFuture<Long> running = inFlight.putIfAbsent(key, mine);
-    if (running != null) {
-      return FeatureStore.join(running);
-    }
-    try {
+    return inFlight.run(key, () -> {
       rocks.catchUp();
       byte[] stored = rocks.get(rocks.meta(), key);
       long sum;
@@ -56,13 +50,7 @@ final class SourceChecksums {
         }
       }
       cache.put(key, sum);
-      mine.complete(sum);
       return sum;
-    } catch (IOException | RuntimeException e) {
-      mine.completeExceptionally(e);
-      throw e;
-    } finally {
-      inFlight.remove(key);
-    }
+    });
   }
 }
