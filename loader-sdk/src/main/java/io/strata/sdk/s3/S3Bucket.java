@@ -242,7 +242,10 @@ final class S3Bucket extends RemoteFileSystem {
     }
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof ConnectException || t instanceof SocketException || t instanceof java.io.EOFException
-          || t.getClass().getSimpleName().equals("NoHttpResponseException")) {
+          || t.getClass().getSimpleName().equals("NoHttpResponseException")
+          // HttpCore's "premature end of Content-Length delimited message body": a body cut off
+          // when the store died mid-answer (an IOException, not a SocketException).
+          || t.getClass().getSimpleName().equals("ConnectionClosedException")) {
         return true;
       }
     }
