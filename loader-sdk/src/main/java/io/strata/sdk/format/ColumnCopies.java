@@ -172,11 +172,15 @@ final class ColumnCopies {
     // inlining budget and left every access on the generic path (alignment checked per access,
     // 2.5x slower), by chance, from one process start to the next.
     switch (b.width) {
-      case 0 -> CopyLoops.gatherBits(src, base, b.values, at, row, pos, from, to);
-      case 1 -> CopyLoops.gather1(src.asSlice(base), b.values.asSlice(at), row, pos, from, to);
-      case 2 -> CopyLoops.gather2(src.asSlice(base * 2), b.values.asSlice(at * 2), row, pos, from, to);
-      case 4 -> CopyLoops.gather4(src.asSlice(base * 4), b.values.asSlice(at * 4), row, pos, from, to);
-      case 8 -> CopyLoops.gather8(src.asSlice(base * 8), b.values.asSlice(at * 8), row, pos, from, to);
+      case 0 -> CopyLoops.gatherBits(CopyLoops.sameClass(src), base, CopyLoops.sameClass(b.values), at, row, pos, from, to);
+      case 1 -> CopyLoops.gather1(CopyLoops.sameClass(src.asSlice(base)), CopyLoops.sameClass(b.values.asSlice(at)), row, pos,
+          from, to);
+      case 2 -> CopyLoops.gather2(CopyLoops.sameClass(src.asSlice(base * 2)), CopyLoops.sameClass(b.values.asSlice(at * 2)),
+          row, pos, from, to);
+      case 4 -> CopyLoops.gather4(CopyLoops.sameClass(src.asSlice(base * 4)), CopyLoops.sameClass(b.values.asSlice(at * 4)),
+          row, pos, from, to);
+      case 8 -> CopyLoops.gather8(CopyLoops.sameClass(src.asSlice(base * 8)), CopyLoops.sameClass(b.values.asSlice(at * 8)),
+          row, pos, from, to);
       default -> {
         for (int j = from; j < to; j++) {
           MemorySegment.copy(src, (base + row[j]) * b.width, b.values, (at + pos[j]) * b.width, b.width);

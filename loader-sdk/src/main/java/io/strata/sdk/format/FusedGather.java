@@ -87,7 +87,7 @@ public final class FusedGather {
     }
     MemorySegment[] dst = new MemorySegment[k];
     for (int i = 0; i < k; i++) {
-      dst[i] = ColumnCopies.target(out.get(i));
+      dst[i] = CopyLoops.sameClass(ColumnCopies.target(out.get(i)));
     }
     Loop loop = loop(widths);
     MemorySegment[] src = new MemorySegment[k];
@@ -97,7 +97,7 @@ public final class FusedGather {
       int chunk = order.runChunk(r);
       for (int i = 0; i < k; i++) {
         Column c = cols[i][chunk];
-        src[i] = c.values().asSlice((long) c.offset() * widths[i]);
+        src[i] = CopyLoops.sameClass(c.values().asSlice((long) c.offset() * widths[i]));
       }
       loop.gather(src, dst, local, pos, order.runStart(r), order.runStart(r + 1));
     }
