@@ -56,6 +56,63 @@ def warmup_seconds(seconds):
     return min(2.0, seconds / 2)
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu():
+    """CPU seconds (user and system, every thread) of this process, of every live process under it
+    (DataLoader workers, Ray's processes, the loader service it started), of its children already
+    reaped, and of this run's loader service wherever it was started: every process of a side."""
+    parent, ticks = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as fh:
+                s = fh.read()
+        except OSError:
+            continue
+        f = s[s.rindex(")") + 2:].split()
+        parent[int(d)] = int(f[1])
+        ticks[int(d)] = int(f[11]) + int(f[12])
+    me = os.getpid()
+    svc = service_pid()
+    total = 0
+    for pid in ticks:
+        p, hops = pid, 0
+        while p not in (me, 0, 1) and hops < 64:
+            p, hops = parent.get(p, 0), hops + 1
+        if p == me or pid == svc:
+            total += ticks[pid]
+    t = os.times()
+    return total / _TICK + t.children_user + t.children_system
+
+
+def settle(limit=3.0):
+    """Waits (at most `limit` s) until no process of this run spends CPU (under 5 ms in 100 ms):
+    a side's prefetching, its workers' shutdown or a collector finishes in no other side's turn."""
+    t0 = time.perf_counter()
+    last = tree_cpu()
+    while time.perf_counter() - t0 < limit:
+        time.sleep(0.1)
+        now = tree_cpu()
+        if now - last < 0.005:
+            return
+        last = now
+
+
+def pin_cores(cpus):
+    """Confines this process, and so every process it starts (DataLoader workers, Ray, the loader
+    service: one service per core set, its socket given by the caller), to the CPUs `cpus`."""
+    if cpus:
+        os.sched_setaffinity(0, set(cpus))
+
+
+def cores():
+    """The CPUs this run may use."""
+    return len(os.sched_getaffinity(0))
+
+
 def rate(step, seconds, warmup=2, min_batches=3):
     """Calls step() (one batch; returns its rows) `warmup` times and for warmup_seconds(seconds),
     then for `seconds` (at least `min_batches` times); returns batches/s and rows/s."""
@@ -97,6 +154,16 @@ class IterStep:
         self.it = None
 
 
+# Turns of the scenarios run at equal cores (atom, rows): five shorter turns in the same time, so
+# that a median turn is past a JIT's warm-up even on one core, where its compiler threads take the
+# core from the work (Strata's first turn on one core ran 108 batches/s, its third 170).
+EQUAL_CORES_ROUNDS = 5
+
+# Batches taken untimed at the start of each turn: a loader's prefetched batches (4 by default),
+# assembled while another side was timed, are not counted as this side's speed.
+DRAIN = 5
+
+
 def rounds_rate(steps, seconds, rounds=3, keep_open=True):
     """The peers of one table, timed in turns: the machine is shared and its speed drifts, so each
     peer (a step function: one batch, returns its rows) is timed for seconds/rounds in each of
@@ -122,21 +189,30 @@ def rounds_rate(steps, seconds, rounds=3, keep_open=True):
             step = steps[name]
             if not keep_open:
                 warm(step)
+            # No other side's work in this turn (settle), and none of this side's done before it:
+            # the batches a side assembled ahead while idle are taken untimed.
+            settle()
+            for _ in range(DRAIN):
+                step()
             n = 0
             rows = 0
+            c0 = tree_cpu()
             t0 = time.perf_counter()
             while n < 3 or time.perf_counter() - t0 < seconds / rounds:
                 rows += step()
                 n += 1
             dt = time.perf_counter() - t0
-            per[name].append({"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "rowsPerSecond": rows / dt})
+            cpu = tree_cpu() - c0
+            per[name].append({"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "rowsPerSecond": rows / dt,
+                              "cpuSecondsPerBatch": cpu / n})
             if not keep_open and isinstance(step, IterStep):
                 step.close()
                 gc.collect()
     out = {}
     for name, rs in per.items():
         mid = sorted(rs, key=lambda x: x["batchesPerSecond"])[len(rs) // 2]
-        out[name] = dict(mid, rounds=[round(x["batchesPerSecond"], 1) for x in rs])
+        out[name] = dict(mid, rounds=[round(x["batchesPerSecond"], 1) for x in rs],
+                         cpuSecondsPerBatch=sorted(x["cpuSecondsPerBatch"] for x in rs)[len(rs) // 2])
     return out
 
 
@@ -157,6 +233,7 @@ def iterate_rate(make_iter, seconds, skip, per=lambda b: 1):
         if seen == skip:
             t0 = time.perf_counter()
     n = 0
+    c0 = tree_cpu()
     t0 = time.perf_counter()
     while n < 3 or time.perf_counter() - t0 < seconds:
         try:
@@ -166,8 +243,9 @@ def iterate_rate(make_iter, seconds, skip, per=lambda b: 1):
             continue
         n += 1
     dt = time.perf_counter() - t0
+    cpu = tree_cpu() - c0
     del it
-    return {"batches": n, "seconds": dt, "batchesPerSecond": n / dt}
+    return {"batches": n, "seconds": dt, "batchesPerSecond": n / dt, "cpuSecondsPerBatch": cpu / n}
 
 
 # ----------------------------------------------------------------------------------- data
@@ -273,20 +351,22 @@ def _pyarrow_ipc(f, ranges, where, cols):
 
 
 def _numpy_memmap(f, ranges, where, cols):
-    # per-column numpy.memmap arrays (the seed's second candidate): ranges concatenated per column
+    # per-column numpy.memmap arrays (the seed's second candidate): ranges concatenated per column,
+    # sliced through plain ndarray views of the maps (a slice of the np.memmap subclass costs ~5x more)
+    def load(name):
+        return np.asarray(np.load(os.path.join(f["npy"], name), mmap_mode="r"))
+
     mm = {}
     for c in cols:
         p = os.path.join(f["npy"], c + ".npy")
         if os.path.exists(os.path.join(f["npy"], c + ".valid.npy")):
-            mm[c + ".valid"] = ("fixed", np.load(os.path.join(f["npy"], c + ".valid.npy"), mmap_mode="r"))
+            mm[c + ".valid"] = ("fixed", load(c + ".valid.npy"))
         if os.path.exists(p):
-            mm[c] = ("fixed", np.load(p, mmap_mode="r"))
+            mm[c] = ("fixed", load(c + ".npy"))
         elif os.path.exists(os.path.join(f["npy"], c + ".bytes.npy")):
-            mm[c] = ("var", np.load(os.path.join(f["npy"], c + ".offsets.npy"), mmap_mode="r"),
-                     np.load(os.path.join(f["npy"], c + ".bytes.npy"), mmap_mode="r"))
+            mm[c] = ("var", load(c + ".offsets.npy"), load(c + ".bytes.npy"))
         else:
-            mm[c] = ("list", np.load(os.path.join(f["npy"], c + ".offsets.npy"), mmap_mode="r"),
-                     np.load(os.path.join(f["npy"], c + ".values.npy"), mmap_mode="r"))
+            mm[c] = ("list", load(c + ".offsets.npy"), load(c + ".values.npy"))
 
     def numpy_memmap(sample_ids):
         spans = [(int(ranges[where[s], 1]), int(ranges[where[s], 2])) for s in sample_ids]
@@ -373,6 +453,27 @@ def check_atom(batch, got, cols, peer):
             raise SystemExit("peer %s differs from Strata in column %s" % (peer, c))
 
 
+class Pipelined:
+    """A peer's fetch on `threads` threads, `threads` batches in flight (a step: one batch, in order)."""
+
+    def __init__(self, fetch, ids, threads):
+        import collections
+        import concurrent.futures
+
+        self.fetch = fetch
+        self.ids = ids
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="peer")
+        self.pending = collections.deque(self.pool.submit(fetch, ids()) for _ in range(threads))
+
+    def __call__(self):
+        got = self.pending.popleft().result()
+        self.pending.append(self.pool.submit(self.fetch, self.ids()))
+        return _rows(got)
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def atom(spec):
     import strata
     from strata.torch import to_tensors
@@ -399,9 +500,21 @@ def atom(spec):
         return ranges[rng.choice(len(ranges), 512, replace=False), 0]
 
     steps = {name: (lambda fn=fn: _rows(fn(ids()))) for name, fn in fetch.items()}
-    # Strata: its Python client, batches as torch tensors (strings stay Arrow arrays), as a job reads them.
+    n = cores()
+    result["cores"] = n
+    pools = []
+    if n > 1:
+        # With more than one core, each peer as a user runs it on threads (torchdata's ParallelMapper
+        # does this): `n` batches in flight on `n` threads, numpy's and pyarrow's copies release the GIL.
+        for name, fn in fetch.items():
+            if name != "duckdbParquet":  # DuckDB runs its own threads on every core
+                pool = Pipelined(fn, ids, n)
+                pools.append(pool)
+                steps["%sThreads%d" % (name, n)] = pool
+    # Strata: its Python client, batches as torch tensors (strings stay Arrow arrays), as a job reads them;
+    # one assembly thread, and as many as cores.
     loaders = []
-    for threads in (1, 2):
+    for threads in sorted({1, n}):
         ld = strata.Loader(spec["dataset"], features=cols, batch_samples=512, ssd=spec["ssd"], seed=1, epochs=100000,
                            threads=threads, drop_last=True)
         loaders.append(ld)
@@ -412,9 +525,11 @@ def atom(spec):
             return b.num_rows
 
         steps["strata%d" % threads] = step
-    result["peers"] = rounds_rate(steps, seconds)
+    result["peers"] = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS)
     for ld in loaders:
         ld.close()
+    for pool in pools:
+        pool.close()
     gc.collect()
     emit(result)
 
@@ -444,9 +559,15 @@ def rows(spec):
         if os.path.exists(os.path.join(f["npy"], c + ".valid.npy")):
             mm[c + ".valid"] = np.load(os.path.join(f["npy"], c + ".valid.npy"), mmap_mode="r")
     n = len(mm[feats[0]])
+    # Plain ndarray views of the maps: indexing the np.memmap subclass costs a wrapper object a call.
+    arrays = {c: np.asarray(a) for c, a in mm.items()}
 
     def gather(idx):
-        return {c: torch.from_numpy(np.asarray(a[idx])) for c, a in mm.items()}
+        return {c: torch.from_numpy(a[idx]) for c, a in arrays.items()}
+
+    def permutation(seed):
+        # torch's permutation, as a PyTorch user shuffles (numpy's int64 one is about 3x slower)
+        return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).numpy()
 
     class MemmapBatches(Dataset):
         """A map-style Dataset whose items are whole batches: a BatchSampler hands __getitem__
@@ -467,7 +588,7 @@ def rows(spec):
         def __iter__(self):
             info = get_worker_info()
             w, i = (1, 0) if info is None else (info.num_workers, info.id)
-            perm = np.random.default_rng(self.seed).permutation(n)
+            perm = permutation(self.seed)
             for k, s in enumerate(range(0, n - B + 1, B)):
                 if k % w == i:
                     yield gather(perm[s:s + B])
@@ -504,18 +625,22 @@ def rows(spec):
     result["batchesChecked"] = checked
     ray_check = None
 
-    for workers in (0, 2):
+    # Every side on the cores this run has: no workers, and as many workers as cores (Strata: as
+    # many assembly threads as cores).
+    threads = cores()
+    result["cores"] = threads
+    for workers in sorted({0, threads}):
         skip = 2 * workers + 2
         steps = {}
         closing = []
         if workers == 0:
-            perm_state = {"perm": np.random.default_rng(3).permutation(n), "at": 0, "epoch": 0}
+            perm_state = {"perm": permutation(3), "at": 0, "epoch": 0}
 
             def plain():
                 at = perm_state["at"]
                 if at + B > n:  # a new order each epoch (Strata's order changes each epoch too)
                     perm_state["epoch"] += 1
-                    perm_state["perm"] = np.random.default_rng(3 + perm_state["epoch"]).permutation(n)
+                    perm_state["perm"] = permutation(3 + perm_state["epoch"])
                     at = 0
                 gather(perm_state["perm"][at:at + B])
                 perm_state["at"] = at + B
@@ -523,7 +648,7 @@ def rows(spec):
 
             steps["numpyLoop"] = plain
             ld = strata.Loader(spec["dataset"], features=feats, mode="rows", batch_rows=B, ssd=spec["ssd"], seed=1,
-                               epochs=100000, threads=spec["threads"])
+                               epochs=100000, threads=threads)
             closing.append(ld)
 
             def strata_loop(sit=iter(ld)):
@@ -543,7 +668,7 @@ def rows(spec):
             lambda: iter(DataLoader(StrataIterableDataset(spec["dataset"], features=feats, mode="rows", batch_rows=B,
                                                           ssd=spec["ssd"], seed=1, epochs=100000),
                                     batch_size=None, num_workers=workers)), skip)
-        peers = rounds_rate(steps, seconds, keep_open=workers == 0)
+        peers = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS, keep_open=workers == 0)
         for step in steps.values():
             if isinstance(step, IterStep):
                 step.close()
@@ -567,7 +692,7 @@ def ray_rows(spec, f, feats, B, n, seconds, mm):
         return {"available": False, "reason": "ray is not installed: %s" % e}, None
     import logging
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+    ray.init(num_cpus=cores(), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
              configure_logging=False)
     try:
         ds = ray.data.read_parquet(f["parquet"]).select_columns(feats + ["row"])
@@ -1184,6 +1309,8 @@ def memory(spec, spec_file):
 def main():
     spec_file, scenario = sys.argv[1], sys.argv[2]
     spec = json.load(open(spec_file))
+    if scenario in ("atom", "rows") and len(sys.argv) > 3:
+        pin_cores([int(c) for c in sys.argv[3].split(",")])
     if scenario == "prepare":
         prepare(spec)
     elif scenario == "versions":

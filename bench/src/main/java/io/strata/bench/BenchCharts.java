@@ -124,9 +124,9 @@ final class BenchCharts {
         }
         List<String> labels = new ArrayList<>();
         List<Double> values = new ArrayList<>();
-        r.path("ratios").properties().forEach(e -> {
-          labels.add(e.getKey());
-          values.add(e.getValue().asDouble());
+        BenchPeers.eachRatio(r.path("ratios"), (k, v) -> {
+          labels.add(k);
+          values.add(v);
         });
         return bars("Strata vs the tools a PyTorch user would pick: ratios (1 = even; memory: lower is leaner)", "ratio", labels,
             values, false);

@@ -250,8 +250,8 @@ final class BenchMarkdown {
             m.append("Not measured: ").append(r.path("reason").asText()).append(".\n\n");
           } else {
             StringBuilder q = new StringBuilder();
-            r.path("ratios").properties().forEach(x -> q.append(q.isEmpty() ? "" : ", ").append('`').append(x.getKey())
-                .append("` **").append(String.format(Locale.ROOT, "%.2f", x.getValue().asDouble())).append("**"));
+            BenchPeers.eachRatio(r.path("ratios"), (k, v) -> q.append(q.isEmpty() ? "" : ", ").append('`').append(k)
+                .append("` **").append(String.format(Locale.ROOT, "%.2f", v)).append("**"));
             m.append(String.format(Locale.ROOT, "%,d rows, %,d documents, warm; each peer used as its documentation recommends, every"
                 + " peer's batch checked equal to Strata's first. Ratios: %s. The full tables and what each figure assumes:"
                 + " BENCHMARKS.md \"PyTorch jobs: Strata and the tools a user would pick\".%n%n", r.path("rows").asLong(),

@@ -1,9 +1,11 @@
 package io.strata.bench;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.strata.sdk.internal.Json;
 import java.io.PrintWriter;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.BiConsumer;
 
 /**
  * What the side-by-side comparisons of {@code strata bench} share ({@link SampleBench}, {@link ScanBench},
@@ -11,6 +13,17 @@ import java.util.Locale;
  */
 final class BenchPeers {
   private BenchPeers() {}
+
+  /** Every ratio of {@code ratios} by name, those of a nested object (such as {@code equalCores}) as {@code object.key}. */
+  static void eachRatio(JsonNode ratios, BiConsumer<String, Double> to) {
+    ratios.properties().forEach(e -> {
+      if (e.getValue().isObject()) {
+        e.getValue().properties().forEach(x -> to.accept(e.getKey() + "." + x.getKey(), x.getValue().asDouble()));
+      } else {
+        to.accept(e.getKey(), e.getValue().asDouble());
+      }
+    });
+  }
 
   static double median(List<Double> xs) {
     double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();

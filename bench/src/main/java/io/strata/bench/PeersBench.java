@@ -9,9 +9,11 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -157,16 +159,38 @@ final class PeersBench implements Callable<Integer> {
         ratios.put("rowsColdVsBestPeer", vsBest(cold.path("rows").path("peers"), "strata", "batchesPerSecond", "strata"));
       }
     }
+    // Equal cores: the atom and rows scenarios on every core of the machine (their figures as
+    // before), then again with every process of the run (the harness, its workers, the loader
+    // service) confined to one core; the best set-up of each side on the same cores compared.
+    int all = Runtime.getRuntime().availableProcessors();
+    String allCpus = String.join(",", IntStream.range(0, all).mapToObj(Integer::toString).toList());
+    ObjectNode equal = Json.object();
+    ObjectNode cpuPerBatch = Json.object();
+    ObjectNode oneCore = Json.object();
+    ObjectNode which = Json.object();
     if (wanted("atom")) {
-      JsonNode atom = harness(py, harness, specFile, "atom", socket);
+      JsonNode atom = harness(py, harness, specFile, "atom", socket, allCpus);
       result.set("atom", atom);
       ratios.put("atomVsBestPeer", vsBest(atom.path("peers"), "strata" + threads, "rowsPerSecond", "strata"));
+      JsonNode atom1 = harness(py, harness, specFile, "atom", dir.resolve("service-1core/loader.sock"), "0");
+      oneCore.set("atom", atom1);
+      EqualCores.compare(equal, cpuPerBatch, which, "atom", "rowsPerSecond", List.of(atom1.path("peers")), List.of(atom.path("peers")));
     }
     if (wanted("rows")) {
-      JsonNode r = harness(py, harness, specFile, "rows", socket);
+      JsonNode r = harness(py, harness, specFile, "rows", socket, allCpus);
       result.set("rows", r);
       ratios.put("rowsVsBestPeer0", vsBest(r.path("workers0"), "strata", "batchesPerSecond", "strata"));
-      ratios.put("rowsVsBestPeer2", vsBest(r.path("workers2"), "strata", "batchesPerSecond", "strata"));
+      ratios.put("rowsVsBestPeerN", vsBest(r.path("workers" + all), "strata", "batchesPerSecond", "strata"));
+      JsonNode r1 = harness(py, harness, specFile, "rows", dir.resolve("service-1core/loader.sock"), "0");
+      oneCore.set("rows", r1);
+      EqualCores.compare(equal, cpuPerBatch, which, "rows", "batchesPerSecond", List.of(r1.path("workers0"), r1.path("workers1")),
+          List.of(r.path("workers0"), r.path("workers" + all)));
+    }
+    if (!equal.isEmpty()) {
+      ratios.set("equalCores", equal);
+      ratios.set("cpuPerBatchVsBestPeer", cpuPerBatch);
+      result.set("oneCore", oneCore);
+      result.set("equalCoresBest", which);
     }
     if (wanted("docs")) {
       JsonNode d = harness(py, harness, specFile, "docs", socket);
@@ -217,8 +241,11 @@ final class PeersBench implements Callable<Integer> {
     return best == 0 ? 0 : peers.path(strata).path(field).asDouble() / best;
   }
 
-  private JsonNode harness(String py, Path harness, Path specFile, String scenario, Path socket) throws Exception {
-    ProcessBuilder pb = new ProcessBuilder(py, harness.toString(), specFile.toString(), scenario);
+  private JsonNode harness(String py, Path harness, Path specFile, String scenario, Path socket, String... cpus)
+      throws Exception {
+    List<String> command = new ArrayList<>(List.of(py, harness.toString(), specFile.toString(), scenario));
+    command.addAll(List.of(cpus));
+    ProcessBuilder pb = new ProcessBuilder(command);
     Processes.clientEnvironment(pb, socket, 10);
     pb.redirectError(ProcessBuilder.Redirect.INHERIT);
     Process p = pb.start();
@@ -261,13 +288,20 @@ final class PeersBench implements Callable<Integer> {
       out.printf("  atomVsBestPeer %.2f%n", ratios.path("atomVsBestPeer").asDouble());
     }
     if (r.has("rows")) {
-      for (String w : List.of("workers0", "workers2")) {
-        out.printf("shuffled single rows, 16,384 a batch, 5 features, as tensors, %s (batches/s):%n", w);
-        r.path("rows").path(w).properties().forEach(e -> out.printf("  %-18s %8.1f%n", e.getKey(),
-            e.getValue().path("batchesPerSecond").asDouble()));
+      for (String w : List.of("workers0", "workers" + r.path("cores").asInt())) {
+        out.printf("shuffled single rows, 16,384 a batch, 5 features, as tensors, %s (batches/s, CPU ms a batch):%n", w);
+        r.path("rows").path(w).properties().forEach(e -> out.printf("  %-18s %8.1f %8.2f%n", e.getKey(),
+            e.getValue().path("batchesPerSecond").asDouble(), e.getValue().path("cpuSecondsPerBatch").asDouble() * 1e3));
       }
-      out.printf("  rowsVsBestPeer0 %.2f, rowsVsBestPeer2 %.2f%n", ratios.path("rowsVsBestPeer0").asDouble(),
-          ratios.path("rowsVsBestPeer2").asDouble());
+      out.printf("  rowsVsBestPeer0 %.2f, rowsVsBestPeerN %.2f%n", ratios.path("rowsVsBestPeer0").asDouble(),
+          ratios.path("rowsVsBestPeerN").asDouble());
+    }
+    if (ratios.has("equalCores")) {
+      out.println("equal cores (every process of a side on the same CPUs; best set-up of each side):");
+      ratios.path("equalCores").properties().forEach(e -> out.printf("  %-6s %.2f  (%s against %s)%n", e.getKey(),
+          e.getValue().asDouble(), r.path("equalCoresBest").path(e.getKey()).path("strata").asText(),
+          r.path("equalCoresBest").path(e.getKey()).path("peer").asText()));
+      out.println("  CPU a batch, Strata over the best peer: " + ratios.path("cpuPerBatchVsBestPeer"));
     }
     if (r.has("docs")) {
       out.println("seed 004: random documents by id (docs/s, host MiB):");

@@ -114,7 +114,15 @@ class BenchAllTest {
       } else {
         assertTrue(!cold.path("reason").asText().isBlank(), "a cold run not made says why: " + cold);
       }
-      for (String k : new String[] {"atomVsBestPeer", "rowsVsBestPeer0", "rowsVsBestPeer2", "docsVsIrDatasets",
+      // Equal cores: each scenario on one core and on every core, every side's CPU a batch counted.
+      for (String k : new String[] {"atom1", "atomN", "rows1", "rowsN"}) {
+        assertTrue(peers.path("ratios").path("equalCores").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
+      }
+      for (String k : new String[] {"atom", "rows", "atom1", "rows1"}) {
+        assertTrue(peers.path("ratios").path("cpuPerBatchVsBestPeer").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
+      }
+      assertEquals(1, peers.path("oneCore").path("rows").path("cores").asInt(), peers.path("oneCore").toString());
+      for (String k : new String[] {"atomVsBestPeer", "rowsVsBestPeer0", "rowsVsBestPeerN", "docsVsIrDatasets",
           "memoryVsLeanestPeer3", "assemblyVsGatherFloor1", "assemblyVsGatherFloorN"}) {
         assertTrue(peers.path("ratios").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
       }
