@@ -85,12 +85,12 @@ final class CopyLoops {
     if (NATIVE_LE && ((src.address() + s) & 3) == 0 && ((dst.address() + d) & 3) == 0) {
       // Aligned native-order accesses: a bulk copy, then an add in place (one segment, so the JIT
       // vectorizes it without having to prove that two segments do not overlap).
-      MemorySegment to = dst.asSlice(d, 4L * count);
+      MemorySegment to = sameClass(dst.asSlice(d, 4L * count));
       MemorySegment.copy(src, s, to, 0, 4L * count);
       addInPlace(to, count, delta);
       return;
     }
-    rebaseLe(src.asSlice(s), dst.asSlice(d), count, delta);
+    rebaseLe(sameClass(src.asSlice(s)), sameClass(dst.asSlice(d)), count, delta);
   }
 
   // The loops of rebaseOffsets, each a small method of its own with a layout that checks no
