@@ -164,7 +164,26 @@ EQUAL_CORES_ROUNDS = 5
 DRAIN = 5
 
 
-def rounds_rate(steps, seconds, rounds=3, keep_open=True):
+def until_steady(step, warmup):
+    """Steps on (at most 3 x `warmup` s) until two slices in a row run within 10 % of each other:
+    a JIT still compiling (on one core its compiler threads take the core from the work) is not
+    timed. A side that is steady at once pays two slices."""
+    piece = min(0.5, warmup / 2)
+    limit = time.perf_counter() + 3 * warmup
+    prev = None
+    while time.perf_counter() < limit:
+        n = 0
+        t0 = time.perf_counter()
+        while n < 3 or time.perf_counter() - t0 < piece:
+            step()
+            n += 1
+        r = n / (time.perf_counter() - t0)
+        if prev is not None and abs(r - prev) <= 0.1 * max(r, prev):
+            return
+        prev = r
+
+
+def rounds_rate(steps, seconds, rounds=3, keep_open=True, steady=False):
     """The peers of one table, timed in turns: the machine is shared and its speed drifts, so each
     peer (a step function: one batch, returns its rows) is timed for seconds/rounds in each of
     `rounds` rounds (the order turned each round), after a warm-up (its start-up batches and
@@ -178,6 +197,8 @@ def rounds_rate(steps, seconds, rounds=3, keep_open=True):
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < warmup_seconds(seconds):
             step()
+        if steady:
+            until_steady(step, warmup_seconds(seconds))
 
     if keep_open:
         for step in steps.values():
@@ -525,7 +546,7 @@ def atom(spec):
             return b.num_rows
 
         steps["strata%d" % threads] = step
-    result["peers"] = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS)
+    result["peers"] = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS, steady=True)
     for ld in loaders:
         ld.close()
     for pool in pools:
@@ -668,7 +689,7 @@ def rows(spec):
             lambda: iter(DataLoader(StrataIterableDataset(spec["dataset"], features=feats, mode="rows", batch_rows=B,
                                                           ssd=spec["ssd"], seed=1, epochs=100000),
                                     batch_size=None, num_workers=workers)), skip)
-        peers = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS, keep_open=workers == 0)
+        peers = rounds_rate(steps, seconds, rounds=EQUAL_CORES_ROUNDS, keep_open=workers == 0, steady=True)
         for step in steps.values():
             if isinstance(step, IterStep):
                 step.close()
