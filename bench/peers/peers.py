@@ -1,6 +1,9 @@
 """The tools a PyTorch user would pick instead of Strata, side by side with it (`strata bench peers`).
 
-    peers.py SPEC.json SCENARIO
+    peers.py SPEC.json SCENARIO [CORES]
+
+CORES (atom and rows): 1 to run every process of the scenario on one core, all (the default) on
+every core this process may use.
 
 Each peer is used through its own API the way its documentation recommends (batched access
 where it offers it), on the same data and the same requests as Strata, and every peer's batch is
@@ -101,11 +104,13 @@ def settle(limit=3.0):
         last = now
 
 
-def pin_cores(cpus):
+def pin_cores(count):
     """Confines this process, and so every process it starts (DataLoader workers, Ray, the loader
-    service: one service per core set, its socket given by the caller), to the CPUs `cpus`."""
-    if cpus:
-        os.sched_setaffinity(0, set(cpus))
+    service: one service per core set, its socket given by the caller), to the first `count` of the
+    CPUs it may use ("all": every one of them, nothing changed)."""
+    if count != "all":
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(allowed[:max(1, int(count))]))
 
 
 def cores():
@@ -1331,7 +1336,7 @@ def main():
     spec_file, scenario = sys.argv[1], sys.argv[2]
     spec = json.load(open(spec_file))
     if scenario in ("atom", "rows") and len(sys.argv) > 3:
-        pin_cores([int(c) for c in sys.argv[3].split(",")])
+        pin_cores(sys.argv[3])
     if scenario == "prepare":
         prepare(spec)
     elif scenario == "versions":

@@ -13,7 +13,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.IntStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -163,25 +162,24 @@ final class PeersBench implements Callable<Integer> {
     // before), then again with every process of the run (the harness, its workers, the loader
     // service) confined to one core; the best set-up of each side on the same cores compared.
     int all = Runtime.getRuntime().availableProcessors();
-    String allCpus = String.join(",", IntStream.range(0, all).mapToObj(Integer::toString).toList());
     ObjectNode equal = Json.object();
     ObjectNode cpuPerBatch = Json.object();
     ObjectNode oneCore = Json.object();
     ObjectNode which = Json.object();
     if (wanted("atom")) {
-      JsonNode atom = harness(py, harness, specFile, "atom", socket, allCpus);
+      JsonNode atom = harness(py, harness, specFile, "atom", socket, "all");
       result.set("atom", atom);
       ratios.put("atomVsBestPeer", vsBest(atom.path("peers"), "strata" + threads, "rowsPerSecond", "strata"));
-      JsonNode atom1 = harness(py, harness, specFile, "atom", dir.resolve("service-1core/loader.sock"), "0");
+      JsonNode atom1 = harness(py, harness, specFile, "atom", dir.resolve("service-1core/loader.sock"), "1");
       oneCore.set("atom", atom1);
       EqualCores.compare(equal, cpuPerBatch, which, "atom", "rowsPerSecond", List.of(atom1.path("peers")), List.of(atom.path("peers")));
     }
     if (wanted("rows")) {
-      JsonNode r = harness(py, harness, specFile, "rows", socket, allCpus);
+      JsonNode r = harness(py, harness, specFile, "rows", socket, "all");
       result.set("rows", r);
       ratios.put("rowsVsBestPeer0", vsBest(r.path("workers0"), "strata", "batchesPerSecond", "strata"));
       ratios.put("rowsVsBestPeerN", vsBest(r.path("workers" + all), "strata", "batchesPerSecond", "strata"));
-      JsonNode r1 = harness(py, harness, specFile, "rows", dir.resolve("service-1core/loader.sock"), "0");
+      JsonNode r1 = harness(py, harness, specFile, "rows", dir.resolve("service-1core/loader.sock"), "1");
       oneCore.set("rows", r1);
       EqualCores.compare(equal, cpuPerBatch, which, "rows", "batchesPerSecond", List.of(r1.path("workers0"), r1.path("workers1")),
           List.of(r.path("workers0"), r.path("workers" + all)));
@@ -241,10 +239,11 @@ final class PeersBench implements Callable<Integer> {
     return best == 0 ? 0 : peers.path(strata).path(field).asDouble() / best;
   }
 
-  private JsonNode harness(String py, Path harness, Path specFile, String scenario, Path socket, String... cpus)
+  /** Runs scenario {@code scenario} of the harness; {@code cores}: "1" or "all" for atom and rows (every process on one core, on every one). */
+  private JsonNode harness(String py, Path harness, Path specFile, String scenario, Path socket, String... cores)
       throws Exception {
     List<String> command = new ArrayList<>(List.of(py, harness.toString(), specFile.toString(), scenario));
-    command.addAll(List.of(cpus));
+    command.addAll(List.of(cores));
     ProcessBuilder pb = new ProcessBuilder(command);
     Processes.clientEnvironment(pb, socket, 10);
     pb.redirectError(ProcessBuilder.Redirect.INHERIT);

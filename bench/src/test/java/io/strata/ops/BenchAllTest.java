@@ -118,8 +118,11 @@ class BenchAllTest {
       for (String k : new String[] {"atom1", "atomN", "rows1", "rowsN"}) {
         assertTrue(peers.path("ratios").path("equalCores").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
       }
-      for (String k : new String[] {"atom", "rows", "atom1", "rows1"}) {
-        assertTrue(peers.path("ratios").path("cpuPerBatchVsBestPeer").path(k).asDouble() > 0, k + ": " + peers.path("ratios"));
+      // (CPU is counted in clock ticks: a quick run's short turns may count none, so the figures are asked for, not their size.)
+      assertTrue(peers.path("ratios").path("cpuPerBatchVsBestPeer").isObject(), peers.path("ratios").toString());
+      for (JsonNode run : new JsonNode[] {peers, peers.path("oneCore")}) {
+        assertTrue(run.path("atom").path("peers").path("strata1").path("cpuSecondsPerBatch").isNumber(), run.path("atom").toString());
+        assertTrue(run.path("rows").path("workers0").path("numpyLoop").path("cpuSecondsPerBatch").isNumber(), run.path("rows").toString());
       }
       assertEquals(1, peers.path("oneCore").path("rows").path("cores").asInt(), peers.path("oneCore").toString());
       for (String k : new String[] {"atomVsBestPeer", "rowsVsBestPeer0", "rowsVsBestPeerN", "docsVsIrDatasets",
