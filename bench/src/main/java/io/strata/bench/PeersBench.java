@@ -161,7 +161,6 @@ final class PeersBench implements Callable<Integer> {
     // Equal cores: the atom and rows scenarios on every core of the machine (their figures as
     // before), then again with every process of the run (the harness, its workers, the loader
     // service) confined to one core; the best set-up of each side on the same cores compared.
-    int all = Runtime.getRuntime().availableProcessors();
     ObjectNode equal = Json.object();
     ObjectNode cpuPerBatch = Json.object();
     ObjectNode oneCore = Json.object();
@@ -178,11 +177,13 @@ final class PeersBench implements Callable<Integer> {
       JsonNode r = harness(py, harness, specFile, "rows", socket, "all");
       result.set("rows", r);
       ratios.put("rowsVsBestPeer0", vsBest(r.path("workers0"), "strata", "batchesPerSecond", "strata"));
-      ratios.put("rowsVsBestPeerN", vsBest(r.path("workers" + all), "strata", "batchesPerSecond", "strata"));
+      // As many workers as the cores the harness found it may use (its affinity, not the JVM's count).
+      String everyCore = "workers" + r.path("cores").asInt();
+      ratios.put("rowsVsBestPeerN", vsBest(r.path(everyCore), "strata", "batchesPerSecond", "strata"));
       JsonNode r1 = harness(py, harness, specFile, "rows", dir.resolve("service-1core/loader.sock"), "1");
       oneCore.set("rows", r1);
       EqualCores.compare(equal, cpuPerBatch, which, "rows", "batchesPerSecond", List.of(r1.path("workers0"), r1.path("workers1")),
-          List.of(r.path("workers0"), r.path("workers" + all)));
+          List.of(r.path("workers0"), r.path(everyCore)));
     }
     if (!equal.isEmpty()) {
       ratios.set("equalCores", equal);
@@ -287,7 +288,7 @@ final class PeersBench implements Callable<Integer> {
       out.printf("  atomVsBestPeer %.2f%n", ratios.path("atomVsBestPeer").asDouble());
     }
     if (r.has("rows")) {
-      for (String w : List.of("workers0", "workers" + r.path("cores").asInt())) {
+      for (String w : List.of("workers0", "workers" + r.path("rows").path("cores").asInt())) {
         out.printf("shuffled single rows, 16,384 a batch, 5 features, as tensors, %s (batches/s, CPU ms a batch):%n", w);
         r.path("rows").path(w).properties().forEach(e -> out.printf("  %-18s %8.1f %8.2f%n", e.getKey(),
             e.getValue().path("batchesPerSecond").asDouble(), e.getValue().path("cpuSecondsPerBatch").asDouble() * 1e3));

@@ -171,19 +171,18 @@ final class ColumnCopies {
     // and constant-folded. In one method with a case per width the JIT sometimes ran out of
     // inlining budget and left every access on the generic path (alignment checked per access,
     // 2.5x slower), by chance, from one process start to the next.
+    // (A slice keeps its segment's class: one conversion covers every slice below.)
+    MemorySegment s = CopyLoops.sameClass(src);
+    MemorySegment d = CopyLoops.sameClass(b.values);
     switch (b.width) {
-      case 0 -> CopyLoops.gatherBits(CopyLoops.sameClass(src), base, CopyLoops.sameClass(b.values), at, row, pos, from, to);
-      case 1 -> CopyLoops.gather1(CopyLoops.sameClass(src.asSlice(base)), CopyLoops.sameClass(b.values.asSlice(at)), row, pos,
-          from, to);
-      case 2 -> CopyLoops.gather2(CopyLoops.sameClass(src.asSlice(base * 2)), CopyLoops.sameClass(b.values.asSlice(at * 2)),
-          row, pos, from, to);
-      case 4 -> CopyLoops.gather4(CopyLoops.sameClass(src.asSlice(base * 4)), CopyLoops.sameClass(b.values.asSlice(at * 4)),
-          row, pos, from, to);
-      case 8 -> CopyLoops.gather8(CopyLoops.sameClass(src.asSlice(base * 8)), CopyLoops.sameClass(b.values.asSlice(at * 8)),
-          row, pos, from, to);
+      case 0 -> CopyLoops.gatherBits(s, base, d, at, row, pos, from, to);
+      case 1 -> CopyLoops.gather1(s.asSlice(base), d.asSlice(at), row, pos, from, to);
+      case 2 -> CopyLoops.gather2(s.asSlice(base * 2), d.asSlice(at * 2), row, pos, from, to);
+      case 4 -> CopyLoops.gather4(s.asSlice(base * 4), d.asSlice(at * 4), row, pos, from, to);
+      case 8 -> CopyLoops.gather8(s.asSlice(base * 8), d.asSlice(at * 8), row, pos, from, to);
       default -> {
         for (int j = from; j < to; j++) {
-          MemorySegment.copy(src, (base + row[j]) * b.width, b.values, (at + pos[j]) * b.width, b.width);
+          MemorySegment.copy(s, (base + row[j]) * b.width, d, (at + pos[j]) * b.width, b.width);
         }
       }
     }
